@@ -1,0 +1,168 @@
+"""The battery runner behind `contend check`: implementation × check, one verdict each."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contend.checks import Check, CheckContext, CheckOptions, CheckResult, run_check
+from contend.checks import registry as registry_checks
+from contend.keyspace import Namespace
+from contend.protocols import ProtocolError, check_factory_signature, check_object, load_factory
+from contend.target import Target
+from impl import catalog
+
+BATTERIES: dict[str, list[Check]] = {"registry": registry_checks.CHECKS}
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One row of the table: an implementation and what is expected of it."""
+
+    name: str
+    family: str
+    factory: Callable[..., Any]
+    known_bad: bool = False
+    violates: frozenset[str] = frozenset()
+    summary: str = ""
+    dbs: tuple[int, ...] = ()
+
+
+@dataclass
+class Row:
+    subject: Subject
+    results: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[CheckResult]:
+        return [r for r in self.results if not r.passed]
+
+    @property
+    def verdict(self) -> str:
+        if self.subject.known_bad:
+            return "caught" if self.failed else "NOT CAUGHT"
+        return "FAIL" if self.failed else "pass"
+
+    @property
+    def as_expected(self) -> bool:
+        return self.verdict in ("pass", "caught")
+
+
+def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list[Subject]:
+    """Rows for the catalog's implementations of `families` (only `names` if given)."""
+    chosen = [catalog.by_name(n) for n in names] if names else list(catalog.IMPLEMENTATIONS)
+    return [
+        Subject(
+            impl.name,
+            impl.family,
+            impl.factory,
+            impl.known_bad,
+            impl.violates,
+            impl.summary,
+            catalog.SEED_LAYOUT_DBS if impl.name.startswith("seed_layout") else (),
+        )
+        for impl in chosen
+        if impl.family in families
+    ]
+
+
+def user_subject(spec: str, kind: str, target: Target) -> Subject:
+    """A row for `package.module:factory`, after checking it follows the protocol."""
+    if kind not in BATTERIES:
+        raise ProtocolError(f"--kind {kind!r} has no battery yet; choose one of {', '.join(BATTERIES)}")
+    factory = load_factory(spec)
+    check_factory_signature(factory, kind, spec)
+    client = target.client()
+    ns = target.namespace(client=client)
+    try:
+        check_object(factory(client, ns.prefix), kind, spec)
+    finally:
+        ns.cleanup()
+        client.close()
+    return Subject(spec, kind, factory, summary="user implementation")
+
+
+def run_battery(
+    target: Target,
+    subjects: Sequence[Subject],
+    options: CheckOptions,
+    run_namespace: Namespace,
+    on_result: Callable[[Subject, CheckResult], None] = lambda s, r: None,
+) -> list[Row]:
+    """Run each subject's family battery, one fresh namespace per check, cleaned after it."""
+    rows = []
+    for subject in subjects:
+        row = Row(subject)
+        for check in BATTERIES[subject.family]:
+            ns = Namespace(run_namespace.client, run_namespace.key(subject.name, check.name), dbs=subject.dbs)
+            ctx = CheckContext(target, ns, subject.factory, options, subject.dbs)
+            try:
+                result = run_check(check, ctx)
+            finally:
+                ns.cleanup()
+            row.results.append(result)
+            on_result(subject, result)
+        rows.append(row)
+    return rows
+
+
+def write_json(rows: Sequence[Row], path: Path, server: str) -> None:
+    data = {
+        "server": server,
+        "rows": [
+            {
+                "implementation": row.subject.name,
+                "family": row.subject.family,
+                "known_bad": row.subject.known_bad,
+                "verdict": row.verdict,
+                "checks": [
+                    {"check": r.check, "passed": r.passed, "detail": r.detail, "seconds": round(r.seconds, 3)}
+                    for r in row.results
+                ],
+            }
+            for row in rows
+        ],
+    }
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def results_table(rows: Sequence[Row]) -> Any:
+    """A rich Table: implementation × check, then the verdict."""
+    from rich.table import Table
+
+    checks: list[str] = []
+    for row in rows:
+        checks += [r.check for r in row.results if r.check not in checks]
+    table = Table(title="contend check", title_justify="left")
+    table.add_column("implementation", style="bold")
+    table.add_column("family")
+    for name in checks:
+        table.add_column(name, justify="center")
+    table.add_column("verdict", justify="center")
+    for row in rows:
+        by_check = {r.check: r for r in row.results}
+        cells = []
+        for name in checks:
+            r = by_check.get(name)
+            if r is None:
+                cells.append("")
+            elif r.passed:
+                cells.append("[green]pass[/]")
+            else:
+                cells.append("[yellow]caught[/]" if row.subject.known_bad else "[red]FAIL[/]")
+        style = {"pass": "green", "caught": "yellow"}.get(row.verdict, "bold red")
+        label = row.subject.name + (" [dim](known-bad)[/]" if row.subject.known_bad else "")
+        table.add_row(label, row.subject.family, *cells, f"[{style}]{row.verdict}[/]")
+    return table
+
+
+def evidence_lines(rows: Sequence[Row]) -> list[str]:
+    """One line per failed check: what broke, for the table's reader."""
+    lines = []
+    for row in rows:
+        for r in row.failed:
+            lines.append(f"{row.subject.name} · {r.check}: {r.detail}")
+    return lines

@@ -1,0 +1,178 @@
+"""The registry battery: the model, seed 000's serial test, bursts, bad input."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import random
+from typing import Any
+
+from contend.burst import burst, errors_summary
+from contend.checks import Check, CheckContext, CheckFailed, expect
+from models.registry import RegistryModel
+
+
+def _registry(ctx: CheckContext) -> Any:
+    """A new registry object on its own connection; all share the check's namespace."""
+    return ctx.factory(ctx.client(), ctx.namespace.prefix)
+
+
+def check_tables(reg: Any, expected: dict[str, int], what: str, reads: int = 1000) -> None:
+    """Ids are 1..n; lookup, reverse and count agree with what registration returned.
+
+    Ids are checked for every name; the tables are read back for every name up
+    to `reads` names, else for an even sample of `reads` of them (the seed reads
+    back every 50th).
+    """
+    n = len(expected)
+    ids = sorted(expected.values())
+    if ids != list(range(1, n + 1)):
+        dupes = sorted({a for a, b in itertools.pairwise(ids) if a == b})[:5]
+        gaps = sorted(set(range(1, max(ids, default=0) + 1)) - set(ids))[:5]
+        raise CheckFailed(
+            f"{what}: {n} names got ids up to {max(ids, default=0)}, not 1..{n}"
+            + (f"; duplicated ids {dupes}" if dupes else "")
+            + (f"; gaps at {gaps}" if gaps else "")
+        )
+    items = list(expected.items())
+    sample = items[:: max(1, n // reads)]
+    with expect(f"{what}: reading the tables back"):
+        for name, ident in sample:
+            if (found := reg.lookup(name)) != ident:
+                raise CheckFailed(f"{what}: lookup({name!r}) = {found}, registration returned {ident}")
+            if (back := reg.reverse(ident)) != name:
+                raise CheckFailed(f"{what}: reverse({ident}) = {back!r}, expected {name!r}")
+        if (after := reg.reverse(n + 1)) is not None:
+            raise CheckFailed(f"{what}: reverse({n + 1}) = {after!r} although only {n} names exist")
+        if (count := reg.count()) != n:
+            raise CheckFailed(f"{what}: count() = {count}, expected {n}")
+
+
+def model_check(ctx: CheckContext) -> str:
+    """Random sequential operations, each compared with models.registry."""
+    rng = random.Random(ctx.options.seed)
+    model = RegistryModel()
+    state = model.init()
+    reg = _registry(ctx)
+    pool = [f"user-{i}" for i in range(10)] + ["名前", "a b", "x" * 300]
+    for step in range(ctx.options.model_ops):
+        roll = rng.random()
+        value: Any
+        if roll < 0.4:
+            f, value = "register", rng.choice(pool)
+        elif roll < 0.5:
+            f, value = "register_many", tuple(rng.choice(pool) for _ in range(rng.randint(0, 4)))
+        elif roll < 0.7:
+            f, value = "lookup", rng.choice(pool)
+        elif roll < 0.85:
+            f, value = "reverse", rng.randint(0, len(state) + 2)
+        else:
+            f, value = "count", None
+        with expect(f"op {step}: {f}({value!r})"):
+            got = getattr(reg, f)(
+                *(() if value is None else (list(value) if f == "register_many" else value,))
+            )
+        if f == "register_many":
+            got = tuple(got)
+        expected, state = model.apply(state, f, value)
+        if got != expected:
+            raise CheckFailed(
+                f"op {step}: {f}({value!r}) returned {got!r}; the model says {expected!r} "
+                f"(state {model.describe_state(state)})"
+            )
+    return f"{ctx.options.model_ops} random operations agree with the model"
+
+
+def serial_check(ctx: CheckContext) -> str:
+    """Seed 000's test_register_serial: n names, then the first 10 again."""
+    n = ctx.options.serial_names
+    reg = _registry(ctx)
+    names = [f"user-{i:04d}" for i in range(n)]
+    with expect("serial registration"):
+        ids = {name: reg.register(name) for name in names}
+        again = [reg.register(name) for name in names[:10]]
+    if again != [ids[name] for name in names[:10]]:
+        raise CheckFailed(f"registering the first 10 names again gave {again}")
+    for position, name in enumerate(names, start=1):
+        if ids[name] != position:
+            raise CheckFailed(f"serial: {name!r}, registered as number {position}, got id {ids[name]}")
+    check_tables(reg, ids, "serial")
+    return f"{n} names registered one by one got ids 1..{n}"
+
+
+def burst_distinct_check(ctx: CheckContext) -> str:
+    """Clients released together, each registering its own names: distinct, gap-free ids."""
+    k, m = ctx.options.burst_clients, ctx.options.burst_names_per_client
+    regs = [_registry(ctx) for _ in range(k)]
+
+    def client_work(i: int, reg: Any) -> dict[str, int]:
+        return {f"c{i}-n{j}": reg.register(f"c{i}-n{j}") for j in range(m)}
+
+    outcomes = burst([functools.partial(client_work, i, reg) for i, reg in enumerate(regs)])
+    if failed := errors_summary(outcomes):
+        raise CheckFailed(f"burst of {k} clients × {m} distinct names: {failed}")
+    ids: dict[str, int] = {}
+    for outcome in outcomes:
+        ids.update(outcome.value)
+    check_tables(regs[0], ids, f"burst of {k} clients × {m} distinct names")
+    return f"{k} clients × {m} distinct names at once: ids 1..{k * m}, tables agree"
+
+
+def burst_one_name_check(ctx: CheckContext) -> str:
+    """Clients released together on one fresh name, round after round: one id each, no errors."""
+    k, rounds = ctx.options.burst_clients, ctx.options.burst_rounds
+    regs = [_registry(ctx) for _ in range(k)]
+    ids: dict[str, int] = {}
+    for r in range(rounds):
+        name = f"hot-{r}"
+        outcomes = burst([functools.partial(reg.register, name) for reg in regs])
+        if failed := errors_summary(outcomes):
+            raise CheckFailed(f"round {r + 1}: {k} clients registering {name!r} at once: {failed}")
+        got = {o.value for o in outcomes}
+        if len(got) != 1:
+            raise CheckFailed(f"round {r + 1}: {k} clients registering {name!r} got ids {sorted(got)}")
+        ids[name] = got.pop()
+    check_tables(regs[0], ids, f"{rounds} rounds of {k} clients on one name")
+    return f"{rounds} rounds × {k} clients on one name: one id each, ids 1..{rounds}"
+
+
+BAD_NAMES: list[tuple[str, Any]] = [
+    ("empty name", ""),
+    ("empty bytes", b""),
+    ("int name", 42),
+    ("None name", None),
+    ("list name", ["a"]),
+    ("name over the maximum length", "x" * 100_000),
+]
+
+
+def bad_input_check(ctx: CheckContext) -> str:
+    """Bad names raise ValueError and write nothing."""
+    reg = _registry(ctx)
+    calls: list[tuple[str, str, Any]] = [(what, "register", bad) for what, bad in BAD_NAMES]
+    calls += [(what, "lookup", bad) for what, bad in BAD_NAMES[:4]]
+    calls += [
+        ("a single string to register_many", "register_many", "abc"),
+        ("one bad name among good ones", "register_many", ["fine", "", "also-fine"]),
+    ]
+    for what, method, bad in calls:
+        try:
+            getattr(reg, method)(bad)
+        except ValueError:
+            pass
+        except Exception as exc:
+            raise CheckFailed(f"{method}({what}) raised {type(exc).__name__}, not ValueError: {exc}") from exc
+        else:
+            raise CheckFailed(f"{method}({what}) was accepted; expected ValueError")
+        if (written := ctx.namespace.count()) != 0:
+            raise CheckFailed(f"{method}({what}) raised ValueError but wrote {written} key(s)")
+    return f"{len(calls)} bad inputs: ValueError each, nothing written"
+
+
+CHECKS = [
+    Check("model", "random sequential operations against models.registry", model_check),
+    Check("serial", "seed 000's serial test: n names one by one, then 10 again", serial_check),
+    Check("burst-distinct", "16 clients at once, distinct names", burst_distinct_check),
+    Check("burst-one-name", "16 clients at once on one name, 20 rounds", burst_one_name_check),
+    Check("bad-input", "bad names: ValueError, nothing written", bad_input_check),
+]

@@ -1,0 +1,27 @@
+"""`contend server`."""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from rich.console import Console
+
+from contend.binary import find_redis_server
+from contend.server import EmbeddedRedis
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    binary = find_redis_server(args.redis_server)
+    if args.info:
+        out.print(f"binary:  {binary.path}")
+        out.print(f"found:   {binary.source}")
+        out.print(f"version: {binary.product} {binary.version}")
+        return 0
+    with EmbeddedRedis(binary, persistence=args.persistence) as server:
+        out.print(f"{server.describe()} · pid {server.pid} · {server.url}")
+        out.print(f"files in {server.dir}; Ctrl-C stops it and deletes them")
+        while server.running:
+            time.sleep(0.5)
+        err.print(f"[red]redis-server exited on its own[/]; its log:\n{server.log_tail()}")
+        return 1

@@ -1,0 +1,69 @@
+"""pytest fixtures for testing Redis primitives on a real server (entry point `contend`).
+
+* `contend_target` (session): one embedded redis-server per pytest process, so
+  one per pytest-xdist worker; or the server of `--contend-redis-url`.
+* `contend_client`: a redis-py client for it, closed after the test.
+* `contend_namespace`: a fresh key namespace, deleted (SCAN + UNLINK) after the test.
+* `contend_private_server`: a server of the test's own, for tests that pause,
+  kill or restart it; stopped after the test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from contend.keyspace import Namespace
+from contend.server import EmbeddedRedis
+from contend.target import Target, open_target
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("contend", "contend: Redis servers for tests")
+    group.addoption(
+        "--contend-redis-url",
+        metavar="URL",
+        help="run contend fixtures against this server instead of an embedded one "
+        "(keys stay in per-test namespaces; nothing else is touched)",
+    )
+    group.addoption(
+        "--contend-redis-server",
+        metavar="PATH",
+        help="redis-server binary for the embedded server",
+    )
+
+
+@pytest.fixture(scope="session")
+def contend_target(request: pytest.FixtureRequest) -> Iterator[Target]:
+    """The server this pytest process (this xdist worker) uses."""
+    with open_target(
+        request.config.getoption("--contend-redis-url"),
+        request.config.getoption("--contend-redis-server"),
+    ) as target:
+        yield target
+
+
+@pytest.fixture
+def contend_client(contend_target: Target) -> Iterator[redis.Redis]:
+    client = contend_target.client()
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def contend_namespace(contend_target: Target) -> Iterator[Namespace]:
+    """A fresh namespace; add databases with `ns.add_db(n)` to have them cleaned too."""
+    client = contend_target.client()
+    ns = contend_target.namespace(client=client)
+    yield ns
+    ns.cleanup()
+    client.close()
+
+
+@pytest.fixture
+def contend_private_server() -> Iterator[EmbeddedRedis]:
+    """An embedded server for this test alone."""
+    with EmbeddedRedis() as server:
+        yield server

@@ -1,0 +1,107 @@
+"""The server a run talks to: an embedded one it starts, or an existing one (--redis-url)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+
+from contend.binary import find_redis_server
+from contend.errors import TargetError
+from contend.keyspace import Namespace
+from contend.server import EmbeddedRedis, Persistence
+
+
+def mask_url(url: str) -> str:
+    """The URL with its password replaced by ****."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparseable URL>"
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit(parts._replace(netloc=f"{user}:****@{host}"))
+
+
+@dataclass
+class Target:
+    """Where keys go; `client()` makes a new connection pool to it."""
+
+    url: str
+    description: str
+    embedded: EmbeddedRedis | None = None
+
+    def client(self, *, pool_size: int | None = None, **kwargs: Any) -> redis.Redis:
+        """A new client. With `pool_size`, threads share at most that many connections and
+        wait for a free one (redis-py's default pool raises past 100 connections instead)."""
+        kwargs.setdefault("socket_connect_timeout", 5)
+        if pool_size is not None:
+            pool = redis.BlockingConnectionPool.from_url(
+                self.url, max_connections=pool_size, timeout=60, **kwargs
+            )
+            return redis.Redis(connection_pool=pool)
+        return redis.Redis.from_url(self.url, **kwargs)
+
+    @property
+    def masked_url(self) -> str:
+        return mask_url(self.url)
+
+    def namespace(self, prefix: str | None = None, *, client: redis.Redis | None = None) -> Namespace:
+        """A fresh run namespace; NamespaceInUse if `prefix` already holds keys."""
+        ns = Namespace(client or self.client(), prefix)
+        ns.ensure_empty()
+        return ns
+
+
+def connect_url(url: str) -> Target:
+    """A Target for an existing server, after a PING; TargetError naming the URL if not."""
+    masked = mask_url(url)
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise TargetError(
+            f"--redis-url {masked}: expected redis://[[user]:password@]host[:port][/db], "
+            "rediss:// for TLS, or unix:///path"
+        )
+    try:
+        client = redis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=5)
+    except ValueError as exc:
+        raise TargetError(f"--redis-url {masked}: {exc}") from None
+    try:
+        info = client.info("server")
+    except redis.AuthenticationError as exc:
+        raise TargetError(f"Redis at {masked} refused the credentials: {exc}") from None
+    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise TargetError(
+            f"cannot reach Redis at {masked}: {reason}; check host, port and password, "
+            "or drop --redis-url to use the embedded server"
+        ) from None
+    except redis.ResponseError as exc:
+        raise TargetError(f"Redis at {masked} answered INFO with an error: {exc}") from None
+    finally:
+        client.close()
+    product = "Valkey" if "valkey_version" in info else "Redis"
+    version = info.get("valkey_version") or info.get("redis_version", "?")
+    return Target(url, f"{product} {version} at {masked}")
+
+
+@contextlib.contextmanager
+def open_target(
+    redis_url: str | None = None,
+    redis_server: str | None = None,
+    *,
+    persistence: Persistence = "none",
+) -> Iterator[Target]:
+    """The embedded server (started here, stopped on exit) or the server at `redis_url`."""
+    if redis_url:
+        yield connect_url(redis_url)
+        return
+    with EmbeddedRedis(find_redis_server(redis_server), persistence=persistence) as server:
+        yield Target(server.url, server.describe() + f" ({server.binary.source})", server)

@@ -1,0 +1,74 @@
+"""Lock first, then read and write: a token lock serializes every new registration.
+
+A name already registered costs one HGET and no lock. A new one takes the
+registry's lock (SET NX PX with a token), re-reads, INCRBYs the counter and
+writes both tables in one MULTI/EXEC, then releases with compare-and-delete.
+If the holder stalls past the lock's TTL another client may enter too; the
+TTL (default 10 s) must exceed any registration's duration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import redis
+
+from impl.locks.token import TokenLock
+from impl.registry.base import RegistrationError, Registry, check_name, check_names
+
+
+class LockFirstRegistry(Registry):
+    strategy = "lock_first"
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        namespace: str,
+        *,
+        registry: str = "registry",
+        ttl_ms: int = 10_000,
+        timeout: float = 30.0,
+    ) -> None:
+        super().__init__(client, namespace, registry=registry)
+        self.ttl_ms = ttl_ms
+        self.timeout = timeout
+
+    def register(self, name: str) -> int:
+        name = check_name(name)
+        found = self.client.hget(self.keys.ids, name)
+        if found is not None:
+            return int(found)
+        return self._locked_commit([name])[name]
+
+    def register_many(self, names: Iterable[str]) -> list[int]:
+        wanted = check_names(names)
+        if not wanted:
+            return []
+        found = self.client.hmget(self.keys.ids, wanted)
+        ids = {n: int(v) for n, v in zip(wanted, found, strict=True) if v is not None}
+        missing = list(dict.fromkeys(n for n in wanted if n not in ids))
+        if missing:
+            ids.update(self._locked_commit(missing))
+        return [ids[n] for n in wanted]
+
+    def _locked_commit(self, names: list[str]) -> dict[str, int]:
+        k = self.keys
+        lock = TokenLock(self.client, k.lock, self.ttl_ms)
+        if not lock.acquire(timeout=self.timeout):
+            raise RegistrationError(f"lock-first registry: could not take {k.lock!r} within {self.timeout} s")
+        try:
+            current = self.client.hmget(k.ids, names)
+            ids = {n: int(v) for n, v in zip(names, current, strict=True) if v is not None}
+            new = [n for n in names if n not in ids]
+            if new:
+                top = int(self.client.incrby(k.counter, len(new)))
+                assigned: dict[Any, Any] = {n: top - len(new) + i for i, n in enumerate(new, start=1)}
+                with self.client.pipeline() as pipe:
+                    pipe.hset(k.ids, mapping=assigned)
+                    pipe.hset(k.names, mapping={i: n for n, i in assigned.items()})
+                    pipe.execute()
+                ids.update(assigned)
+            return ids
+        finally:
+            lock.release()
