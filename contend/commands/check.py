@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -18,7 +20,57 @@ from contend.battery import (
     write_json,
 )
 from contend.checks import CheckOptions, CheckResult
+from contend.commands import positive_int
 from contend.target import open_target
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "check",
+        parents=[common],
+        help="run the correctness battery over every implementation",
+        description="Run every check of each implementation's family and print implementation × "
+        "check. Correct implementations must pass; known-bad ones must be caught. Exit 0 when "
+        "both hold, 1 when a correct one fails or a known-bad one survives, 2 on bad input.",
+    )
+    families = sorted(BATTERIES)
+    parser.add_argument("--family", action="append", choices=families, help="only this family (repeatable)")
+    parser.add_argument(
+        "--only", action="append", metavar="NAME", help="only this catalog implementation (repeatable)"
+    )
+    parser.add_argument(
+        "--impl", metavar="MODULE:FACTORY", help="check your own implementation instead of the catalog"
+    )
+    parser.add_argument(
+        "--kind", choices=families, default="registry", help="protocol --impl follows (default: registry)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random model check (default 0)")
+    parser.add_argument(
+        "--serial-names",
+        type=positive_int,
+        default=CheckOptions.serial_names,
+        metavar="N",
+        help="names in the serial test (default %(default)s; seed 000 uses 10000)",
+    )
+    parser.add_argument(
+        "--burst-clients",
+        type=positive_int,
+        default=CheckOptions.burst_clients,
+        metavar="N",
+        help="clients released together in the burst checks (default %(default)s)",
+    )
+    parser.add_argument(
+        "--burst-rounds",
+        type=positive_int,
+        default=CheckOptions.burst_rounds,
+        metavar="N",
+        help="rounds of the one-name burst (default %(default)s)",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="print every check's detail, not only failures"
+    )
+    return parser
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:

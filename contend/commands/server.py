@@ -4,11 +4,27 @@ from __future__ import annotations
 
 import argparse
 import time
+from typing import Any
 
 from rich.console import Console
 
 from contend.binary import find_redis_server
 from contend.server import EmbeddedRedis
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "server",
+        help="run the embedded redis-server in the foreground, or show which binary is used",
+        description="Start the embedded redis-server and keep it running until Ctrl-C, "
+        "or with --info print which binary contend would use and its version.",
+    )
+    parser.add_argument("--info", action="store_true", help="print the binary and version, start nothing")
+    parser.add_argument("--redis-server", metavar="PATH", help="redis-server binary to use")
+    parser.add_argument(
+        "--persistence", choices=["none", "aof", "rdb"], default="none", help="persistence (default none)"
+    )
+    return parser
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:

@@ -132,14 +132,23 @@ class Registerer:
         if self.strategy == "naive":
             return self.register_naive(name)
         if self.strategy == "lua":
-            invert = "" if self.db_invert is None else str(self.db_invert)
-            args: list[Any] = [name, self.db_counter, self.db, invert, self.prefix]
-            result = self._lua(keys=[self._counter(), self._forward(name)], args=args)
+            result = self._lua(keys=[self._counter(), self._forward(name)], args=self._lua_args(name))
             return int(result)  # type: ignore[arg-type]
         return self._seed_transaction(name)
 
     def register_many(self, names: Iterable[str]) -> list[int]:
-        return [self.register(n) for n in check_names(names)]
+        """With "lua", every script call goes in one pipelined round trip; else one by one."""
+        wanted = check_names(names)
+        if self.strategy != "lua":
+            return [self.register(n) for n in wanted]
+        with self.redis.pipeline(transaction=False) as pipe:
+            for name in wanted:
+                self._lua(keys=[self._counter(), self._forward(name)], args=self._lua_args(name), client=pipe)
+            return [int(i) for i in pipe.execute()]
+
+    def _lua_args(self, name: str) -> list[Any]:
+        invert = "" if self.db_invert is None else str(self.db_invert)
+        return [name, self.db_counter, self.db, invert, self.prefix]
 
     def lookup(self, name: str) -> int | None:
         found = self.redis.get(self._forward(check_name(name)))

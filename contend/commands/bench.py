@@ -1,0 +1,95 @@
+"""`contend bench`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from contend.benchmarks.registry import RegistryBench, bench_registry
+from contend.commands import positive_float, positive_int
+from contend.target import open_target
+
+FAMILIES = ("registry",)
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "bench",
+        parents=[common],
+        help="measure throughput as ratios to raw Redis round trips",
+        description="Measure, in one run, the raw round-trip rate of redis-py clients (PING loops) "
+        "and each implementation's rate, printed as ratios to it: the machine's noise cancels.",
+    )
+    parser.add_argument("family", choices=FAMILIES, help="what to measure")
+    parser.add_argument(
+        "--seconds", type=positive_float, default=1.0, help="time per measurement (default %(default)s)"
+    )
+    parser.add_argument(
+        "--clients", type=positive_int, default=16, help="concurrent clients (default %(default)s)"
+    )
+    parser.add_argument(
+        "--batch",
+        type=positive_int,
+        default=10_000,
+        help="new names in one register_many call (default %(default)s)",
+    )
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
+    return parser
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    with open_target(args.redis_url, args.redis_server) as target:
+        out.print(f"contend bench {args.family} on {target.description}")
+        client = target.client()
+        run_ns = target.namespace(args.namespace, client=client)
+        try:
+            with err.status("measuring") as status:
+                result = bench_registry(
+                    target,
+                    run_ns,
+                    seconds=args.seconds,
+                    clients=args.clients,
+                    batch=args.batch,
+                    on_step=lambda step: status.update(f"measuring {step}"),
+                )
+        finally:
+            run_ns.cleanup()
+            client.close()
+    out.print(registry_table(result))
+    if args.json:
+        args.json.write_text(json.dumps(asdict(result), indent=2) + "\n")
+    return 0
+
+
+def registry_table(result: RegistryBench) -> Table:
+    raw1, rawn = result.raw_one.per_second, result.raw_many.per_second
+    table = Table(
+        title=f"register() rate as a ratio to raw PING round trips: "
+        f"1 client {raw1:,.0f}/s, {result.clients} clients {rawn:,.0f}/s",
+        title_justify="left",
+    )
+    table.add_column("strategy", style="bold")
+    table.add_column("1 client /s", justify="right")
+    table.add_column("× raw", justify="right")
+    table.add_column(f"{result.clients} clients /s", justify="right")
+    table.add_column("× raw 1", justify="right")
+    table.add_column(f"× raw {result.clients}", justify="right")
+    table.add_column(f"register_many({result.batch:,})", justify="right")
+    for row in result.rows:
+        one, many = row.one_client.per_second, row.many_clients.per_second
+        table.add_row(
+            row.name + (" [dim](known-bad)[/]" if row.known_bad else ""),
+            f"{one:,.0f}",
+            f"{one / raw1:.2f}",
+            f"{many:,.0f}",
+            f"{many / raw1:.2f}",
+            f"{many / rawn:.2f}",
+            f"{row.batch_seconds * 1000:,.0f} ms",
+        )
+    return table
