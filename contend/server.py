@@ -199,9 +199,13 @@ class EmbeddedRedis:
                         f"{self.binary.path} exited with code {self.process.returncode} "
                         f"before answering PING; its log says:\n{self.log_tail()}"
                     )
-                with contextlib.suppress(redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError):
-                    if probe.ping():
-                        return
+                try:
+                    probe.ping()
+                    return
+                except (redis.AuthenticationError, redis.ResponseError):
+                    return  # it answers; it just wants a password (--requirepass)
+                except (redis.ConnectionError, redis.TimeoutError):
+                    pass
                 time.sleep(0.01)
         finally:
             probe.close()

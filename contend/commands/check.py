@@ -21,7 +21,9 @@ from contend.battery import (
 )
 from contend.checks import CheckOptions, CheckResult
 from contend.commands import positive_int
+from contend.errors import ContendError
 from contend.target import open_target
+from impl import catalog
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -80,6 +82,11 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         burst_clients=args.burst_clients,
         burst_rounds=args.burst_rounds,
     )
+    for name in args.only or ():
+        try:
+            catalog.by_name(name)
+        except KeyError as exc:
+            raise ContendError(exc.args[0]) from None
     with open_target(args.redis_url, args.redis_server) as target:
         out.print(f"contend check on {target.description}")
         client = target.client()
