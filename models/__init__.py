@@ -7,6 +7,22 @@ partition so independent keys are checked on their own.
 """
 
 from models.base import UNKNOWN, DeterministicModel, Model, Op
+from models.lease import LeaseModel, LeaseState
 from models.registry import RegistryModel, RegistryState
+from models.semaphore import SemaphoreModel, SemaphoreState
+from models.single_flight import FlightState, SingleFlightModel
 
-__all__ = ["UNKNOWN", "DeterministicModel", "Model", "Op", "RegistryModel", "RegistryState"]
+__all__ = [
+    "UNKNOWN",
+    "DeterministicModel",
+    "FlightState",
+    "LeaseModel",
+    "LeaseState",
+    "Model",
+    "Op",
+    "RegistryModel",
+    "RegistryState",
+    "SemaphoreModel",
+    "SemaphoreState",
+    "SingleFlightModel",
+]
