@@ -1,0 +1,28 @@
+"""Deterministic interleaving of Redis round trips, chosen by Hypothesis (or PCT, or exhaustively)."""
+
+from contend.schedule.choosers import (
+    BoundedPreemption,
+    Chooser,
+    DrawChooser,
+    PCTChooser,
+    RandomWalk,
+    ReplayChooser,
+    ReplayDiverged,
+)
+from contend.schedule.scheduler import ClientCrashed, Outcome, Scheduler, SchedulerError, Status, Step
+
+__all__ = [
+    "BoundedPreemption",
+    "Chooser",
+    "ClientCrashed",
+    "DrawChooser",
+    "Outcome",
+    "PCTChooser",
+    "RandomWalk",
+    "ReplayChooser",
+    "ReplayDiverged",
+    "Scheduler",
+    "SchedulerError",
+    "Status",
+    "Step",
+]

@@ -1,0 +1,220 @@
+"""The gate: where a scheduled client thread stops before each Redis round trip.
+
+It is installed by patching redis-py's synchronous connection, so it works on
+unmodified code, third-party libraries included:
+
+* `AbstractConnection.send_packed_command` is the start of every round trip (a
+  single command, a whole pipeline, a MULTI/EXEC block): the thread yields to
+  the scheduler there and goes on only when granted a turn. The connection
+  handshake (HELLO, AUTH, SELECT, CLIENT SETINFO) is not gated.
+* `AbstractConnection.read_response` records the replies for the trace.
+* `Pipeline._execute_pipeline`, when the scheduler splits pipelines, sends a
+  plain (non-transactional) pipeline one command at a time: one step each, as
+  the server may interleave other clients between them.
+* `Redis.execute_command` turns blocking pops (BLPOP, BRPOP, BLMOVE,
+  BRPOPLPUSH, BZPOPMIN, BZPOPMAX) into polls: the same command with a 1 ms
+  timeout, repeated after a virtual sleep until the caller's timeout has passed
+  in virtual time. Nobody else runs while the server holds the poll, so the
+  outcome does not depend on real timing.
+* `time.sleep`, `time.monotonic`, `time.time` and `time.perf_counter` read a
+  virtual clock in scheduled threads: a sleep is a yield that ends when the
+  scheduler's clock reaches the wake-up time, so retry loops cost no real time.
+  Code that imported `sleep` or `monotonic` by name before the gate was
+  installed keeps the real ones.
+
+Threads that are not scheduled clients pass through untouched.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import redis
+import redis.client
+import redis.connection
+
+if TYPE_CHECKING:
+    from contend.schedule.scheduler import ClientHandle
+
+BLOCKING_POPS = frozenset({"BLPOP", "BRPOP", "BLMOVE", "BRPOPLPUSH", "BZPOPMIN", "BZPOPMAX"})
+POLL_INTERVAL = 0.01  # virtual seconds between polls of a blocking pop
+
+_local = threading.local()
+_install_lock = threading.Lock()
+_installed = 0
+_originals: dict[str, Any] = {}
+
+REAL_SLEEP = time.sleep
+REAL_MONOTONIC = time.monotonic
+REAL_TIME = time.time
+REAL_PERF_COUNTER = time.perf_counter
+
+
+def current() -> ClientHandle | None:
+    """The scheduled client this thread runs, if any."""
+    return getattr(_local, "client", None)
+
+
+def bind(client: ClientHandle | None) -> None:
+    _local.client = client
+
+
+def _in_handshake() -> bool:
+    return bool(getattr(_local, "handshake", False))
+
+
+def install() -> None:
+    """Patch redis-py and time (reference counted; `uninstall` undoes the last one)."""
+    global _installed
+    with _install_lock:
+        _installed += 1
+        if _installed > 1:
+            return
+        conn_cls = redis.connection.AbstractConnection
+        _originals["send"] = conn_cls.send_packed_command
+        _originals["read"] = conn_cls.read_response
+        _originals["handshake"] = conn_cls.on_connect_check_health
+        _originals["pipeline"] = redis.client.Pipeline._execute_pipeline
+        _originals["execute"] = redis.client.Redis.execute_command
+        conn_cls.send_packed_command = _gated_send  # type: ignore[method-assign]
+        conn_cls.read_response = _recorded_read  # type: ignore[method-assign]
+        conn_cls.on_connect_check_health = _ungated_handshake  # type: ignore[method-assign]
+        redis.client.Pipeline._execute_pipeline = _split_pipeline  # type: ignore[method-assign]
+        redis.client.Redis.execute_command = _polled_execute  # type: ignore[method-assign]
+        time.sleep = _sleep  # type: ignore[assignment]
+        time.monotonic = _monotonic
+        time.time = _time
+        time.perf_counter = _perf_counter
+
+
+def uninstall() -> None:
+    global _installed
+    with _install_lock:
+        _installed -= 1
+        if _installed > 0:
+            return
+        conn_cls = redis.connection.AbstractConnection
+        conn_cls.send_packed_command = _originals["send"]  # type: ignore[method-assign]
+        conn_cls.read_response = _originals["read"]  # type: ignore[method-assign]
+        conn_cls.on_connect_check_health = _originals["handshake"]  # type: ignore[method-assign]
+        redis.client.Pipeline._execute_pipeline = _originals["pipeline"]  # type: ignore[method-assign]
+        redis.client.Redis.execute_command = _originals["execute"]  # type: ignore[method-assign]
+        time.sleep = REAL_SLEEP
+        time.monotonic = REAL_MONOTONIC
+        time.time = REAL_TIME
+        time.perf_counter = REAL_PERF_COUNTER
+
+
+# Patched redis-py ----------------------------------------------------------
+def _gated_send(self: Any, command: Any, check_health: bool = True) -> Any:
+    client = current()
+    if client is not None and not _in_handshake():
+        client.before_round_trip(decode_packed(command))
+    return _originals["send"](self, command, check_health)
+
+
+def _recorded_read(self: Any, *args: Any, **kwargs: Any) -> Any:
+    client = current()
+    try:
+        reply = _originals["read"](self, *args, **kwargs)
+    except redis.ResponseError as exc:
+        if client is not None and not _in_handshake():
+            client.record_reply(exc)
+        raise
+    if client is not None and not _in_handshake():
+        client.record_reply(reply)
+    return reply
+
+
+def _ungated_handshake(self: Any, *args: Any, **kwargs: Any) -> Any:
+    outer = _in_handshake()
+    _local.handshake = True
+    try:
+        return _originals["handshake"](self, *args, **kwargs)
+    finally:
+        _local.handshake = outer
+
+
+def _split_pipeline(self: Any, connection: Any, commands: Any, raise_on_error: bool) -> Any:
+    client = current()
+    if client is None or not client.scheduler.split_pipelines or len(commands) < 2:
+        return _originals["pipeline"](self, connection, commands, raise_on_error)
+    replies: list[Any] = []
+    for command in commands:
+        replies += _originals["pipeline"](self, connection, [command], False)
+    if raise_on_error:
+        self.raise_first_error(commands, replies)
+    return replies
+
+
+def _polled_execute(self: Any, *args: Any, **options: Any) -> Any:
+    execute: Callable[..., Any] = _originals["execute"]
+    client = current()
+    name = str(args[0]).upper() if args else ""
+    if client is None or name not in BLOCKING_POPS:
+        return execute(self, *args, **options)
+    timeout = float(args[-1])
+    deadline = None if timeout == 0 else _monotonic() + timeout
+    while True:
+        reply = execute(self, *args[:-1], 0.001, **options)
+        if reply is not None:
+            return reply
+        if deadline is not None and _monotonic() >= deadline:
+            return None
+        _sleep(POLL_INTERVAL if deadline is None else min(POLL_INTERVAL, deadline - _monotonic()))
+
+
+# Virtual time -----------------------------------------------------------------
+def _sleep(seconds: float) -> None:
+    client = current()
+    if client is None:
+        REAL_SLEEP(seconds)
+    else:
+        client.sleep(max(0.0, float(seconds)))
+
+
+def _monotonic() -> float:
+    client = current()
+    return REAL_MONOTONIC() if client is None else client.scheduler.monotonic()
+
+
+def _perf_counter() -> float:
+    client = current()
+    return REAL_PERF_COUNTER() if client is None else client.scheduler.monotonic()
+
+
+def _time() -> float:
+    client = current()
+    return REAL_TIME() if client is None else client.wall_time()
+
+
+# Reading what a round trip sends -----------------------------------------------
+def decode_packed(command: Any) -> list[list[str]]:
+    """The commands in a packed RESP payload, each as a list of printable strings."""
+    if isinstance(command, str):
+        command = [command.encode()]
+    data = b"".join(bytes(c) for c in command)
+    out: list[list[str]] = []
+    i = 0
+    try:
+        while i < len(data):
+            if data[i : i + 1] != b"*":
+                out.append([data[i:].decode(errors="replace").strip()])
+                break
+            end = data.index(b"\r\n", i)
+            count = int(data[i + 1 : end])
+            i = end + 2
+            args = []
+            for _ in range(count):
+                end = data.index(b"\r\n", i)
+                size = int(data[i + 1 : end])
+                i = end + 2
+                args.append(data[i : i + size].decode(errors="replace"))
+                i += size + 2
+            out.append(args)
+    except ValueError:
+        out.append(["<undecodable>"])
+    return out

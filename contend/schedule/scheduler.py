@@ -1,0 +1,349 @@
+"""A controlled scheduler: one Redis round trip at a time, in an order the caller chooses.
+
+Each logical client runs in a thread of its own with a connection of its own.
+Only one thread runs at any moment: the controller (the test) grants a client
+a *step*, the client performs exactly one round trip (a command, a pipeline or
+a MULTI/EXEC block) plus the local code up to its next round trip, and hands
+control back. Because nothing else runs meanwhile, the same sequence of
+choices gives the same outcome, and a failing sequence can be replayed.
+
+Waits are virtual (see `contend.schedule.gate`): `time.sleep` in a client is a
+yield that ends when the scheduler's clock reaches its wake-up time; the clock
+advances by `step_cost` per step and jumps forward when every live client is
+asleep. Blocking pops are polled. A client blocked on anything else (a Python
+lock held by another client, a socket read with no reply) is not recognised
+and makes `step` raise SchedulerError after `yield_timeout` real seconds.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from contend.schedule import gate
+
+
+class SchedulerError(RuntimeError):
+    """The scheduler cannot go on: a client did not yield, or a step was not allowed."""
+
+
+class ClientCrashed(BaseException):
+    """Raised inside a crashed client's thread so its operation unwinds without touching Redis."""
+
+
+class Status(enum.Enum):
+    IDLE = "idle"  # no operation in progress
+    READY = "ready"  # about to send a round trip
+    SLEEPING = "sleeping"  # in a (virtual) sleep
+    CRASHED = "crashed"  # abandoned; never runs again
+
+
+@dataclass
+class Step:
+    """One scheduling step: which client, what it sent, what came back."""
+
+    index: int
+    client: str
+    sent: list[list[str]]
+    replies: list[Any] = field(default_factory=list)
+    vtime: float = 0.0
+    note: str = ""
+
+    def describe(self) -> str:
+        if self.note:
+            return f"#{self.index:<3} {self.client:<4} {self.note}"
+        sent = "; ".join(" ".join(_short(a) for a in cmd) for cmd in self.sent)
+        replies = ", ".join(_short(repr(_plain(r))) for r in self.replies)
+        return f"#{self.index:<3} {self.client:<4} {sent}  →  {replies}"
+
+
+@dataclass
+class Outcome:
+    """How a client's operation ended."""
+
+    value: Any = None
+    error: BaseException | None = None
+    done: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.done and self.error is None
+
+
+class ClientHandle:
+    """The scheduler's side of one client thread."""
+
+    def __init__(self, scheduler: Scheduler, index: int, name: str) -> None:
+        self.scheduler = scheduler
+        self.index = index
+        self.name = name
+        self.status = Status.IDLE
+        self.pending: list[list[str]] = []
+        self.wake_at = 0.0
+        self.skew = 0.0
+        self.operation: str = ""
+        self.connection: Any = None
+        self.outcome = Outcome()
+        self._work: Callable[[], Any] | None = None
+        self._has_work = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=f"contend-client-{name}", daemon=True)
+        self._thread.start()
+
+    # Called in the client thread (through the gate) ---------------------------
+    def before_round_trip(self, commands: list[list[str]]) -> None:
+        self._check_alive()
+        self.pending = commands
+        self.status = Status.READY
+        self.scheduler._yield_from(self)
+        self._check_alive()
+        self.scheduler._begin_round_trip(self)
+
+    def record_reply(self, reply: Any) -> None:
+        self.scheduler._record_reply(self, reply)
+
+    def sleep(self, seconds: float) -> None:
+        self._check_alive()
+        self.wake_at = self.scheduler.vclock + seconds
+        self.status = Status.SLEEPING
+        self.scheduler._yield_from(self)
+        self._check_alive()
+        self.scheduler._note_wake(self, seconds)
+
+    def wall_time(self) -> float:
+        return self.scheduler.wall_base + self.scheduler.vclock + self.skew
+
+    def _check_alive(self) -> None:
+        if self.status is Status.CRASHED:
+            raise ClientCrashed(self.name)
+
+    def _loop(self) -> None:
+        gate.bind(self)
+        while True:
+            self._has_work.wait()
+            self._has_work.clear()
+            work = self._work
+            if work is None:
+                return
+            self.scheduler._wait_for_turn(self)
+            try:
+                value = work()
+                outcome = Outcome(value=value, done=True)
+            except ClientCrashed:
+                outcome = Outcome(error=None, done=False)
+            except BaseException as exc:
+                outcome = Outcome(error=exc, done=True)
+            self.scheduler._finish(self, outcome)
+
+    def _submit(self, work: Callable[[], Any] | None) -> None:
+        self._work = work
+        self._has_work.set()
+
+
+class Scheduler:
+    """Clients, a virtual clock and the baton that lets exactly one of them run."""
+
+    def __init__(
+        self,
+        *,
+        step_cost: float = 0.001,
+        split_pipelines: bool = False,
+        yield_timeout: float = 10.0,
+    ) -> None:
+        self.step_cost = step_cost
+        self.split_pipelines = split_pipelines
+        self.yield_timeout = yield_timeout
+        self.vclock = 0.0
+        self.wall_base = gate.REAL_TIME()
+        self.mono_base = gate.REAL_MONOTONIC()
+        self.clients: list[ClientHandle] = []
+        self.trace: list[Step] = []
+        self.schedule: list[int] = []  # the client index of every step, for replay
+        self._cv = threading.Condition()
+        self._turn: ClientHandle | None = None
+        self._current_step: Step | None = None
+        self._closed = False
+        gate.install()
+
+    # Clients and operations ------------------------------------------------------
+    def add_client(self, name: str | None = None, *, connection: Any = None) -> int:
+        """A new idle client. `connection` (a redis.Redis) is disconnected if the client crashes."""
+        handle = ClientHandle(self, len(self.clients), name or f"c{len(self.clients)}")
+        handle.connection = connection
+        self.clients.append(handle)
+        return handle.index
+
+    def start(self, index: int, operation: Callable[[], Any], label: str = "") -> None:
+        """Begin `operation` on an idle client; its local code runs up to its first round trip."""
+        client = self.clients[index]
+        if client.status is not Status.IDLE:
+            raise SchedulerError(f"client {client.name} is {client.status.value}, not idle")
+        client.operation = label or getattr(operation, "__name__", "operation")
+        client.outcome = Outcome()
+        self.trace.append(
+            Step(len(self.trace), client.name, [], vtime=self.vclock, note=f"starts {client.operation}")
+        )
+        client._submit(operation)
+        self._run(client, note=None)
+
+    def runnable(self) -> list[int]:
+        """Clients that can take a step now, after waking sleepers whose time has come."""
+        live = [c for c in self.clients if c.status in (Status.READY, Status.SLEEPING)]
+        ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= self.vclock]
+        if not ready and live:
+            self.vclock = min(c.wake_at for c in live)
+            ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= self.vclock]
+        return ready
+
+    def step(self, index: int) -> Step:
+        """Let client `index` perform one round trip (or wake from its sleep)."""
+        client = self.clients[index]
+        if index not in self.runnable():
+            raise SchedulerError(f"client {client.name} cannot step: it is {client.status.value}")
+        step = Step(len(self.trace), client.name, [], vtime=self.vclock)
+        if client.status is Status.READY:
+            step.sent = client.pending
+        self.trace.append(step)
+        self.schedule.append(index)
+        self._current_step = step
+        self._run(client, note=None)
+        self.vclock += self.step_cost
+        return step
+
+    def crash(self, index: int) -> None:
+        """Abandon the client's operation: it sends nothing more, and its connection dies."""
+        client = self.clients[index]
+        was = client.status
+        client.status = Status.CRASHED
+        self.trace.append(Step(len(self.trace), client.name, [], vtime=self.vclock, note="crashed"))
+        if was in (Status.READY, Status.SLEEPING):
+            self._run(client, note=None)  # unwinds with ClientCrashed
+        if client.connection is not None:
+            client.connection.connection_pool.disconnect()  # the server sees the process die
+
+    def skew(self, index: int, seconds: float) -> None:
+        """Move one client's wall clock (time.time) by `seconds`."""
+        client = self.clients[index]
+        client.skew += seconds
+        self.trace.append(
+            Step(len(self.trace), client.name, [], vtime=self.vclock, note=f"clock skewed by {seconds:+g} s")
+        )
+
+    def advance(self, seconds: float, note: str = "") -> None:
+        """Move the virtual clock forward (sleepers whose time has come become runnable)."""
+        self.vclock += seconds
+        self.trace.append(Step(len(self.trace), "--", [], vtime=self.vclock, note=note or f"+{seconds:g} s"))
+
+    def note(self, text: str) -> None:
+        """Put a harness event (an expiry, a pause) in the trace."""
+        self.trace.append(Step(len(self.trace), "--", [], vtime=self.vclock, note=text))
+
+    def idle(self, index: int) -> bool:
+        return self.clients[index].status in (Status.IDLE, Status.CRASHED)
+
+    def all_idle(self) -> bool:
+        return all(self.idle(c.index) for c in self.clients)
+
+    def monotonic(self) -> float:
+        return self.mono_base + self.vclock
+
+    def run_all(self, choose: Callable[[int | None, list[int]], int], max_steps: int = 10_000) -> None:
+        """Step until every client is idle, asking `choose(current, runnable)` who goes next."""
+        current: int | None = None
+        for _ in range(max_steps):
+            ready = self.runnable()
+            if not ready:
+                return
+            current = choose(current, ready)
+            self.step(current)
+        raise SchedulerError(f"clients still running after {max_steps} steps (a livelock?)")
+
+    def close(self) -> None:
+        """Crash whatever still runs and stop the client threads."""
+        if self._closed:
+            return
+        for client in self.clients:
+            if client.status in (Status.READY, Status.SLEEPING):
+                self.crash(client.index)
+        for client in self.clients:
+            client._submit(None)
+        self._closed = True
+        gate.uninstall()
+
+    def __enter__(self) -> Scheduler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def format_trace(self) -> str:
+        return "\n".join(step.describe() for step in self.trace)
+
+    # The baton -------------------------------------------------------------------
+    def _run(self, client: ClientHandle, note: str | None) -> None:
+        """Controller: hand the baton to `client` and wait until it hands it back."""
+        with self._cv:
+            self._turn = client
+            self._cv.notify_all()
+            deadline = gate.REAL_MONOTONIC() + self.yield_timeout
+            while self._turn is not None:
+                left = deadline - gate.REAL_MONOTONIC()
+                if left <= 0:
+                    raise SchedulerError(
+                        f"client {client.name} did not reach its next round trip within "
+                        f"{self.yield_timeout} s: blocked on something other than Redis?"
+                    )
+                self._cv.wait(left)
+        self._current_step = None
+
+    def _yield_from(self, client: ClientHandle) -> None:
+        """Client thread: give the baton back and wait for the next turn."""
+        with self._cv:
+            self._turn = None
+            self._cv.notify_all()
+        self._wait_for_turn(client)
+
+    def _wait_for_turn(self, client: ClientHandle) -> None:
+        with self._cv:
+            while self._turn is not client:
+                self._cv.wait()
+
+    def _finish(self, client: ClientHandle, outcome: Outcome) -> None:
+        with self._cv:
+            client.outcome = outcome
+            if client.status is not Status.CRASHED:
+                client.status = Status.IDLE
+            client.pending = []
+            self._turn = None
+            self._cv.notify_all()
+
+    def _begin_round_trip(self, client: ClientHandle) -> None:
+        step = self._current_step
+        if step is not None and not step.sent:
+            step.sent = client.pending
+        client.pending = []
+
+    def _record_reply(self, client: ClientHandle, reply: Any) -> None:
+        if self._current_step is not None:
+            self._current_step.replies.append(reply)
+
+    def _note_wake(self, client: ClientHandle, seconds: float) -> None:
+        step = self._current_step
+        if step is not None and not step.sent:
+            step.note = f"woke after sleeping {seconds:g} s"
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, bytes):
+        return value.decode(errors="replace")
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, BaseException):
+        return f"ERR {value}"
+    return value
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
