@@ -1,0 +1,322 @@
+"""Linear-time checks for histories too long to search (in the spirit of Elle).
+
+Each looks at one property the implementations claim and returns the
+violations it finds, each naming the operations involved: registry ids
+unique, stable and gap-free; lock hold intervals never overlapping; fencing
+tokens increasing; a lock-protected counter equal to its ok increments.
+They are necessary conditions of linearizability, not sufficient ones.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from contend.history import Call
+
+INF = float("inf")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken invariant and the operations that show it."""
+
+    check: str
+    message: str
+    calls: tuple[Call, ...]
+
+    def __str__(self) -> str:
+        where = ", ".join(_line(c) for c in self.calls)
+        return f"{self.check}: {self.message}" + (f" [{where}]" if where else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "message": self.message,
+            "calls": [{"id": c.id, "line": c.invoke.line, "describe": c.describe()} for c in self.calls],
+        }
+
+
+# --------------------------------------------------------------------------- registry
+
+
+def registry_ids(calls: Sequence[Call], *, gap_free: bool = True) -> list[Violation]:
+    """Distinct names get distinct ids, a name keeps its id, ids are 1..n with no gap.
+
+    Reads the ids clients saw: register(name) → id, lookup(name) → id,
+    reverse(id) → name. Also: a lookup that starts after a register of the
+    same name completed must not answer nil. `gap_free` also requires every
+    id to be at most the number of names that may have been registered.
+    """
+    out: list[Violation] = []
+    name_id: dict[Any, tuple[int, Call]] = {}
+    id_name: dict[int, tuple[Any, Call]] = {}
+    registered_at: dict[Any, tuple[int, Call]] = {}
+    may_register: set[Any] = set()
+    nil_lookups: list[Call] = []
+    counts: list[Call] = []
+
+    def observe(name: Any, ident: Any, c: Call) -> None:
+        if isinstance(ident, bool) or not isinstance(ident, int) or ident < 1:
+            out.append(Violation("registry ids", f"{name!r} got id {ident!r}; ids are integers from 1", (c,)))
+            return
+        seen = name_id.get(name)
+        if seen is None:
+            name_id[name] = (ident, c)
+        elif seen[0] != ident:
+            out.append(
+                Violation(
+                    "registry ids", f"{name!r} has id {seen[0]}, then id {ident} (not stable)", (seen[1], c)
+                )
+            )
+        owner = id_name.get(ident)
+        if owner is None:
+            id_name[ident] = (name, c)
+        elif owner[0] != name:
+            out.append(
+                Violation(
+                    "registry ids",
+                    f"id {ident} given to both {owner[0]!r} and {name!r} (not unique)",
+                    (owner[1], c),
+                )
+            )
+
+    for c in calls:
+        if c.status == "fail":
+            continue
+        if c.f in ("register", "register_many") and c.status in ("ok", "info"):
+            names = c.value if c.f == "register_many" and isinstance(c.value, list | tuple) else [c.value]
+            may_register.update(_hashable(n) for n in names)
+        if c.status != "ok":
+            continue
+        if c.f == "register":
+            observe(_hashable(c.value), c.output, c)
+            if c.end is not None:
+                first = registered_at.get(_hashable(c.value))
+                if first is None or c.end < first[0]:
+                    registered_at[_hashable(c.value)] = (c.end, c)
+        elif (
+            c.f == "register_many"
+            and isinstance(c.value, list | tuple)
+            and isinstance(c.output, list | tuple)
+        ):
+            for name, ident in zip(c.value, c.output, strict=False):
+                observe(_hashable(name), ident, c)
+                if c.end is not None:
+                    first = registered_at.get(_hashable(name))
+                    if first is None or c.end < first[0]:
+                        registered_at[_hashable(name)] = (c.end, c)
+        elif c.f == "lookup":
+            if c.output is None:
+                nil_lookups.append(c)
+            else:
+                observe(_hashable(c.value), c.output, c)
+        elif c.f == "reverse" and c.output is not None:
+            observe(_hashable(c.output), c.value, c)
+        elif c.f == "count":
+            counts.append(c)
+
+    for c in nil_lookups:
+        first = registered_at.get(_hashable(c.value))
+        if first is not None and first[0] < c.start:
+            out.append(
+                Violation(
+                    "registry ids",
+                    f"lookup({c.value!r}) → nil after its register completed (not stable)",
+                    (first[1], c),
+                )
+            )
+    if gap_free:
+        bound = len(may_register)
+        for ident in sorted(i for i in id_name if i > bound):
+            name, c = id_name[ident]
+            out.append(
+                Violation(
+                    "registry ids",
+                    f"id {ident} for {name!r}, but at most {bound} names were ever registered (a gap)",
+                    (c,),
+                )
+            )
+        for c in counts:
+            if isinstance(c.output, int) and c.output > bound:
+                out.append(
+                    Violation(
+                        "registry ids", f"count() → {c.output} exceeds the {bound} names registered", (c,)
+                    )
+                )
+    return out
+
+
+# --------------------------------------------------------------------------- locks
+
+
+def _held(output: Any) -> bool:
+    """Did an acquire succeed? True, a token, or a mapping with a truthy `acquired`."""
+    if isinstance(output, dict):
+        return bool(output.get("acquired", output.get("token") is not None))
+    if isinstance(output, list | tuple):
+        return bool(output) and bool(output[0])
+    return output is not None and output is not False
+
+
+def lock_holds(
+    calls: Sequence[Call],
+    *,
+    acquire: str = "acquire",
+    release: str = "release",
+    held: Callable[[Any], bool] = _held,
+) -> list[Violation]:
+    """Hold intervals of a lock (per key) never overlap.
+
+    A process surely holds the lock from its successful acquire's completion
+    to its next release's invocation (or the end of the history). Two such
+    intervals that overlap mean two clients believed they held it at once.
+    """
+    by_process: dict[Any, list[Call]] = {}
+    for c in calls:
+        if c.f in (acquire, release):
+            by_process.setdefault(c.process, []).append(c)
+    intervals: dict[Any, list[tuple[float, float, Call, Call | None]]] = {}
+    for ops in by_process.values():
+        ops.sort(key=lambda c: c.start)
+        for k, c in enumerate(ops):
+            if c.f != acquire or c.status != "ok" or c.end is None or not held(c.output):
+                continue
+            rel = next((r for r in ops[k + 1 :] if r.f == release and (r.key == c.key)), None)
+            until = rel.start if rel is not None else INF
+            intervals.setdefault(c.key, []).append((c.end, until, c, rel))
+    out: list[Violation] = []
+    for key, spans in intervals.items():
+        spans.sort(key=lambda s: (s[0], s[1]))
+        reach: tuple[float, float, Call, Call | None] | None = None
+        for span in spans:
+            if reach is not None and span[0] < reach[1]:
+                lock = "" if key is None else f" {key!r}"
+                out.append(
+                    Violation(
+                        "lock holds",
+                        f"{_who(span[2])} acquired lock{lock} while {_who(reach[2])} still held it",
+                        (reach[2], span[2]),
+                    )
+                )
+            if reach is None or span[1] > reach[1]:
+                reach = span
+    return out
+
+
+def _token(output: Any) -> int | None:
+    if isinstance(output, bool):
+        return None
+    if isinstance(output, int):
+        return output
+    if isinstance(output, dict):
+        t = output.get("token")
+        return t if isinstance(t, int) and not isinstance(t, bool) else None
+    if isinstance(output, list | tuple) and len(output) == 2 and output[0] is True:
+        return _token(output[1])
+    return None
+
+
+def fencing_tokens(
+    calls: Sequence[Call], *, acquire: str = "acquire", token: Callable[[Any], int | None] = _token
+) -> list[Violation]:
+    """Tokens of successful acquires (per key) are distinct and increase in real time.
+
+    If acquire A completed before acquire B was invoked, A's token is smaller.
+    """
+    out: list[Violation] = []
+    groups: dict[Any, list[tuple[int, Call]]] = {}
+    for c in calls:
+        if c.f == acquire and c.status == "ok" and c.end is not None:
+            t = token(c.output)
+            if t is not None:
+                groups.setdefault(c.key, []).append((t, c))
+    for items in groups.values():
+        owner: dict[int, Call] = {}
+        for t, c in items:
+            if t in owner:
+                out.append(Violation("fencing tokens", f"token {t} handed out twice", (owner[t], c)))
+            else:
+                owner[t] = c
+        by_start = sorted(items, key=lambda x: x[1].start)
+        ended: list[tuple[int, int, int, Call]] = [(c.end or 0, -t, k, c) for k, (t, c) in enumerate(items)]
+        heapq.heapify(ended)
+        top: tuple[int, Call] | None = None
+        for t, c in by_start:
+            while ended and ended[0][0] < c.start:
+                _, neg, _, done = heapq.heappop(ended)
+                if top is None or -neg > top[0]:
+                    top = (-neg, done)
+            if top is not None and t <= top[0]:
+                out.append(
+                    Violation(
+                        "fencing tokens",
+                        f"token {t} issued after token {top[0]} had been (tokens must increase)",
+                        (top[1], c),
+                    )
+                )
+    return out
+
+
+def locked_counter(
+    calls: Sequence[Call],
+    *,
+    incr: str = "incr",
+    read: str = "read",
+    amount: Callable[[Call], int] | None = None,
+) -> list[Violation]:
+    """A counter protected by a lock equals the number of ok increments.
+
+    Each read must lie between the increments that surely happened before it
+    (ok, completed before the read began) and those that may have (ok or
+    info, invoked before the read returned).
+    """
+    size = amount or (lambda c: c.value if isinstance(c.value, int) and not isinstance(c.value, bool) else 1)
+    done = sorted((c.end, size(c)) for c in calls if c.f == incr and c.status == "ok" and c.end is not None)
+    begun = sorted((c.start, size(c)) for c in calls if c.f == incr and c.status in ("ok", "info"))
+    done_at, done_sum = _prefix(done)
+    begun_at, begun_sum = _prefix(begun)
+    out: list[Violation] = []
+    for c in calls:
+        if c.f != read or c.status != "ok" or not isinstance(c.output, int):
+            continue
+        low = done_sum[bisect.bisect_left(done_at, c.start)]
+        high = begun_sum[bisect.bisect_right(begun_at, c.end if c.end is not None else INF)]
+        if not low <= c.output <= high:
+            bound = f"at least {low}" if c.output < low else f"at most {high}"
+            out.append(
+                Violation(
+                    "locked counter",
+                    f"read {c.output}, but {bound} increments had taken effect (lost update)",
+                    (c,),
+                )
+            )
+    return out
+
+
+def _prefix(points: Iterable[tuple[Any, int]]) -> tuple[list[Any], list[int]]:
+    at: list[Any] = []
+    sums = [0]
+    for t, n in points:
+        at.append(t)
+        sums.append(sums[-1] + n)
+    return at, sums
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _hashable(v: Any) -> Any:
+    return tuple(_hashable(x) for x in v) if isinstance(v, list | tuple) else v
+
+
+def _who(c: Call) -> str:
+    return f"process {c.process}"
+
+
+def _line(c: Call) -> str:
+    r = c.invoke
+    return f"line {r.line}" if r.line is not None else f"record {r.index}"

@@ -1,0 +1,200 @@
+"""History records, the JSONL / EDN / jepsen log formats, and pairing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from contend.history import (
+    HistoryError,
+    Record,
+    dumps_jsonl,
+    guess_format,
+    pair,
+    parse_edn,
+    parse_jsonl,
+    parse_log,
+    read_history,
+    write_jsonl,
+)
+from models.base import UNKNOWN
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_edn_line_with_every_field():
+    (r,) = parse_edn(
+        '{:process 9, :type :invoke, :f :append, :key "0", :value "x 9 0 y", :time 12, :index 4}'
+    )
+    assert r == Record(9, "invoke", "append", "0", "x 9 0 y", 12, 4)
+
+
+def test_edn_values_keywords_vectors_sets_tags_comments():
+    text = (
+        "; a comment\n"
+        '{:process :nemesis, :type :info, :f :start, :value [:isolated {"n1" #{"n2"}}], '
+        ':error #jepsen/err "x\\"y\\n", :time 5N}\n'
+        "{:process 2, :type :ok, :f :cas, :value [3 4], :extra #_ ignored 1.5}\n"
+    )
+    a, b = parse_edn(text)
+    assert a.process == "nemesis" and a.type == "info" and a.f == "start"
+    assert a.value == ["isolated", {"n1": ["n2"]}]
+    assert a.error == 'x"y\n' and a.time == 5
+    assert b.value == [3, 4] and b.index == 1
+
+
+def test_edn_single_vector_of_maps():
+    records = parse_edn("[{:process 0 :type :invoke :f :read}\n {:process 0 :type :ok :f :read :value 1}]")
+    assert [r.type for r in records] == ["invoke", "ok"]
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        (
+            "{:process 0, :type :invoke, :f :read}\n{:process 0, :type :ok, :f :read, :value [1 2}\n",
+            ":2: expected ']'",
+        ),
+        ("{:process 0, :type :invoke, :f :read}\n{:type :ok, :f :read}\n", ":2: expected a :process"),
+        (
+            "{:process 0, :type :invoke, :f :read}\n\n{:process 0, :type :done, :f :read}\n",
+            ":3: expected :type",
+        ),
+        (
+            '{:process 0, :type :invoke, :f :read}\n{:process 0, :type :ok, :value "open}\n',
+            ":2: an unterminated string",
+        ),
+        ("{:process 0, :type :invoke, :f :read}\n[1 2]\n", ":2: expected an EDN map"),
+        ("{:process 0, :type :invoke, :f :read\n", ":1: expected '}'"),
+        ("{:process 1.5, :type :invoke, :f :read}\n", ":1: expected :process to be an integer"),
+    ],
+)
+def test_edn_errors_name_the_line(text, needle):
+    with pytest.raises(HistoryError) as exc:
+        parse_edn(text, source="h.edn")
+    assert f"h.edn{needle}" in str(exc.value)
+
+
+def test_log_lines_with_nemesis_and_info():
+    text = (
+        "INFO  jepsen.core - Running test\n"
+        "INFO  jepsen.util - 3\t:invoke\t:cas\t[3 0]\n"
+        "2014-06-04 12:06:40,375{GMT}\tINFO\t[jepsen worker 3] jepsen.util: 3\t:info\t:cas\t:timed-out\n"
+        "INFO  jepsen.util - :nemesis\t:info\t:start\tnil\n"
+        "INFO  jepsen.util - 4\t:invoke\t:read\tnil\n"
+        "INFO  jepsen.util - 4\t:ok\t:read\t3\t\n"
+    )
+    records = parse_log(text)
+    assert [(r.process, r.type, r.f, r.value) for r in records] == [
+        (3, "invoke", "cas", [3, 0]),
+        (3, "info", "cas", "timed-out"),
+        ("nemesis", "info", "start", None),
+        (4, "invoke", "read", None),
+        (4, "ok", "read", 3),
+    ]
+    assert [r.line for r in records] == [2, 3, 4, 5, 6]
+
+
+def test_log_errors_name_the_line():
+    with pytest.raises(
+        HistoryError, match=r"malformed.log:3: expected a type \(:invoke, :ok, :fail or :info\)"
+    ):
+        read_history(DATA / "malformed.log")
+    with pytest.raises(HistoryError, match=r"x.log:2: expected an EDN value, got '\[1 2'"):
+        parse_log(
+            "INFO  jepsen.util - 0\t:invoke\t:read\tnil\nINFO  jepsen.util - 0\t:ok\t:read\t[1 2\n", "x.log"
+        )
+    with pytest.raises(HistoryError, match="found none"):
+        parse_log("nothing here\n", "empty.log")
+
+
+def test_jsonl_errors_name_the_line():
+    with pytest.raises(HistoryError, match=r"malformed.jsonl:3: expected a JSON object"):
+        read_history(DATA / "malformed.jsonl")
+    with pytest.raises(HistoryError, match=r"x:2: expected a JSON object, got list"):
+        parse_jsonl('{"process":0,"type":"invoke","f":"read"}\n[1]\n', "x")
+    with pytest.raises(HistoryError, match=r"x:1: expected :time to be a number"):
+        parse_jsonl('{"process":0,"type":"invoke","f":"read","time":"soon"}\n', "x")
+
+
+def test_edn_file_errors_name_the_line():
+    with pytest.raises(HistoryError, match=r"malformed.edn:3: expected '\]', got '\}'"):
+        read_history(DATA / "malformed.edn")
+
+
+def test_jsonl_round_trip(tmp_path):
+    records = read_history(DATA / "cas_independent.edn")
+    path = tmp_path / "h.jsonl"
+    write_jsonl(records, path)
+    again = read_history(path)
+    assert again == records
+    assert dumps_jsonl(again) == path.read_text()
+    log = read_history(DATA / "etcd_000.log")
+    assert parse_jsonl(dumps_jsonl(log)) == log
+
+
+def test_guess_format():
+    assert guess_format("h.jsonl", "") == "jsonl"
+    assert guess_format("h.txt", "\n{:process 0}") == "edn"
+    assert guess_format("h.txt", '{"process": 0}') == "jsonl"
+    assert guess_format("h.txt", "INFO  jepsen.util - 0\t:invoke\t:read\tnil") == "log"
+    with pytest.raises(HistoryError, match="cannot tell the format"):
+        guess_format("h.txt", "hello")
+
+
+def rec(process, kind, f, value=None, time=None, key=None):
+    return Record(process, kind, f, key, value, time)
+
+
+def test_pair_ok_fail_info_and_pending():
+    records = [
+        rec(0, "invoke", "write", 1, 10),
+        rec(1, "invoke", "read", None, 11),
+        rec(0, "ok", "write", 1, 20),
+        rec(1, "fail", "read", None, 21),
+        rec(0, "invoke", "cas", [1, 2], 30),
+        rec("nemesis", "info", "start", None, 31),
+        rec(0, "info", "cas", "timed-out", 40),
+        rec(2, "invoke", "read", None, 50),
+    ]
+    paired = pair(records)
+    write, read, cas, pending = paired.calls
+    assert (write.status, write.start, write.end, write.output) == ("ok", 10, 20, 1)
+    assert (read.status, read.end) == ("fail", 21)
+    assert (cas.status, cas.end, cas.output, cas.value) == ("info", None, UNKNOWN, [1, 2])
+    assert (pending.status, pending.end, pending.output) == ("info", None, UNKNOWN)
+    assert [r.f for r in paired.nemesis] == ["start"]
+    assert write.op().f == "write" and cas.op().output is UNKNOWN
+
+
+def test_pair_without_times_uses_positions():
+    calls = pair([rec(0, "invoke", "read"), rec(1, "invoke", "read"), rec(0, "ok", "read", 1)]).calls
+    assert [(c.start, c.end) for c in calls] == [(0, 2), (1, None)]
+
+
+@pytest.mark.parametrize(
+    ("records", "needle"),
+    [
+        ([rec(0, "ok", "read", 1)], "expected an invoke by process 0"),
+        ([rec(0, "invoke", "read"), rec(0, "invoke", "write", 1)], "to complete its read"),
+        (
+            [rec(0, "invoke", "read"), rec(0, "info", "read"), rec(0, "invoke", "read")],
+            "expected a new process id",
+        ),
+        ([rec(0, "invoke", "read"), rec(0, "ok", "write", 1)], "expected the completion of read"),
+        ([rec(0, "invoke", "read", None, 10), rec(0, "ok", "read", None, 5)], "before its invocation"),
+    ],
+)
+def test_pair_errors(records, needle):
+    records = [
+        Record(r.process, r.type, r.f, r.key, r.value, r.time, i, line=i + 1) for i, r in enumerate(records)
+    ]
+    with pytest.raises(HistoryError, match=needle) as exc:
+        pair(records)
+    assert "line " in str(exc.value)
+
+
+def test_read_history_missing_file(tmp_path):
+    with pytest.raises(HistoryError, match="cannot read history"):
+        read_history(tmp_path / "nope.jsonl")
