@@ -9,13 +9,31 @@ from pathlib import Path
 from typing import Any
 
 from contend.checks import Check, CheckContext, CheckOptions, CheckResult, run_check
+from contend.checks import locks as lock_checks
 from contend.checks import registry as registry_checks
 from contend.keyspace import Namespace
 from contend.protocols import ProtocolError, check_factory_signature, check_object, load_factory
 from contend.target import Target
 from impl import catalog
 
-BATTERIES: dict[str, list[Check]] = {"registry": registry_checks.CHECKS}
+BATTERIES: dict[str, list[Check]] = {
+    "registry": registry_checks.CHECKS,
+    "lock": lock_checks.LOCK_CHECKS,
+    "semaphore": lock_checks.SEMAPHORE_CHECKS,
+    "single_flight": lock_checks.SINGLE_FLIGHT_CHECKS,
+}
+
+#: What a user's implementation (--impl) is taken to claim, per family.
+DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
+    "registry": catalog.REGISTRY_PROPERTIES,
+    "lock": frozenset(
+        {catalog.MUTUAL_EXCLUSION, catalog.CLOCK_SKEW_SAFE, catalog.SAFE_RELEASE, catalog.CRASH_LIVENESS}
+    ),
+    "semaphore": frozenset(
+        {catalog.MUTUAL_EXCLUSION, catalog.CLOCK_SKEW_SAFE, catalog.SAFE_RELEASE, catalog.CRASH_LIVENESS}
+    ),
+    "single_flight": catalog.SINGLE_FLIGHT_PROPERTIES,
+}
 
 
 @dataclass(frozen=True)
@@ -29,6 +47,16 @@ class Subject:
     violates: frozenset[str] = frozenset()
     summary: str = ""
     dbs: tuple[int, ...] = ()
+    claims: frozenset[str] = frozenset()
+
+    def checks(self) -> list[Check]:
+        """The family's checks that apply to this subject (some need a claim or a capability)."""
+        chosen = []
+        for check in BATTERIES[self.family]:
+            applies = getattr(check, "applies", None)
+            if applies is None or applies(self.claims | self.violates, self.factory):
+                chosen.append(check)
+        return chosen
 
 
 @dataclass
@@ -63,6 +91,7 @@ def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list
             impl.violates,
             impl.summary,
             catalog.SEED_LAYOUT_DBS if impl.name.startswith("seed_layout") else (),
+            impl.claims,
         )
         for impl in chosen
         if impl.family in families
@@ -78,11 +107,14 @@ def user_subject(spec: str, kind: str, target: Target) -> Subject:
     client = target.client()
     ns = target.namespace(client=client)
     try:
-        check_object(factory(client, ns.prefix), kind, spec)
+        if kind == "registry":
+            check_object(factory(client, ns.prefix), kind, spec)
+        else:
+            check_object(factory(client, ns.key("probe"), 1_000), kind, spec)
     finally:
         ns.cleanup()
         client.close()
-    return Subject(spec, kind, factory, summary="user implementation")
+    return Subject(spec, kind, factory, summary="user implementation", claims=DEFAULT_CLAIMS[kind])
 
 
 def run_battery(
@@ -96,7 +128,7 @@ def run_battery(
     rows = []
     for subject in subjects:
         row = Row(subject)
-        for check in BATTERIES[subject.family]:
+        for check in subject.checks():
             ns = Namespace(run_namespace.client, run_namespace.key(subject.name, check.name), dbs=subject.dbs)
             ctx = CheckContext(target, ns, subject.factory, options, subject.dbs)
             try:
@@ -130,13 +162,41 @@ def write_json(rows: Sequence[Row], path: Path, server: str) -> None:
 
 
 def results_table(rows: Sequence[Row]) -> Any:
-    """A rich Table: implementation × check, then the verdict."""
+    """Rich tables, one per family: implementation × check, then the verdict.
+
+    An empty cell is a check that does not apply (a property not claimed, a
+    capability the implementation lacks).
+    """
+    from rich.console import Group
+
+    families = list(dict.fromkeys(row.subject.family for row in rows))
+    tables = [
+        _family_table(
+            [r for r in rows if r.subject.family == fam],
+            "contend check" + (f" · {fam}" if len(families) > 1 else ""),
+        )
+        for fam in families
+    ]
+    return tables[0] if len(tables) == 1 else Group(*tables)
+
+
+def _family_table(rows: Sequence[Row], title: str) -> Any:
     from rich.table import Table
 
-    checks: list[str] = []
+    seen = {r.check for row in rows for r in row.results}
+    order = [c.name for c in BATTERIES.get(rows[0].subject.family, [])] if rows else []
+    checks = [name for name in dict.fromkeys(order) if name in seen]
     for row in rows:
         checks += [r.check for r in row.results if r.check not in checks]
-    table = Table(title="contend check", title_justify="left")
+    blank = any(len(row.results) < len(checks) for row in rows)
+    table = Table(
+        title=title,
+        title_justify="left",
+        caption="blank: the check does not apply (a property not claimed, no client clock to skew)"
+        if blank
+        else None,
+        caption_justify="left",
+    )
     table.add_column("implementation", style="bold")
     table.add_column("family")
     for name in checks:

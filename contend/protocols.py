@@ -27,6 +27,17 @@ PROTOCOLS: dict[str, tuple[str, dict[str, str]]] = {
             "release": "release() -> None",
         },
     ),
+    "semaphore": (
+        "factory(client: redis.Redis, key: str, ttl_ms: int, limit: int = 1)",
+        {
+            "acquire": "acquire(blocking: bool = True, timeout: float | None = None) -> bool",
+            "release": "release() -> None",
+        },
+    ),
+    "single_flight": (
+        "factory(client: redis.Redis, key: str, ttl_ms: int)",
+        {"call": "call(fn) -> the result of fn, run once across concurrent callers"},
+    ),
 }
 
 
@@ -58,7 +69,7 @@ def load_factory(spec: str) -> Callable[..., Any]:
 def check_factory_signature(factory: Callable[..., Any], kind: str, spec: str) -> None:
     """A factory must accept the protocol's positional arguments."""
     signature, _ = protocol(kind)
-    wanted = 3 if kind == "lock" else 2
+    wanted = 2 if kind == "registry" else 3
     try:
         inspect.signature(factory).bind(*range(wanted))
     except TypeError as exc:

@@ -14,6 +14,19 @@ from typing import Any
 import redis
 
 from impl import registry as reg
+from impl.locks import (
+    exists_then_set,
+    fenced,
+    incr_counter,
+    lock_with_timeout,
+    redis_objects,
+    semaphore,
+    set_nx_ex,
+    setnx_del,
+    setnx_getset,
+    single_flight,
+    token,
+)
 
 # Properties a registry can claim (checked by contend's registry battery).
 UNIQUE_IDS = "unique-ids"  # distinct names get distinct ids
@@ -22,6 +35,21 @@ GAP_FREE = "gap-free"  # ids are exactly 1..n
 TABLES_AGREE = "tables-agree"  # forward and inverse tables are mirror images
 NO_SPURIOUS_ERRORS = "no-spurious-errors"  # concurrent registration never fails
 REGISTRY_PROPERTIES = frozenset({UNIQUE_IDS, STABLE_IDS, GAP_FREE, TABLES_AGREE, NO_SPURIOUS_ERRORS})
+
+# Properties a lock or semaphore can claim (checked by contend's lock batteries).
+MUTUAL_EXCLUSION = "mutual-exclusion"  # at most one holder (limit, for a semaphore) while leases are valid
+CLOCK_SKEW_SAFE = "clock-skew-safe"  # mutual exclusion does not depend on the clients' clocks agreeing
+SAFE_RELEASE = "safe-release"  # a release or extend after expiry never frees or prolongs a successor's lease
+CRASH_LIVENESS = "crash-liveness"  # a holder that dies at any round trip blocks others for about one TTL
+FENCING = "fencing"  # every grant carries a larger token; a paused holder's late write is refused
+FIFO = "fifo"  # waiters are granted in the order they asked
+LOCK_PROPERTIES = frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, CRASH_LIVENESS, FENCING, FIFO})
+
+# Properties a single-flight can claim.
+RUNS_ONCE = "runs-once"  # concurrent callers of one key run the function once
+SHARED_RESULT = "shared-result"  # every concurrent caller, in any process, receives the leader's result
+LEADER_FAILURE = "leader-failure"  # a leader that dies or raises frees its waiters with an error or a retry
+SINGLE_FLIGHT_PROPERTIES = frozenset({RUNS_ONCE, SHARED_RESULT, LEADER_FAILURE})
 
 
 @dataclass(frozen=True)
@@ -60,6 +88,8 @@ def _seed_layout(strategy: str) -> Callable[[redis.Redis, str], reg.Registerer]:
 
 _ALL_REGISTRY = REGISTRY_PROPERTIES
 _RACY = frozenset({NO_SPURIOUS_ERRORS, GAP_FREE})
+_LEASE = frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, CRASH_LIVENESS})
+_FLIGHT = SINGLE_FLIGHT_PROPERTIES
 
 IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
@@ -79,7 +109,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     ),
     Implementation(
         "lock_first", "registry", reg.LockFirstRegistry, "registry",
-        "token lock (SET NX PX), then read, INCRBY and write",
+        "token lock (SET NX PX), then read and write in one MULTI/EXEC",
         "seed 003", _ALL_REGISTRY,
     ),
     Implementation(
@@ -96,6 +126,71 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         "seed_layout_lua", "registry", _seed_layout("lua"), "registry",
         "Registerer on three databases, made safe by one script",
         "seed 000", _ALL_REGISTRY,
+    ),
+    Implementation(
+        "setnx_getset", "lock", setnx_getset.factory, "lease",
+        "SETNX an expiry time; GET, GETSET to take an expired one; DEL (seed 002's Mutex)",
+        "seed 002", _LEASE, frozenset({CLOCK_SKEW_SAFE}),
+    ),
+    Implementation(
+        "redis_objects", "lock", redis_objects.factory, "lease",
+        "redis-objects' lock: SETNX/GET/GETSET expiry times; DEL only if not expired",
+        "seed 004", _LEASE, frozenset({CLOCK_SKEW_SAFE}),
+    ),
+    Implementation(
+        "setnx_del", "lock", setnx_del.factory, "lease",
+        "SETNX an expiry time; an expired lock is DELeted, then SETNX again",
+        "seed 004", _LEASE, frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE}),
+    ),
+    Implementation(
+        "set_nx_ex", "lock", set_nx_ex.factory, "lease",
+        "SET key true NX EX; released by a plain DEL",
+        "seed 001", _LEASE, frozenset({SAFE_RELEASE}),
+    ),
+    Implementation(
+        "exists_then_set", "lock", exists_then_set.factory, "lease",
+        "EXISTS, then SET in a second round trip, no TTL (seed 001's ダメな例)",
+        "seed 001", _LEASE, frozenset({MUTUAL_EXCLUSION, CRASH_LIVENESS}),
+    ),
+    Implementation(
+        "incr_counter", "lock", incr_counter.factory, "lease",
+        "MULTI INCR + EXPIRE, whoever gets 1 holds it; every try renews the TTL; DEL",
+        "seed 001", _LEASE, frozenset({SAFE_RELEASE, CRASH_LIVENESS}),
+    ),
+    Implementation(
+        "lock_with_timeout", "lock", lock_with_timeout.factory, "lease",
+        "SETNX then EXPIRE in two round trips; the no-TTL repair never fires; DEL",
+        "seed 003", _LEASE, frozenset({SAFE_RELEASE, CRASH_LIVENESS}),
+    ),
+    Implementation(
+        "token", "lock", token.factory, "lease",
+        "SET NX PX a random token; compare-and-delete / compare-and-pexpire scripts",
+        "seed 003", _LEASE,
+    ),
+    Implementation(
+        "fenced", "lock", fenced.factory, "fenced-lease",
+        "token lease + a fencing token INCRed in the same script; FencedResource",
+        "", _LEASE | {FENCING},
+    ),
+    Implementation(
+        "semaphore", "semaphore", semaphore.factory, "semaphore",
+        "sorted set of leases scored by server-time expiry, one script per step",
+        "seed 003", _LEASE,
+    ),
+    Implementation(
+        "fair_semaphore", "semaphore", semaphore.fair_factory, "fair-semaphore",
+        "Redis in Action's fair semaphore (ticket counter, owner and timeout zsets), queued",
+        "seed 003", _LEASE | {FIFO},
+    ),
+    Implementation(
+        "single_flight", "single_flight", single_flight.factory, "single-flight",
+        "leader lease renewed while computing; result or error handed over in Redis",
+        "seed 001", _FLIGHT,
+    ),
+    Implementation(
+        "exclusive_access", "single_flight", single_flight.exclusive_access_factory, "single-flight",
+        "SET NX EX, leader DELs, waiters poll EXISTS; result in process memory (seed 001)",
+        "seed 001", _FLIGHT, frozenset({RUNS_ONCE, SHARED_RESULT, LEADER_FAILURE}),
     ),
 )  # fmt: skip
 

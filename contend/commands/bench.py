@@ -11,11 +11,14 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from contend.benchmarks.locks import LockBench, bench_locks
 from contend.benchmarks.registry import RegistryBench, bench_registry
 from contend.commands import positive_float, positive_int
 from contend.target import open_target
 
-FAMILIES = ("registry",)
+FAMILIES = ("registry", "locks")
+#: Concurrent clients when --clients is not given.
+DEFAULT_CLIENTS = {"registry": 16, "locks": 8}
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -31,7 +34,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--seconds", type=positive_float, default=1.0, help="time per measurement (default %(default)s)"
     )
     parser.add_argument(
-        "--clients", type=positive_int, default=16, help="concurrent clients (default %(default)s)"
+        "--clients",
+        type=positive_int,
+        help="concurrent clients (default: 16 for registry, 8 on one key for locks)",
     )
     parser.add_argument(
         "--batch",
@@ -44,24 +49,40 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    clients = args.clients or DEFAULT_CLIENTS[args.family]
+    result: RegistryBench | LockBench
     with open_target(args.redis_url, args.redis_server) as target:
         out.print(f"contend bench {args.family} on {target.description}")
         client = target.client()
         run_ns = target.namespace(args.namespace, client=client)
         try:
             with err.status("measuring") as status:
-                result = bench_registry(
-                    target,
-                    run_ns,
-                    seconds=args.seconds,
-                    clients=args.clients,
-                    batch=args.batch,
-                    on_step=lambda step: status.update(f"measuring {step}"),
-                )
+                if args.family == "locks":
+                    result = bench_locks(
+                        target,
+                        run_ns,
+                        seconds=args.seconds,
+                        clients=clients,
+                        on_step=lambda step: status.update(f"measuring {step}"),
+                    )
+                else:
+                    result = bench_registry(
+                        target,
+                        run_ns,
+                        seconds=args.seconds,
+                        clients=clients,
+                        batch=args.batch,
+                        on_step=lambda step: status.update(f"measuring {step}"),
+                    )
         finally:
             run_ns.cleanup()
             client.close()
-    out.print(registry_table(result))
+    if isinstance(result, LockBench):
+        out.print(locks_table(result))
+        for line in lock_targets(result):
+            out.print(line)
+    else:
+        out.print(registry_table(result))
     if args.json:
         args.json.write_text(json.dumps(asdict(result), indent=2) + "\n")
     return 0
@@ -93,3 +114,44 @@ def registry_table(result: RegistryBench) -> Table:
             f"{row.batch_seconds * 1000:,.0f} ms",
         )
     return table
+
+
+#: The uncontended acquire+release rate `token` must reach, as a ratio to raw PINGs (two round trips).
+TOKEN_TARGET = 0.45
+
+
+def locks_table(result: LockBench) -> Table:
+    raw1, rawn = result.raw_one.per_second, result.raw_many.per_second
+    table = Table(
+        title=f"acquire+release cycles as a ratio to raw PING round trips: "
+        f"1 client {raw1:,.0f}/s, {result.clients} clients {rawn:,.0f}/s",
+        title_justify="left",
+    )
+    table.add_column("lock", style="bold")
+    table.add_column("round trips", justify="right")
+    table.add_column("1 client /s", justify="right")
+    table.add_column("× raw", justify="right")
+    table.add_column(f"{result.clients} clients, 1 key /s", justify="right")
+    table.add_column("× raw 1", justify="right")
+    for row in result.rows:
+        one, many = row.one_client.per_second, row.contended.per_second
+        table.add_row(
+            row.name + (" [dim](known-bad)[/]" if row.known_bad else ""),
+            str(row.round_trips),
+            f"{one:,.0f}",
+            f"{row.ratio:.2f}",
+            f"{many:,.0f}",
+            f"{many / raw1:.2f}",
+        )
+    return table
+
+
+def lock_targets(result: LockBench) -> list[str]:
+    """The figure the issue sets: token's uncontended cycle at >= 0.45× the raw rate."""
+    lines = []
+    for row in result.rows:
+        if row.name == "token":
+            ratio = row.ratio
+            verdict = "[green]met[/]" if ratio >= TOKEN_TARGET else "[red]missed[/]"
+            lines.append(f"token: {ratio:.2f}× raw for 2 round trips (target ≥ {TOKEN_TARGET}×): {verdict}")
+    return lines

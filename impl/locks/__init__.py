@@ -1,6 +1,36 @@
-"""Redis locks from the seeds and the correct ones a careful engineer would use."""
+"""Redis locks from the seeds and the correct ones a careful engineer would use.
 
-from impl.locks.errors import LockError, LockNotOwnedError, LockTimeoutError
+Every module offers the lock protocol through `factory(client, key, ttl_ms)`;
+which ones are known-bad, and why, is said in `impl.catalog`.
+"""
+
+from impl.locks.errors import (
+    LeaderFailedError,
+    LockError,
+    LockNotOwnedError,
+    LockTimeoutError,
+    SingleFlightError,
+    SingleFlightTimeout,
+    StaleFencingTokenError,
+)
+from impl.locks.fenced import FencedLock, FencedResource
+from impl.locks.semaphore import FairSemaphore, Semaphore
+from impl.locks.single_flight import ExclusiveAccess, SingleFlight
 from impl.locks.token import TokenLock
 
-__all__ = ["LockError", "LockNotOwnedError", "LockTimeoutError", "TokenLock"]
+__all__ = [
+    "ExclusiveAccess",
+    "FairSemaphore",
+    "FencedLock",
+    "FencedResource",
+    "LeaderFailedError",
+    "LockError",
+    "LockNotOwnedError",
+    "LockTimeoutError",
+    "Semaphore",
+    "SingleFlight",
+    "SingleFlightError",
+    "SingleFlightTimeout",
+    "StaleFencingTokenError",
+    "TokenLock",
+]

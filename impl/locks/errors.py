@@ -11,3 +11,19 @@ class LockNotOwnedError(LockError):
 
 class LockTimeoutError(LockError):
     """A blocking acquire gave up after its timeout."""
+
+
+class StaleFencingTokenError(LockError):
+    """A write carried a fencing token lower than one the resource has already seen."""
+
+
+class SingleFlightError(LockError):
+    """Base class of the single-flight errors."""
+
+
+class LeaderFailedError(SingleFlightError):
+    """The leader of a flight raised; its waiters receive this instead of a result."""
+
+
+class SingleFlightTimeout(SingleFlightError, LockTimeoutError):
+    """No result arrived, and no caller could lead, within the wait timeout."""

@@ -2,8 +2,11 @@
 
 Acquire is `SET key token NX PX ttl`; release and extend are Lua scripts that
 compare the token first, so a client whose lease expired can never delete or
-prolong the lease of the client that holds the key now. A blocking acquire
-retries until a timeout measured on the monotonic clock.
+prolong the lease of the client that holds the key now, and is told so with
+LockNotOwnedError. A blocking acquire retries with jittered backoff until a
+timeout measured on the monotonic clock. Each step is one round trip, sent
+without redis-py's automatic retry (see `impl.locks.roundtrip`): a connection
+error surfaces, and the outcome of that step is unknown.
 
 What it does not give: protection for a holder that pauses longer than its TTL
 (another client may then hold the lock too). `impl.locks.fenced` adds fencing
@@ -12,33 +15,37 @@ tokens for that.
 
 from __future__ import annotations
 
-import random
 import secrets
-import time
 from types import TracebackType
 from typing import Any
 
 import redis
 
 from impl.locks.errors import LockError, LockNotOwnedError, LockTimeoutError
-from impl.locks.validation import check_key, check_timeout, check_ttl_ms
+from impl.locks.polling import poll_acquire
+from impl.locks.roundtrip import LuaScript, call
+from impl.locks.validation import check_key, check_ttl_ms
 
 
 class TokenLock:
     """A lease on `key` for `ttl_ms` milliseconds. One object per holder; not thread-shared."""
 
-    RELEASE = """
+    RELEASE = LuaScript(
+        """
     if redis.call('GET', KEYS[1]) == ARGV[1] then
         return redis.call('DEL', KEYS[1])
     end
     return 0
     """
-    EXTEND = """
+    )
+    EXTEND = LuaScript(
+        """
     if redis.call('GET', KEYS[1]) == ARGV[1] then
         return redis.call('PEXPIRE', KEYS[1], ARGV[2])
     end
     return 0
     """
+    )
 
     def __init__(
         self,
@@ -55,46 +62,37 @@ class TokenLock:
         self.retry_interval = retry_interval
         self.max_retry_interval = max_retry_interval
         self.token: str | None = None
-        self._release = client.register_script(self.RELEASE)
-        self._extend = client.register_script(self.EXTEND)
 
     def try_acquire(self) -> bool:
         """One attempt, one round trip."""
         token = secrets.token_hex(16)
-        if self.client.set(self.key, token, nx=True, px=self.ttl_ms):
+        if call(self.client, "SET", self.key, token, "NX", "PX", self.ttl_ms) is not None:
             self.token = token
             return True
         return False
 
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Take the lease; with `blocking`, retry until `timeout` seconds (None: no limit)."""
-        timeout = check_timeout(timeout)
         if self.token is not None:
             raise LockError(
                 f"lock {self.key!r}: acquire() while this object already holds it; "
                 "release() first or use a second lock object"
             )
-        deadline = None if timeout is None else time.monotonic() + timeout
-        pause = self.retry_interval
-        while True:
-            if self.try_acquire():
-                return True
-            if not blocking:
-                return False
-            now = time.monotonic()
-            if deadline is not None and now >= deadline:
-                return False
-            wait = random.uniform(pause / 2, pause)
-            if deadline is not None:
-                wait = min(wait, deadline - now)
-            time.sleep(wait)
-            pause = min(pause * 2, self.max_retry_interval)
+        if not blocking and timeout is None:
+            return self.try_acquire()
+        return poll_acquire(
+            self.try_acquire,
+            blocking=blocking,
+            timeout=timeout,
+            retry_interval=self.retry_interval,
+            max_retry_interval=self.max_retry_interval,
+        )
 
     def release(self) -> None:
         """Give the lease back; LockNotOwnedError if it is no longer ours."""
         token = self._held_token("release")
         self.token = None
-        if not self._release(keys=[self.key], args=[token]):
+        if not self.RELEASE(self.client, [self.key], [token]):
             raise LockNotOwnedError(
                 f"lock {self.key!r}: release() found the lease gone or held by another "
                 f"client (it expired after {self.ttl_ms} ms or was taken)"
@@ -104,7 +102,7 @@ class TokenLock:
         """Reset the lease to `ttl_ms` (default: the lock's TTL); LockNotOwnedError if lost."""
         ttl = self.ttl_ms if ttl_ms is None else check_ttl_ms(ttl_ms)
         token = self._held_token("extend")
-        if not self._extend(keys=[self.key], args=[token, ttl]):
+        if not self.EXTEND(self.client, [self.key], [token, ttl]):
             self.token = None
             raise LockNotOwnedError(
                 f"lock {self.key!r}: extend() found the lease gone or held by another client"
@@ -135,7 +133,7 @@ class TokenLock:
 
     def __repr__(self) -> str:
         state = "held" if self.token else "not held"
-        return f"<TokenLock {self.key!r} ttl={self.ttl_ms}ms {state}>"
+        return f"<{type(self).__name__} {self.key!r} ttl={self.ttl_ms}ms {state}>"
 
 
 def factory(client: redis.Redis, key: str, ttl_ms: int, **kwargs: Any) -> TokenLock:
