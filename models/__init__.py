@@ -7,19 +7,25 @@ partition so independent keys are checked on their own.
 """
 
 from models.base import UNKNOWN, DeterministicModel, Model, Op
+from models.cas_register import CasRegisterModel
+from models.kv import KvModel
 from models.lease import LeaseModel, LeaseState
 from models.registry import RegistryModel, RegistryState
+from models.registry_by_name import RegistryByNameModel
 from models.semaphore import SemaphoreModel, SemaphoreState
 from models.single_flight import FlightState, SingleFlightModel
 
 __all__ = [
     "UNKNOWN",
+    "CasRegisterModel",
     "DeterministicModel",
     "FlightState",
+    "KvModel",
     "LeaseModel",
     "LeaseState",
     "Model",
     "Op",
+    "RegistryByNameModel",
     "RegistryModel",
     "RegistryState",
     "SemaphoreModel",

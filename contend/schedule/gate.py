@@ -22,7 +22,10 @@ unmodified code, third-party libraries included:
   Code that imported `sleep` or `monotonic` by name before the gate was
   installed keeps the real ones.
 
-Threads that are not scheduled clients pass through untouched.
+Threads that are not scheduled clients pass through untouched. A connection
+belongs to the first client that sends on it; a send on it from another
+client's thread (a `__del__` run by the garbage collector there) is not a step
+of that client and passes through. Clients must not share a connection pool.
 """
 
 from __future__ import annotations
@@ -112,6 +115,17 @@ def uninstall() -> None:
 def _gated_send(self: Any, command: Any, check_health: bool = True) -> Any:
     client = current()
     if client is not None and not _in_handshake():
+        owner = getattr(self, "_contend_owner", None)
+        if owner is None:
+            self._contend_owner = owner = client
+        if owner is not client:
+            # Another client's connection, reached through garbage collection (a
+            # Pipeline.__del__ sending UNWATCH) in this thread: not this client's step.
+            return _originals["send"](self, command, check_health)
+        if client.crashed:
+            # Code still unwinding in a crashed client (a finally block, a __del__):
+            # a dead process sends nothing, and its connection is gone.
+            raise redis.ConnectionError(f"client {client.name} crashed")
         client.before_round_trip(decode_packed(command))
     return _originals["send"](self, command, check_health)
 

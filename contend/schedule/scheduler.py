@@ -112,6 +112,10 @@ class ClientHandle:
         self._check_alive()
         self.scheduler._note_wake(self, seconds)
 
+    @property
+    def crashed(self) -> bool:
+        return self.status is Status.CRASHED
+
     def wall_time(self) -> float:
         return self.scheduler.wall_base + self.scheduler.vclock + self.skew
 

@@ -1,8 +1,9 @@
 """Lock first, then read and write: a token lock serializes every new registration.
 
 A name already registered costs one HGET and no lock. A new one takes the
-registry's lock (SET NX PX with a token), re-reads, INCRBYs the counter and
-writes both tables in one MULTI/EXEC, then releases with compare-and-delete.
+registry's lock (SET NX PX with a token), re-reads the table and the counter,
+writes the counter and both tables in one MULTI/EXEC, then releases with
+compare-and-delete.
 If the holder stalls past the lock's TTL another client may enter too; the
 TTL (default 10 s) must exceed any registration's duration.
 """
@@ -62,9 +63,12 @@ class LockFirstRegistry(Registry):
             ids = {n: int(v) for n, v in zip(names, current, strict=True) if v is not None}
             new = [n for n in names if n not in ids]
             if new:
-                top = int(self.client.incrby(k.counter, len(new)))
-                assigned: dict[Any, Any] = {n: top - len(new) + i for i, n in enumerate(new, start=1)}
+                # Read the counter, then write counter and both tables in one MULTI/EXEC:
+                # a client that dies in between leaves no gap and no half-written name.
+                top = int(self.client.get(k.counter) or 0)
+                assigned: dict[Any, Any] = {n: top + i for i, n in enumerate(new, start=1)}
                 with self.client.pipeline() as pipe:
+                    pipe.set(k.counter, top + len(new))
                     pipe.hset(k.ids, mapping=assigned)
                     pipe.hset(k.names, mapping={i: n for n, i in assigned.items()})
                     pipe.execute()
