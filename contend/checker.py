@@ -533,7 +533,10 @@ def _sequential(
     """No two operations overlap: the only linearization is the order they ran in."""
     states: list[Any] = []
     for k, i in enumerate(order):
-        legal, state = steps[i](state)
+        try:
+            legal, state = steps[i](state)
+        except Exception as exc:
+            raise _StepError(i, exc) from exc
         if not legal:
             return Outcome.NOT_LINEARIZABLE, order[:k], states, i, k + 1
         states.append(state)

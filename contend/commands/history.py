@@ -139,13 +139,16 @@ def model_for(
     if name == "registry":
         return RegistryByNameModel(), [registry_ids]
     if name == "mutex":
-        from models.lease import LeaseModel
+        from contend.workloads import LockRunModel, critical_sections
 
         fenced = any(
             c.f == "acquire" and isinstance(c.output, int) and not isinstance(c.output, bool) for c in calls
         )
-        checks: list[Invariant] = [lock_holds]
+        # A stress run's lock history also holds the writes the lock protects (incr, read): the
+        # model checks the lock's own operations, and holds count up to the last write that landed.
+        writes = any(c.f == "incr" for c in calls)
+        checks: list[Invariant] = [critical_sections if writes else lock_holds]
         if fenced:
             checks.append(fencing_tokens)
-        return LeaseModel(fenced=fenced, spontaneous_expiry=lease_expiry), checks
+        return LockRunModel(fenced=fenced, spontaneous_expiry=lease_expiry), checks
     raise ValueError(f"unknown model {name!r}")

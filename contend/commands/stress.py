@@ -1,0 +1,214 @@
+"""`contend stress`: worker processes hammer one implementation, faults are injected, the history is checked."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from contend.nemesis import NEMESES
+from contend.stress import Progress as RunProgress
+from contend.stress import StressOptions, StressResult, run_stress, stressable, validate
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    nemeses = "; ".join(f"{name}: {what}" for name, what in NEMESES.items())
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "stress",
+        parents=[common],
+        help="run N worker processes against one implementation, inject faults, check the history",
+        description="N worker processes (not threads) run the implementation's operations against the "
+        "embedded server (or --redis-url) for --duration seconds while the nemesis injects faults. "
+        "Every operation is recorded; the history is checked for linearizability and the family's "
+        "invariants, and kept with an HTML timeline in OUT/stress-<id>/. Exit 0 valid, 1 a violation, "
+        "3 unknown (the search ran out of time), 2 bad input.",
+    )
+    names = ", ".join(i.name for i in stressable())
+    parser.add_argument("--impl", required=True, metavar="NAME", help=f"catalog implementation: {names}")
+    parser.add_argument(
+        "--procs", type=int, default=4, metavar="N", help="worker processes (default %(default)s)"
+    )
+    parser.add_argument(
+        "--duration", type=float, default=5.0, metavar="S", help="seconds of load (default %(default)s)"
+    )
+    parser.add_argument(
+        "--nemesis",
+        action="append",
+        metavar="NAME",
+        help=f"a fault to inject, repeatable or comma-separated ({nemeses})",
+    )
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="seconds between faults (default %(default)s)",
+    )
+    parser.add_argument(
+        "--ttl-ms", type=int, default=500, metavar="MS", help="lock lease length (default %(default)s)"
+    )
+    parser.add_argument(
+        "--hold-ms",
+        type=float,
+        default=2.0,
+        metavar="MS",
+        help="how long a lock holder waits before its write (default %(default)s)",
+    )
+    parser.add_argument(
+        "--fault-ms",
+        type=int,
+        metavar="MS",
+        help="length of a pause (default: 500; a lock holder's pause lasts past its lease, until another "
+        "worker has written) or of a server's downtime after a kill (default 50)",
+    )
+    parser.add_argument(
+        "--lag-ms",
+        type=int,
+        default=100,
+        metavar="MS",
+        help="failover: how long the master acknowledges writes alone before it dies (default %(default)s)",
+    )
+    parser.add_argument(
+        "--persistence",
+        choices=("none", "aof", "rdb"),
+        default="none",
+        help="the embedded server's persistence, which decides what a server-kill loses (default none)",
+    )
+    parser.add_argument(
+        "--appendfsync",
+        choices=("always", "everysec", "no"),
+        default="always",
+        help="AOF fsync policy with --persistence aof (default always)",
+    )
+    parser.add_argument(
+        "--op-timeout",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="socket timeout of a worker's round trip; past it the operation is info (default %(default)s)",
+    )
+    parser.add_argument(
+        "--check-timeout",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="linearizability search budget per partition (default %(default)s)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path("runs"),
+        metavar="DIR",
+        help="where run directories go (default runs)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the workers' random choices (default 0)")
+    parser.add_argument("--no-html", action="store_true", help="do not write the HTML timeline")
+    parser.add_argument("--json", action="store_true", help="print the verdict as JSON instead of text")
+    return parser
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    options = StressOptions(
+        impl=args.impl,
+        procs=args.procs,
+        duration=args.duration,
+        nemeses=tuple(args.nemesis or ()),
+        interval=args.interval,
+        ttl_ms=args.ttl_ms,
+        hold_ms=args.hold_ms,
+        fault_ms=args.fault_ms,
+        lag_ms=args.lag_ms,
+        persistence=args.persistence,
+        appendfsync=args.appendfsync,
+        op_timeout=args.op_timeout,
+        out=args.out,
+        redis_url=args.redis_url,
+        redis_server=args.redis_server,
+        namespace=args.namespace,
+        seed=args.seed,
+        check_timeout=args.check_timeout,
+        html=not args.no_html,
+    )
+    workload = validate(options)
+    if not args.json:
+        out.print(f"[bold]contend stress[/] {escape(_plan(options, workload.family))}", soft_wrap=True)
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.fields[ops]}"),
+        TextColumn("[yellow]{task.fields[nemesis]}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("starting", total=options.duration, ops="", nemesis="")
+
+        def show(p: RunProgress) -> None:
+            if p.checking:
+                bar.update(task, description="checking the history", nemesis="")
+                return
+            bar.update(
+                task,
+                completed=p.elapsed,
+                description=f"{options.impl} · {options.procs} procs",
+                ops=f"ok {p.ok} · fail {p.fail} · info {p.info}",
+                nemesis=p.nemesis,
+            )
+
+        result = run_stress(options, show)
+    if args.json:
+        out.file.write(json.dumps(result.to_json(), indent=2, default=repr) + "\n")
+    else:
+        report(result, out)
+    return result.exit_code
+
+
+def _plan(options: StressOptions, family: str) -> str:
+    parts = [options.impl, f"{options.procs} processes", f"{options.duration:g} s"]
+    if family == "lock":
+        parts.append(f"lease {options.ttl_ms} ms")
+    if options.nemeses:
+        parts.append(f"nemesis {', '.join(options.nemeses)} every {options.interval:g} s")
+    return " · ".join(parts)
+
+
+def report(result: StressResult, out: Console) -> None:
+    """The verdict as a person reads it."""
+    out.print(f"on {escape(result.target)}", soft_wrap=True)
+    c = result.counts
+    out.print(
+        f"{sum(c.values())} operations: {c.get('ok', 0)} ok, {c.get('fail', 0)} fail, {c.get('info', 0)} info"
+        f" · {len(result.nemesis)} nemesis events · {result.seconds:.1f} s"
+    )
+    for r in result.nemesis[:12]:
+        out.print(f"  [yellow]nemesis[/] {escape(r.f)}: {escape(str(r.value))}", soft_wrap=True)
+    if len(result.nemesis) > 12:
+        out.print(f"  … and {len(result.nemesis) - 12} more nemesis events")
+    verdict = result.verdict
+    out.print(f"linearizability: {escape(verdict.summary())}", soft_wrap=True)
+    for p in verdict.partitions[:5]:
+        out.print(escape(p.explain()), soft_wrap=True)
+    names = ", ".join(result.workload.invariant_names())
+    if result.violations:
+        out.print(f"invariants ({names}): [bold red]{len(result.violations)} violation(s)[/]")
+        groups: dict[str, list[str]] = {}
+        for v in result.violations:
+            groups.setdefault(v.check, []).append(str(v))
+        for check, lines in groups.items():
+            for line in lines[:3]:
+                out.print(f"  {escape(line)}", soft_wrap=True)
+            if len(lines) > 3:
+                out.print(f"  … and {len(lines) - 3} more {check} violation(s)")
+    else:
+        out.print(f"invariants hold: {names}", soft_wrap=True)
+    style = {0: "bold green", 1: "bold red", 3: "bold yellow"}[result.exit_code]
+    out.print(f"[{style}]{escape(result.headline())}[/]", soft_wrap=True)
+    out.print(f"history:  {escape(str(result.history))}", soft_wrap=True)
+    if result.timeline is not None:
+        out.print(f"timeline: {escape(str(result.timeline))}", soft_wrap=True)
+    out.print(f"re-check: {escape(result.recheck_command())}", soft_wrap=True)

@@ -1,0 +1,623 @@
+"""Faults a stress run injects, each recorded in the history as nemesis info events (start, stop).
+
+client-pause  SIGSTOP one worker process, SIGCONT it later. For a lock, the worker
+              is one that holds the lease and has not written yet, and it stays
+              stopped past the lease's TTL until another worker has taken the lock
+              and written: its own write then comes from a holder whose lease is gone.
+server-pause  SIGSTOP the embedded server for the fault's length, then SIGCONT;
+              against --redis-url, CLIENT PAUSE for that long (it ends by itself).
+server-kill   kill -9 the embedded server and start it again on the same port and
+              directory: what survives depends on its persistence. Embedded only.
+failover      the embedded server has a replica. Cut the replication link (the
+              replica is paused and the master drops it), let the master acknowledge
+              writes alone, kill -9 it, promote the replica (REPLICAOF NO ONE) and
+              point the workers at it: the writes acknowledged since the cut are lost,
+              as asynchronous replication allows. Embedded only.
+
+Every fault is healed when it ends, when the run ends and on Ctrl-C: stopped
+workers and servers get SIGCONT; the servers a run started are stopped by
+`Cluster.stop`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import redis
+
+from contend.binary import RedisBinary, find_redis_server
+from contend.errors import ContendError, ServerError
+from contend.server import EmbeddedRedis, Persistence
+from contend.target import connect_url, mask_url
+from contend.workloads import HOLDING, PHASE, PROCESS, WRITES, Board
+
+#: What each nemesis does, in a few words (for --help and errors).
+NEMESES: dict[str, str] = {
+    "client-pause": "SIGSTOP a worker (a lock holder, past its lease) and SIGCONT it later",
+    "server-pause": "SIGSTOP the embedded server (CLIENT PAUSE with --redis-url)",
+    "server-kill": "kill -9 the embedded server and restart it (see --persistence)",
+    "failover": "kill -9 the master after cutting replication, promote its replica",
+}
+EMBEDDED_ONLY = ("server-kill", "failover")
+
+#: Default length of a server pause, of a client pause outside locks, and the failover's lag (ms).
+DEFAULT_FAULT_MS = 500
+DEFAULT_LAG_MS = 100
+
+
+def parse_nemeses(texts: Sequence[str] | None, *, redis_url: str | None = None) -> tuple[str, ...]:
+    """`--nemesis` values (repeatable, comma-separated) → names; ContendError for unknown ones."""
+    names: list[str] = []
+    for text in texts or ():
+        for part in text.split(","):
+            name = part.strip()
+            if not name or name == "none":
+                continue
+            if name not in NEMESES:
+                raise ContendError(
+                    f"unknown nemesis {name!r}: expected one of {', '.join(NEMESES)} "
+                    "(repeat --nemesis or separate names with commas)"
+                )
+            if name not in names:
+                names.append(name)
+    if redis_url:
+        refused = [n for n in names if n in EMBEDDED_ONLY]
+        if refused:
+            raise ContendError(
+                f"--nemesis {refused[0]} kills a server, and contend never kills a server it did not "
+                f"start ({mask_url(redis_url)}); drop --redis-url to use the embedded server, or use "
+                "client-pause / server-pause (CLIENT PAUSE) there"
+            )
+    return tuple(names)
+
+
+# --------------------------------------------------------------------------- servers
+
+
+class Cluster:
+    """The servers of a run: an embedded primary (and, for failover, a replica), or a --redis-url one.
+
+    `on_move(url)` is called when the primary's address changes (a failover).
+    """
+
+    def __init__(
+        self,
+        *,
+        redis_url: str | None = None,
+        redis_server: str | None = None,
+        persistence: Persistence = "none",
+        appendfsync: str = "always",
+        replica: bool = False,
+    ) -> None:
+        self.redis_url = redis_url
+        self.binary: RedisBinary | None = None if redis_url else find_redis_server(redis_server)
+        self.persistence: Persistence = persistence
+        self.appendfsync = appendfsync
+        self.want_replica = replica
+        self.primary: EmbeddedRedis | None = None
+        self.replica: EmbeddedRedis | None = None
+        #: Every server this run started, for `stop` and for the record of what ran.
+        self.started: list[EmbeddedRedis] = []
+        self.pids_seen: list[int] = []
+        self.description = ""
+        self.on_move: Callable[[str], None] = lambda url: None
+
+    @property
+    def owned(self) -> bool:
+        """Did this run start the server (so it may be paused with SIGSTOP, killed, failed over)?"""
+        return self.redis_url is None
+
+    @property
+    def url(self) -> str:
+        if self.redis_url:
+            return self.redis_url
+        assert self.primary is not None
+        return self.primary.url
+
+    def start(self) -> Cluster:
+        if self.redis_url:
+            self.description = connect_url(self.redis_url).description
+            return self
+        assert self.binary is not None
+        self.primary = EmbeddedRedis(
+            self.binary,
+            persistence=self.persistence,
+            appendfsync=self.appendfsync,  # type: ignore[arg-type]
+        )
+        self.started.append(self.primary)  # before start: Ctrl-C during it must still stop it
+        self.primary.start()
+        self._note()
+        self.description = self.primary.describe() + f" ({self.binary.source})"
+        if self.persistence != "none":
+            fsync = f", appendfsync {self.appendfsync}" if self.persistence == "aof" else ""
+            self.description += f", persistence {self.persistence}{fsync}"
+        if self.want_replica:
+            self.start_replica()
+            self.description += " with a replica"
+        return self
+
+    def control(self, server: EmbeddedRedis | None = None) -> redis.Redis:
+        """A short-lived client for the harness's own commands."""
+        if server is not None:
+            return server.client(socket_timeout=5)
+        return redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
+
+    def pids(self) -> list[int]:
+        """Process ids of every redis-server this run has started so far (restarts included)."""
+        self._note()
+        return list(self.pids_seen)
+
+    def _note(self) -> None:
+        for server in self.started:
+            if server.pid is not None and server.pid not in self.pids_seen:
+                self.pids_seen.append(server.pid)
+
+    def kill_primary(self) -> int | None:
+        """kill -9 the primary, keeping its directory; its pid."""
+        assert self.primary is not None
+        pid = self.primary.pid
+        self.primary.kill()
+        return pid
+
+    def restart_primary(self) -> EmbeddedRedis:
+        """Start the killed primary again, on its port and directory."""
+        assert self.primary is not None
+        self.primary.start()
+        self._note()
+        return self.primary
+
+    # Faults ---------------------------------------------------------------------------------
+    def start_replica(self, timeout: float = 10.0) -> EmbeddedRedis:
+        """Start a replica of the primary and wait until it has synced."""
+        assert self.primary is not None and self.binary is not None
+        replica = EmbeddedRedis(
+            self.binary,
+            persistence=self.persistence,
+            appendfsync=self.appendfsync,  # type: ignore[arg-type]
+            extra_args=["--replicaof", self.primary.host, str(self.primary.port)],
+        )
+        self.started.append(replica)
+        self.replica = replica.start()
+        self._note()
+        client = self.control(replica)
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                info = client.info("replication")
+                if info.get("master_link_status") == "up" and not info.get("master_sync_in_progress"):
+                    return replica
+                time.sleep(0.01)
+        finally:
+            client.close()
+        raise ServerError(
+            f"the replica on port {replica.port} did not sync with its master within {timeout} s"
+        )
+
+    def master_offset(self) -> int:
+        """The primary's replication offset: it grows with every write it accepts."""
+        client = self.control(self.primary)
+        try:
+            return int(client.info("replication").get("master_repl_offset", 0))
+        finally:
+            client.close()
+
+    def cut_replication(self) -> int:
+        """Pause the replica (so it cannot reconnect) and have the master drop it; the offset at the cut."""
+        assert self.replica is not None and self.replica.pid is not None
+        self.replica.pause()
+        wait_stopped(self.replica.pid)
+        client = self.control(self.primary)
+        try:
+            client.execute_command("CLIENT", "KILL", "TYPE", "replica")
+            return int(client.info("replication").get("master_repl_offset", 0))
+        finally:
+            client.close()
+
+    def promote(self) -> tuple[int | None, EmbeddedRedis]:
+        """kill -9 the primary, promote the replica, tell the workers; (the old pid, the new primary)."""
+        assert self.primary is not None and self.replica is not None
+        old, new = self.primary, self.replica
+        old_pid = old.pid
+        old.kill()
+        new.resume()
+        client = self.control(new)
+        try:
+            client.execute_command("REPLICAOF", "NO", "ONE")
+        finally:
+            client.close()
+        self.primary, self.replica = new, None
+        old.stop()
+        self.on_move(new.url)
+        return old_pid, new
+
+    def heal(self) -> None:
+        """SIGCONT every server this run started (a no-op for running ones)."""
+        for server in (self.primary, self.replica):
+            if server is not None and server.running:
+                with contextlib.suppress(ServerError, ProcessLookupError):
+                    server.resume()
+
+    def stop(self) -> None:
+        """Stop every server this run started (SIGCONT first: a stopped server ignores SIGTERM)."""
+        for server in reversed(self.started):
+            with contextlib.suppress(Exception):
+                server.stop()
+        self.replica = None
+
+
+# --------------------------------------------------------------------------- faults
+
+
+@dataclass
+class NemesisContext:
+    """What faults act on: the servers, the workers (OS pids by index) and their board."""
+
+    cluster: Cluster
+    board: Board
+    pids: Sequence[int]
+    record: Callable[[str, str], None]
+    lock: bool = False
+    ttl_ms: int = 500
+    fault_ms: int | None = None
+    lag_ms: int = DEFAULT_LAG_MS
+    rng: random.Random | None = None
+
+    def pick(self, options: Sequence[int]) -> int:
+        return (self.rng or random).choice(list(options))
+
+
+def _ms(ns: int) -> int:
+    return round(ns / 1e6)
+
+
+class Fault:
+    """One kind of fault: `begin` it (False: not now, try again), `due` says when to `end` (heal) it."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, ctx: NemesisContext) -> None:
+        self.ctx = ctx
+        self.since = 0
+
+    def begin(self) -> bool:
+        raise NotImplementedError
+
+    def min_ns(self) -> int:
+        """How long the fault lasts at least (one that would not fit in the run is not begun)."""
+        return (self.ctx.fault_ms or DEFAULT_FAULT_MS) * 1_000_000
+
+    def due(self, now: int) -> bool:
+        return now - self.since >= self.min_ns()
+
+    def end(self) -> None:
+        raise NotImplementedError
+
+    def heal(self) -> None:
+        """Undo whatever is still in effect, without recording (Ctrl-C, errors)."""
+
+    def record(self, text: str) -> None:
+        self.ctx.record(self.name, text)
+
+
+def signal_process(pid: int, sig: signal.Signals) -> bool:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_stopped(pid: int, timeout: float = 0.5) -> bool:
+    """Linux: wait until the kernel shows `pid` stopped (state T), so what it shows us is final."""
+    stat = f"/proc/{pid}/stat"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(stat) as f:
+                state = f.read().rpartition(")")[2].split()[0]
+        except (OSError, IndexError):
+            time.sleep(0.005)  # no /proc: give the signal a moment
+            return True
+        if state in ("T", "t"):
+            return True
+        if state in ("Z", "X"):
+            return False
+        time.sleep(0.0005)
+    return False
+
+
+class ClientPause(Fault):
+    """SIGSTOP a worker; for a lock, one holding the lease before its write, until its lease is gone."""
+
+    name = "client-pause"
+
+    def __init__(self, ctx: NemesisContext) -> None:
+        super().__init__(ctx)
+        self.worker: int | None = None
+        self.others_writes = 0
+
+    def _candidates(self) -> list[int]:
+        board = self.ctx.board
+        workers = range(board.procs)
+        if self.ctx.lock:
+            return [w for w in workers if board.get(w, PHASE) == HOLDING]
+        return list(workers)
+
+    def begin(self) -> bool:
+        # A lock holder dwells in HOLDING for a few ms: look for one for up to ~50 ms.
+        for _ in range(50):
+            candidates = self._candidates()
+            if candidates and self._stop(self.ctx.pick(candidates)):
+                return True
+            time.sleep(0.001)
+        return False
+
+    def _stop(self, w: int) -> bool:
+        pid = self.ctx.pids[w]
+        if not signal_process(pid, signal.SIGSTOP):
+            return False
+        if not wait_stopped(pid) or (self.ctx.lock and self.ctx.board.get(w, PHASE) != HOLDING):
+            signal_process(pid, signal.SIGCONT)  # it moved on before the signal landed
+            return False
+        self.worker = w
+        self.since = time.monotonic_ns()
+        self.others_writes = self._writes_of_others()
+        process = self.ctx.board.get(w, PROCESS)
+        holding = f", holding the lock before its write (TTL {self.ctx.ttl_ms} ms)" if self.ctx.lock else ""
+        self.record(f"start: process {process} (pid {pid}) stopped{holding}")
+        return True
+
+    def _writes_of_others(self) -> int:
+        board = self.ctx.board
+        return sum(board.get(w, WRITES) for w in range(board.procs) if w != self.worker)
+
+    def min_ns(self) -> int:
+        if self.ctx.fault_ms is not None:
+            return self.ctx.fault_ms * 1_000_000
+        if self.ctx.lock:
+            return max(self.ctx.ttl_ms * 3 // 2, self.ctx.ttl_ms + 50) * 1_000_000
+        return DEFAULT_FAULT_MS * 1_000_000
+
+    def due(self, now: int) -> bool:
+        elapsed = now - self.since
+        if not self.ctx.lock:
+            return elapsed >= self.min_ns()
+        # Past the lease, and another worker has taken the lock and written since: resume.
+        cap = max(4 * self.min_ns(), self.min_ns() + 2_000_000_000)
+        return elapsed >= cap or (elapsed >= self.min_ns() and self._writes_of_others() > self.others_writes)
+
+    def end(self) -> None:
+        if self.worker is None:
+            return
+        pid = self.ctx.pids[self.worker]
+        signal_process(pid, signal.SIGCONT)
+        taken = self._writes_of_others() - self.others_writes
+        process = self.ctx.board.get(self.worker, PROCESS)
+        meanwhile = f"; other workers wrote {taken} time(s) meanwhile" if self.ctx.lock else ""
+        self.record(
+            f"stop: process {process} (pid {pid}) resumed after {_ms(time.monotonic_ns() - self.since)} ms"
+            + meanwhile
+        )
+        self.worker = None
+
+    def heal(self) -> None:
+        if self.worker is not None:
+            signal_process(self.ctx.pids[self.worker], signal.SIGCONT)
+            self.worker = None
+
+
+class ServerPause(Fault):
+    """SIGSTOP the embedded server; CLIENT PAUSE a --redis-url one."""
+
+    name = "server-pause"
+
+    def __init__(self, ctx: NemesisContext) -> None:
+        super().__init__(ctx)
+        self.paused: EmbeddedRedis | None = None
+        self.client_pause = False
+
+    def begin(self) -> bool:
+        cluster = self.ctx.cluster
+        ms = self.ctx.fault_ms or DEFAULT_FAULT_MS
+        self.since = time.monotonic_ns()
+        if cluster.owned:
+            assert cluster.primary is not None
+            cluster.primary.pause()
+            wait_stopped(cluster.primary.pid or 0)
+            self.paused = cluster.primary
+            self.record(f"start: redis-server (pid {cluster.primary.pid}) stopped with SIGSTOP for {ms} ms")
+        else:
+            client = cluster.control()
+            try:
+                client.execute_command("CLIENT", "PAUSE", ms)
+            finally:
+                client.close()
+            self.client_pause = True
+            self.record(f"start: CLIENT PAUSE {ms} (every client of the server waits)")
+        return True
+
+    def end(self) -> None:
+        elapsed = _ms(time.monotonic_ns() - self.since)
+        if self.paused is not None:
+            with contextlib.suppress(ServerError):
+                self.paused.resume()
+            self.record(f"stop: redis-server (pid {self.paused.pid}) resumed after {elapsed} ms")
+            self.paused = None
+        elif self.client_pause:
+            self.record(f"stop: CLIENT PAUSE over after {elapsed} ms")
+            self.client_pause = False
+
+    def heal(self) -> None:
+        # CLIENT PAUSE ends by itself; a stopped server needs SIGCONT.
+        if self.paused is not None:
+            with contextlib.suppress(ServerError):
+                self.paused.resume()
+            self.paused = None
+
+
+class ServerKill(Fault):
+    """kill -9 the embedded server, then start it again on its port and directory."""
+
+    name = "server-kill"
+
+    def __init__(self, ctx: NemesisContext) -> None:
+        super().__init__(ctx)
+        self.tries = 0
+        self.killed = False
+
+    def min_ns(self) -> int:
+        return (self.ctx.fault_ms or 50) * 1_000_000
+
+    def begin(self) -> bool:
+        board = self.ctx.board
+        holders = [w for w in range(board.procs) if board.get(w, PHASE) == HOLDING]
+        if self.ctx.lock and not holders and self.tries < 50:
+            self.tries += 1  # a kill while a lease is held is the interesting one: wait a little for one
+            return False
+        self.tries = 0
+        pid = self.ctx.cluster.kill_primary()
+        self.killed = True
+        self.since = time.monotonic_ns()
+        held = [board.get(w, PROCESS) for w in holders if board.get(w, PHASE) == HOLDING]
+        note = f" while process {', '.join(map(str, held))} held the lock" if held else ""
+        self.record(f"start: redis-server (pid {pid}) killed with SIGKILL{note}")
+        return True
+
+    def end(self) -> None:
+        cluster = self.ctx.cluster
+        restarted = cluster.restart_primary()
+        self.killed = False
+        kept = {
+            "none": "persistence off: its data is gone",
+            "aof": f"AOF, appendfsync {cluster.appendfsync}: data reloaded",
+            "rdb": "RDB snapshots: data as of the last save",
+        }[cluster.persistence]
+        self.record(
+            f"stop: redis-server restarted (pid {restarted.pid}) after "
+            f"{_ms(time.monotonic_ns() - self.since)} ms, {kept}"
+        )
+
+    def heal(self) -> None:
+        self.killed = False  # Cluster.stop cleans up; a run that is ending needs no restart
+
+
+class Failover(Fault):
+    """Cut replication, let the master acknowledge writes alone, kill it, promote the replica."""
+
+    name = "failover"
+
+    def __init__(self, ctx: NemesisContext) -> None:
+        super().__init__(ctx)
+        self.offset = 0
+        self.cut = False
+
+    def begin(self) -> bool:
+        cluster = self.ctx.cluster
+        if cluster.replica is None:
+            cluster.start_replica()
+        assert cluster.replica is not None
+        self.offset = cluster.cut_replication()
+        self.cut = True
+        self.since = time.monotonic_ns()
+        self.record(
+            f"start: replication to the replica (pid {cluster.replica.pid}) cut; "
+            "the master acknowledges writes no replica has"
+        )
+        return True
+
+    def min_ns(self) -> int:
+        return self.ctx.lag_ms * 1_000_000
+
+    def due(self, now: int) -> bool:
+        elapsed = now - self.since
+        if elapsed < self.min_ns():
+            return False
+        return elapsed >= self.ctx.lag_ms * 1_000_000 + 2_000_000_000 or (
+            self.ctx.cluster.master_offset() > self.offset
+        )
+
+    def end(self) -> None:
+        cluster = self.ctx.cluster
+        lag = _ms(time.monotonic_ns() - self.since)
+        lost = self.ctx.cluster.master_offset() - self.offset
+        old_pid, new = cluster.promote()
+        self.cut = False
+        self.record(
+            f"stop: master (pid {old_pid}) killed with SIGKILL {lag} ms after the cut; replica promoted "
+            f"at {new.host}:{new.port}; {lost} bytes of acknowledged writes never reached it"
+        )
+        cluster.start_replica()
+
+    def heal(self) -> None:
+        if self.cut:
+            self.ctx.cluster.heal()
+            self.cut = False
+
+
+FAULTS: dict[str, type[Fault]] = {f.name: f for f in (ClientPause, ServerPause, ServerKill, Failover)}
+
+
+class Nemesis:
+    """Runs the chosen faults in turn: one at a time, `interval` seconds apart."""
+
+    def __init__(self, names: Sequence[str], ctx: NemesisContext, interval: float) -> None:
+        self.faults = [FAULTS[n](ctx) for n in names]
+        self.ctx = ctx
+        self.interval_ns = int(interval * 1e9)
+        self.active: Fault | None = None
+        self.turn = 0
+        self.next_at = 0
+        self.end_at: int | None = None
+        self.count = 0
+
+    def start(self, now: int, end: int | None = None) -> None:
+        """The run starts at `now` and ends at `end`: no fault begins that would not fit."""
+        self.next_at = now + self.interval_ns
+        self.end_at = end
+
+    def tick(self, now: int) -> None:
+        """Begin, or end, a fault when it is time."""
+        if not self.faults:
+            return
+        if self.active is not None:
+            if self.active.due(now):
+                self.active.end()
+                self.active = None
+                self.next_at = time.monotonic_ns() + self.interval_ns
+            return
+        if now >= self.next_at:
+            fault = self.faults[self.turn % len(self.faults)]
+            if self.end_at is not None and now + fault.min_ns() > self.end_at:
+                return
+            if fault.begin():
+                self.active = fault
+                self.turn += 1
+                self.count += 1
+
+    def finish(self) -> None:
+        """End the fault in effect, recording it (the run's normal end)."""
+        if self.active is not None:
+            fault, self.active = self.active, None
+            fault.end()
+
+    def heal(self) -> None:
+        """Undo every fault, record nothing (Ctrl-C, errors); safe to call twice."""
+        self.active = None
+        for fault in self.faults:
+            with contextlib.suppress(Exception):
+                fault.heal()
+
+    @property
+    def status(self) -> str:
+        if not self.faults:
+            return ""
+        if self.active is not None:
+            return f"{self.active.name} ({_ms(time.monotonic_ns() - self.active.since)} ms)"
+        return f"{self.count} fault(s) so far"

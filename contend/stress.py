@@ -1,0 +1,519 @@
+"""Multiprocess stress runs: N worker processes, faults injected, the recorded history checked.
+
+`run_stress` starts the embedded server (or connects to --redis-url), spawns
+the workers (`contend.workloads`), runs the nemesis (`contend.nemesis`) in the
+parent's main thread while they work, merges the workers' records by time into
+one history (`<out>/stress-<id>/history.jsonl`, kept for `contend history
+check`), checks it (linearizability against the family's model, plus the
+linear-time invariants) and writes the verdict and an HTML timeline beside it.
+
+Every process and server a run starts is resumed (SIGCONT) and stopped when it
+ends: normally, on an error and on Ctrl-C. Workers and servers also die with
+the parent on Linux (PR_SET_PDEATHSIG), even when it is killed with SIGKILL.
+
+Workers are spawned (multiprocessing's "spawn"): a script that calls
+`run_stress` must do so under `if __name__ == "__main__":`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from multiprocessing.process import BaseProcess
+from pathlib import Path
+from typing import Any
+
+from contend.checker import Outcome, Verdict, check_calls
+from contend.errors import ContendError
+from contend.history import Call, Record, make_record, pair, write_jsonl
+from contend.invariants import Violation
+from contend.keyspace import Namespace, new_run_id
+from contend.nemesis import Cluster, Nemesis, NemesisContext, parse_nemeses, signal_process
+from contend.workloads import (
+    COUNTER_KEY,
+    FAIL,
+    FAMILIES,
+    INFO,
+    OK,
+    READY,
+    Board,
+    WorkerSpec,
+    Workload,
+    acquire_timeout,
+    connect,
+    worker_main,
+)
+from impl.catalog import IMPLEMENTATIONS, SEED_LAYOUT_DBS, Implementation, by_name
+
+MAX_PROCS = 256
+#: How long workers may take to start (spawned interpreters import redis-py and the implementations).
+START_TIMEOUT = 60.0
+TICK = 0.01
+#: Search budget (s) of a model that a more partitioned one can stand in for.
+WHOLE_BUDGET = 5.0
+
+
+@dataclass
+class StressOptions:
+    """What to run; the CLI's options, with the same defaults."""
+
+    impl: str
+    procs: int = 4
+    duration: float = 5.0
+    nemeses: tuple[str, ...] = ()
+    interval: float = 1.0
+    ttl_ms: int = 500
+    hold_ms: float = 2.0
+    fault_ms: int | None = None
+    lag_ms: int = 100
+    persistence: str = "none"
+    appendfsync: str = "always"
+    op_timeout: float = 1.0
+    out: Path = Path("runs")
+    redis_url: str | None = None
+    redis_server: str | None = None
+    namespace: str | None = None
+    seed: int = 0
+    check_timeout: float = 30.0
+    html: bool = True
+
+
+@dataclass
+class Progress:
+    """What a progress display shows while a run is under way."""
+
+    elapsed: float
+    duration: float
+    ok: int
+    fail: int
+    info: int
+    nemesis: str
+    checking: bool = False
+
+
+@dataclass
+class StressResult:
+    """A finished run: where its files are and what the check found."""
+
+    options: StressOptions
+    workload: Workload
+    target: str
+    run_dir: Path
+    history: Path
+    verdict: Verdict
+    violations: list[Violation]
+    calls: list[Call]
+    nemesis: list[Record]
+    seconds: float
+    timeline: Path | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        """0 valid, 1 a violation, 3 unknown (a partition's search budget ran out)."""
+        if self.violations or self.verdict.outcome is Outcome.NOT_LINEARIZABLE:
+            return 1
+        return 3 if self.verdict.outcome is Outcome.UNKNOWN else 0
+
+    @property
+    def outcome(self) -> str:
+        return {0: "valid", 1: "violation", 3: "unknown"}[self.exit_code]
+
+    def headline(self) -> str:
+        """One line: the verdict and its first piece of evidence."""
+        if self.verdict.outcome is Outcome.NOT_LINEARIZABLE:
+            culprit = self.verdict.culprit
+            what = f": cannot linearize {culprit.describe()}" if culprit else ""
+            return f"VIOLATION — not linearizable ({self.verdict.model}){what}"
+        if self.violations:
+            v = self.violations[0]
+            return f"VIOLATION — {v.check}: {v.message}"
+        if self.exit_code == 3:
+            return "UNKNOWN — the linearizability search ran out of time; raise --check-timeout"
+        return "VALID — linearizable, and every invariant holds"
+
+    def recheck_command(self) -> str:
+        """The `contend history check` command that re-checks the kept history."""
+        extra = " --lease-expiry" if self.workload.family == "lock" else ""
+        return f"contend history check {self.history} --model {self.workload.history_model}{extra}"
+
+    def to_json(self) -> dict[str, Any]:
+        o = self.options
+        return {
+            "impl": o.impl,
+            "family": self.workload.family,
+            "target": self.target,
+            "procs": o.procs,
+            "duration": o.duration,
+            "nemesis": list(o.nemeses),
+            "ttl_ms": o.ttl_ms if self.workload.family == "lock" else None,
+            "outcome": self.outcome,
+            "exit_code": self.exit_code,
+            "counts": self.counts,
+            "seconds": round(self.seconds, 3),
+            "history": str(self.history),
+            "timeline": str(self.timeline) if self.timeline else None,
+            "verdict": self.verdict.to_json(),
+            "invariants": self.workload.invariant_names(),
+            "violations": [v.to_json() for v in self.violations],
+            "nemesis_events": [{"time": r.time, "f": r.f, "value": r.value} for r in self.nemesis],
+        }
+
+
+def stressable() -> list[Implementation]:
+    """Catalog implementations `contend stress` can drive."""
+    return [i for i in IMPLEMENTATIONS if i.family in FAMILIES]
+
+
+def validate(options: StressOptions) -> Workload:
+    """Check the options before anything starts; ContendError (exit 2) says what to change."""
+    names = ", ".join(i.name for i in stressable())
+    try:
+        impl = by_name(options.impl)
+    except KeyError:
+        raise ContendError(f"--impl {options.impl!r}: no such implementation; stress runs: {names}") from None
+    if impl.family not in FAMILIES:
+        raise ContendError(
+            f"--impl {impl.name} is a {impl.family}; stress runs the {' and '.join(FAMILIES)} families "
+            f"({names}); use `contend check` for the others"
+        )
+    if not 0 < options.procs <= MAX_PROCS:
+        raise ContendError(f"--procs must be between 1 and {MAX_PROCS}, got {options.procs}")
+    for name, value in (
+        ("--duration", options.duration),
+        ("--interval", options.interval),
+        ("--op-timeout", options.op_timeout),
+        ("--check-timeout", options.check_timeout),
+    ):
+        if not value > 0:
+            raise ContendError(f"{name} must be > 0 seconds, got {value}")
+    if options.ttl_ms < 10:
+        raise ContendError(f"--ttl-ms must be at least 10, got {options.ttl_ms}")
+    if options.hold_ms < 0:
+        raise ContendError(f"--hold-ms must be >= 0, got {options.hold_ms}")
+    if options.fault_ms is not None and options.fault_ms <= 0:
+        raise ContendError(f"--fault-ms must be > 0, got {options.fault_ms}")
+    if options.redis_url and options.persistence != "none":
+        raise ContendError(
+            "--persistence configures the embedded server; a --redis-url server keeps its own settings"
+        )
+    options.nemeses = parse_nemeses(options.nemeses, redis_url=options.redis_url)
+    return Workload(impl, options.ttl_ms)
+
+
+# --------------------------------------------------------------------------- the run
+
+
+def run_stress(options: StressOptions, progress: Callable[[Progress], None] | None = None) -> StressResult:
+    """Run, record, check. KeyboardInterrupt propagates after everything is stopped (the history so far is kept)."""
+    workload = validate(options)
+    started = time.perf_counter()
+    run_id = new_run_id()
+    run_dir = Path(options.out) / f"stress-{run_id}"
+    raw_dir = run_dir / "workers"
+    ctx = multiprocessing.get_context("spawn")
+    cluster = Cluster(
+        redis_url=options.redis_url,
+        redis_server=options.redis_server,
+        persistence=options.persistence,  # type: ignore[arg-type]
+        appendfsync=options.appendfsync,
+        replica="failover" in options.nemeses,
+    )
+    raw_dir.mkdir(parents=True, exist_ok=False)
+    workers: list[BaseProcess] = []
+    nemesis: Nemesis | None = None
+    namespace: Namespace | None = None
+    events: list[dict[str, Any]] = []
+    finals: list[dict[str, Any]] = []
+    paths = [raw_dir / f"w{k}.jsonl" for k in range(options.procs)]
+    manifest = _Manifest(run_dir / "run.json", options, run_id)
+
+    def record(f: str, text: str) -> None:
+        events.append(
+            {"process": "nemesis", "type": "info", "f": f, "value": text, "time": time.monotonic_ns()}
+        )
+
+    try:
+        cluster.start()
+        manifest.update(servers=cluster.pids(), target=cluster.description)
+        control = cluster.control()
+        namespace = Namespace(control, options.namespace or f"contend:{run_id}")
+        if workload.family == "registry":
+            for db in SEED_LAYOUT_DBS:
+                namespace.add_db(db)
+        namespace.ensure_empty()
+        board = Board.create(ctx, options.procs, cluster.url)
+        cluster.on_move = board.publish_url
+        for k in range(options.procs):
+            spec = WorkerSpec(
+                index=k,
+                procs=options.procs,
+                impl=workload.impl.name,
+                namespace=namespace.prefix,
+                path=str(paths[k]),
+                duration=options.duration,
+                ttl_ms=options.ttl_ms,
+                hold_ms=options.hold_ms,
+                op_timeout=options.op_timeout,
+                seed=options.seed,
+                parent_pid=os.getpid(),
+            )
+            proc = ctx.Process(
+                target=worker_main,
+                args=(spec, board.cells, board.url_cells),
+                name=f"contend-w{k}",
+                daemon=True,
+            )
+            proc.start()
+            workers.append(proc)
+        manifest.update(workers=[p.pid for p in workers])
+        _wait_ready(workers, board)
+        nemesis = Nemesis(
+            options.nemeses,
+            NemesisContext(
+                cluster=cluster,
+                board=board,
+                pids=[p.pid or 0 for p in workers],
+                record=record,
+                lock=workload.family == "lock",
+                ttl_ms=options.ttl_ms,
+                fault_ms=options.fault_ms,
+                lag_ms=options.lag_ms,
+            ),
+            options.interval,
+        )
+        go = time.monotonic_ns()
+        board.go = go
+        end = go + int(options.duration * 1e9)
+        nemesis.start(go, end)
+        shown = 0
+        servers = cluster.pids()
+        while (now := time.monotonic_ns()) < end and any(p.is_alive() for p in workers):
+            nemesis.tick(now)
+            if cluster.pids() != servers:
+                servers = cluster.pids()
+                manifest.update(servers=servers)
+            if progress is not None and now - shown > 100_000_000:
+                shown = now
+                progress(_progress(board, (now - go) / 1e9, options.duration, nemesis.status))
+            time.sleep(TICK)
+        nemesis.finish()
+        board.stop()
+        _join(workers, options.op_timeout + acquire_timeout(options.ttl_ms) + 3)
+        if progress is not None:
+            progress(_progress(board, options.duration, options.duration, nemesis.status))
+        if workload.family == "lock":
+            finals.append(_final_read(cluster.url, namespace.prefix, workload, options.op_timeout))
+    finally:
+        if nemesis is not None:
+            nemesis.heal()
+        cluster.heal()
+        _stop_workers(workers)
+        if namespace is not None:
+            with contextlib.suppress(Exception):
+                if not cluster.owned:
+                    namespace.cleanup()  # an embedded server's keys go with the server
+            namespace.client.close()
+        cluster.stop()
+        manifest.update(servers=cluster.pids(), finished=True)
+        # Keep the history, also of an interrupted run; a run that never started leaves nothing.
+        history_path = run_dir / "history.jsonl"
+        records = merge(paths, events, finals)
+        write_jsonl(records, history_path)
+        _remove_raw(raw_dir)
+        if not workers:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+    if progress is not None:
+        progress(Progress(options.duration, options.duration, 0, 0, 0, "", checking=True))
+    verdict, violations, calls = check_records(records, workload, timeout=options.check_timeout)
+    nemesis_records = [r for r in records if r.process == "nemesis"]
+    counts = {s: sum(1 for c in calls if c.status == s) for s in ("ok", "fail", "info")}
+    result = StressResult(
+        options=options,
+        workload=workload,
+        target=cluster.description,
+        run_dir=run_dir,
+        history=history_path,
+        verdict=verdict,
+        violations=violations,
+        calls=calls,
+        nemesis=nemesis_records,
+        seconds=time.perf_counter() - started,
+        counts=counts,
+    )
+    if options.html:
+        from contend.timeline import write_timeline
+
+        title = f"contend stress {workload.impl.name}"
+        if options.nemeses:
+            title += " · " + ", ".join(options.nemeses)
+        result.timeline = write_timeline(
+            verdict, run_dir / "timeline.html", title=f"{title} · {result.headline()}"
+        )
+    (run_dir / "verdict.json").write_text(json.dumps(result.to_json(), indent=2, default=repr) + "\n")
+    return result
+
+
+class _Manifest:
+    """run.json: the run's options and every process it started (so nothing can hide)."""
+
+    def __init__(self, path: Path, options: StressOptions, run_id: str) -> None:
+        self.path = path
+        self.doc: dict[str, Any] = {
+            "run_id": run_id,
+            "parent": os.getpid(),
+            "options": {k: str(v) if isinstance(v, Path) else v for k, v in vars(options).items()},
+            "workers": [],
+            "servers": [],
+            "finished": False,
+        }
+        self.update()
+
+    def update(self, **changes: Any) -> None:
+        self.doc.update(changes)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.doc, indent=2, default=repr) + "\n")
+        tmp.replace(self.path)
+
+
+def _wait_ready(workers: Sequence[BaseProcess], board: Board) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if all(board.get(k, READY) for k in range(len(workers))):
+            return
+        for k, p in enumerate(workers):
+            if p.exitcode is not None:
+                raise ContendError(
+                    f"stress worker {k} exited with code {p.exitcode} before starting (its error is printed above)"
+                )
+        time.sleep(0.005)
+    raise ContendError(
+        f"stress workers did not start within {START_TIMEOUT:.0f} s; is the machine overloaded?"
+    )
+
+
+def _progress(board: Board, elapsed: float, duration: float, nemesis: str) -> Progress:
+    return Progress(
+        min(elapsed, duration), duration, board.total(OK), board.total(FAIL), board.total(INFO), nemesis
+    )
+
+
+def _join(workers: Sequence[BaseProcess], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    for p in workers:
+        p.join(max(0.0, deadline - time.monotonic()))
+
+
+def _stop_workers(workers: Sequence[BaseProcess]) -> None:
+    """SIGCONT (a stopped process ignores SIGTERM), SIGTERM, then SIGKILL; reap them all."""
+    for p in workers:
+        if p.pid is not None and p.exitcode is None:
+            signal_process(p.pid, signal.SIGCONT)
+    for p in workers:
+        if p.is_alive():
+            p.terminate()
+    deadline = time.monotonic() + 2
+    for p in workers:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join(2)
+
+
+def _final_read(url: str, namespace: str, workload: Workload, op_timeout: float) -> dict[str, Any]:
+    """Read the lock-protected counter once everything has stopped (a read for locked_counter)."""
+    key = f"{namespace}:{COUNTER_KEY}"
+    invoke = time.monotonic_ns()
+    client = connect(url, max(op_timeout, 2.0))
+    doc: dict[str, Any] = {"process": "final", "f": "read", "key": COUNTER_KEY, "value": None}
+    try:
+        raw = client.hget(key, "value") if workload.fenced else client.get(key)
+        return {**doc, "type": "ok", "value": int(raw or 0), "time": time.monotonic_ns(), "invoke": invoke}
+    except Exception as exc:
+        return {
+            **doc,
+            "type": "info",
+            "error": f"{type(exc).__name__}: {exc}",
+            "time": time.monotonic_ns(),
+            "invoke": invoke,
+        }
+    finally:
+        client.close()
+
+
+def merge(
+    paths: Sequence[Path], events: Sequence[dict[str, Any]], finals: Sequence[dict[str, Any]]
+) -> list[Record]:
+    """The workers' files, the nemesis events and the final reads, as one history ordered by time.
+
+    A line cut short (a worker killed while writing) is dropped; its
+    operation then has no completion and counts as info.
+    """
+    keyed: list[tuple[int, int, int, dict[str, Any]]] = []
+    for rank, path in enumerate(paths):
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except OSError:
+            continue
+        for seq, line in enumerate(lines):
+            try:
+                doc = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(doc, dict) and isinstance(doc.get("time"), int):
+                keyed.append((doc["time"], rank, seq, doc))
+    rank = len(paths)
+    for seq, doc in enumerate(events):
+        keyed.append((doc["time"], rank, seq, doc))
+    for seq, doc in enumerate(finals):
+        invoke = {k: v for k, v in doc.items() if k not in ("time", "invoke", "error")}
+        keyed.append(
+            (
+                doc["invoke"],
+                rank + 1,
+                2 * seq,
+                {**invoke, "type": "invoke", "value": None, "time": doc["invoke"]},
+            )
+        )
+        keyed.append((doc["time"], rank + 1, 2 * seq + 1, {k: v for k, v in doc.items() if k != "invoke"}))
+    keyed.sort(key=lambda item: item[:3])
+    return [make_record(doc, i, i + 1, "history.jsonl") for i, (_, _, _, doc) in enumerate(keyed)]
+
+
+def check_records(
+    records: Sequence[Record], workload: Workload, *, timeout: float | None = 30.0
+) -> tuple[Verdict, list[Violation], list[Call]]:
+    """Linearizability against the family's model(s), and the family's invariants; (verdict, violations, calls).
+
+    When a stronger model's search runs out of time (WHOLE_BUDGET at most for
+    all but the last), the next, more partitioned, model decides.
+    """
+    paired = pair(records)
+    calls = paired.calls
+    models = workload.models()
+    verdict: Verdict | None = None
+    for k, model in enumerate(models):
+        last = k == len(models) - 1
+        budget = timeout if last or timeout is None else min(timeout, WHOLE_BUDGET)
+        verdict = check_calls(calls, model, timeout=budget, nemesis=paired.nemesis)
+        if verdict.outcome is not Outcome.UNKNOWN:
+            break
+    assert verdict is not None
+    violations = [v for check in workload.invariants() for v in check(calls)]
+    return verdict, violations, calls
+
+
+def _remove_raw(raw_dir: Path) -> None:
+    for path in raw_dir.glob("*.jsonl"):
+        with contextlib.suppress(OSError):
+            path.unlink()
+    with contextlib.suppress(OSError):
+        raw_dir.rmdir()

@@ -1,0 +1,688 @@
+"""What stress workers do: each family's operations, how they are recorded, and how a run is checked.
+
+A worker is one OS process with connections of its own. It performs operations
+in a loop and records each (Jepsen's convention: `invoke`, then `ok`, `fail` or
+`info`) as a JSON line in a file of its own, stamped with time.monotonic_ns()
+(system-wide on Linux, so comparable across processes). An operation whose
+outcome the worker cannot know (a lost connection, a timeout) ends in `info`,
+and the worker carries on under a new process id. One that raised before any
+of its commands reached the server (connection refused) ends in `fail`: it
+cannot have taken effect.
+
+registry  register the next name of a sequence all workers walk (so they meet on
+          each new name), look up and re-register recent names, reverse ids.
+lock      acquire (single attempts, each an operation, polled with backoff), hold
+          for `hold_ms`, increment a counter the lock protects (read, then write:
+          through FencedResource with the fencing token when the lock has one),
+          release.
+
+A run's checks: the family's model (`Workload.models`), then its linear-time
+invariants, here for locks: `critical_sections` (two holders whose writes
+both landed), `lease_validity` (a lease lost before its TTL) and the
+counter's `locked_counter`.
+
+The parent sees each worker's phase and counters on a shared `Board`, which
+is also how it tells workers to start, to stop, and where the server is now.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import random
+import signal
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from contend.history import Call
+from contend.invariants import Violation, fencing_tokens, locked_counter, registry_ids
+from impl.catalog import Implementation
+from impl.locks.errors import LockNotOwnedError, StaleFencingTokenError
+from impl.locks.fenced import FencedResource
+from impl.registry.base import RegistrationError
+from models.base import Model, Op, partition_by_key
+from models.lease import CLIENT_OPERATIONS, LeaseModel
+from models.registry import RegistryModel
+from models.registry_by_name import RegistryByNameModel
+
+#: Families `contend stress` can drive.
+FAMILIES = ("registry", "lock")
+
+# Worker phases, as the parent reads them on the board.
+STARTING, IDLE, BUSY, ACQUIRING, HOLDING, WRITING, RELEASING, DONE = range(8)
+PHASE_NAMES = ("starting", "idle", "busy", "acquiring", "holding", "writing", "releasing", "done")
+
+# Per-worker cells, then the global ones.
+PHASE, PROCESS, OK, FAIL, INFO, WRITES, READY = range(7)
+FIELDS = 7
+GO, STOP, GENERATION = range(3)
+GLOBALS = 3
+URL_BYTES = 2048
+
+#: Seconds a worker waits after an operation ended in info (a lost connection) before the next.
+RECONNECT_PAUSE = 0.05
+
+#: Registry names live in a window behind each worker's next new name.
+RECENT = 32
+
+Invariant = Callable[[Sequence[Call]], list[Violation]]
+
+
+# --------------------------------------------------------------------------- the board
+
+
+class Board:
+    """Shared memory between the parent and its workers: phases, counters, start/stop, the server URL."""
+
+    def __init__(self, procs: int, cells: Any, url_cells: Any) -> None:
+        self.procs = procs
+        self.cells = cells
+        self.url_cells = url_cells
+
+    @classmethod
+    def create(cls, ctx: Any, procs: int, url: str) -> Board:
+        """A fresh board in shared memory of multiprocessing context `ctx`."""
+        board = cls(procs, ctx.RawArray("q", GLOBALS + procs * FIELDS), ctx.RawArray("c", URL_BYTES))
+        board.publish_url(url)
+        return board
+
+    def get(self, worker: int, field: int) -> int:
+        return int(self.cells[GLOBALS + worker * FIELDS + field])
+
+    def set(self, worker: int, field: int, value: int) -> None:
+        self.cells[GLOBALS + worker * FIELDS + field] = value
+
+    def add(self, worker: int, field: int, amount: int = 1) -> None:
+        self.cells[GLOBALS + worker * FIELDS + field] += amount
+
+    def total(self, field: int) -> int:
+        return sum(self.get(w, field) for w in range(self.procs))
+
+    @property
+    def go(self) -> int:
+        """The start time (monotonic ns) all workers wait for; 0 before."""
+        return int(self.cells[GO])
+
+    @go.setter
+    def go(self, value: int) -> None:
+        self.cells[GO] = value
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self.cells[STOP])
+
+    def stop(self) -> None:
+        self.cells[STOP] = 1
+
+    @property
+    def generation(self) -> int:
+        """Bumped each time the server address changes (a failover)."""
+        return int(self.cells[GENERATION])
+
+    def publish_url(self, url: str) -> None:
+        data = url.encode()
+        if len(data) >= URL_BYTES:
+            raise ValueError(f"server URL longer than {URL_BYTES - 1} bytes")
+        self.url_cells.value = data
+        self.cells[GENERATION] += 1
+
+    @property
+    def url(self) -> str:
+        return bytes(self.url_cells.value).decode()
+
+
+# --------------------------------------------------------------------------- the worker
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """Everything a worker process needs (picklable: workers may be spawned)."""
+
+    index: int
+    procs: int
+    impl: str
+    namespace: str
+    path: str
+    duration: float
+    ttl_ms: int
+    hold_ms: float
+    op_timeout: float
+    seed: int
+    parent_pid: int
+
+
+def worker_main(spec: WorkerSpec, cells: Any, url_cells: Any) -> None:
+    """A worker process's entry point: wait for the start, run until the deadline or a stop."""
+    _die_with_parent(spec.parent_pid)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    from impl.catalog import by_name
+
+    board = Board(spec.procs, cells, url_cells)
+    impl = by_name(spec.impl)
+    worker: Worker = (RegistryWorker if impl.family == "registry" else LockWorker)(spec, board, impl)
+    try:
+        board.set(spec.index, PHASE, IDLE)
+        board.set(spec.index, READY, 1)
+        while not board.go and not board.stopped:
+            time.sleep(0.002)
+        deadline = worker.deadline = board.go + int(spec.duration * 1e9)
+        while not board.stopped and time.monotonic_ns() < deadline:
+            worker.follow_server()
+            worker.step()
+    finally:
+        board.set(spec.index, PHASE, DONE)
+        worker.close()
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Linux: SIGKILL this process when the parent dies, even by SIGKILL."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:
+        os._exit(1)  # the parent died before we asked
+
+
+def connect(url: str, op_timeout: float, sent: list[int] | None = None) -> redis.Redis:
+    """A worker's client: bounded waits, and no automatic resend, so a lost reply surfaces as info.
+
+    With `sent`, `sent[0]` counts the commands handed to a connected socket, so a
+    worker can tell an operation that never reached the server (connection
+    refused before anything was sent: it cannot have taken effect) from one
+    whose outcome is unknown.
+    """
+    client = redis.Redis.from_url(
+        url,
+        socket_timeout=op_timeout,
+        socket_connect_timeout=op_timeout,
+        retry=Retry(NoBackoff(), 0),
+        retry_on_timeout=False,
+    )
+    if sent is not None:
+        pool = client.connection_pool
+        base = pool.connection_class
+
+        def send_packed_command(self: Any, command: Any, check_health: bool = True) -> None:
+            self.connect()  # a refused connection raises here, before anything is counted as sent
+            sent[0] += 1
+            base.send_packed_command(self, command, check_health)
+
+        pool.connection_class = type(
+            f"Counted{base.__name__}", (base,), {"send_packed_command": send_packed_command}
+        )
+    return client
+
+
+#: The error of an operation recorded as fail because nothing of it reached the server starts with this.
+UNSENT = "unsent: "
+
+
+class Worker:
+    """Records operations to its file; subclasses write `step`."""
+
+    #: Exceptions that mean "definitely did not take effect" (recorded as fail).
+    definite: tuple[type[BaseException], ...] = ()
+
+    def __init__(self, spec: WorkerSpec, board: Board, impl: Implementation) -> None:
+        self.spec = spec
+        self.board = board
+        self.impl = impl
+        self.index = spec.index
+        self.process = spec.index
+        self.rng = random.Random(spec.seed * 1_000_003 + spec.index)
+        self.fd = os.open(spec.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.generation = board.generation
+        self.sent = [0]
+        self.deadline = 0  # monotonic ns; set when the run starts
+        self.client = connect(board.url, spec.op_timeout, self.sent)
+        board.set(self.index, PROCESS, self.process)
+        self.setup()
+
+    def setup(self) -> None:
+        """Build the implementation's objects on `self.client`."""
+
+    def step(self) -> None:
+        raise NotImplementedError
+
+    def follow_server(self) -> None:
+        """After a failover, talk to the new primary."""
+        if self.board.generation != self.generation:
+            self.generation = self.board.generation
+            with contextlib.suppress(Exception):
+                self.client.close()
+            self.client = connect(self.board.url, self.spec.op_timeout, self.sent)
+            self.setup()
+
+    def record(self, kind: str, f: str, key: Any, value: Any, error: Any = None) -> None:
+        doc: dict[str, Any] = {"process": self.process, "type": kind, "f": f, "key": key, "value": value}
+        if error is not None:
+            doc["error"] = error
+        doc["time"] = time.monotonic_ns()
+        os.write(self.fd, (json.dumps(doc, separators=(",", ":")) + "\n").encode())
+
+    def op(self, f: str, key: Any, value: Any, action: Callable[[], Any]) -> tuple[str, Any]:
+        """Invoke, run `action`, complete: (ok, output), (fail, None) or (info, None).
+
+        fail: a definite error of the implementation, or nothing was sent to the
+        server (a refused connection). info: anything else that raised.
+        """
+        self.record("invoke", f, key, value)
+        sent = self.sent[0]
+        try:
+            output = action()
+        except self.definite as exc:
+            self.record("fail", f, key, value, _error(exc))
+            self.board.add(self.index, FAIL)
+            return "fail", None
+        except Exception as exc:
+            if self.sent[0] == sent:
+                self.record("fail", f, key, value, UNSENT + _error(exc))
+                self.board.add(self.index, FAIL)
+                if isinstance(exc, redis.ConnectionError):
+                    self.pause(RECONNECT_PAUSE)  # the server is down: do not spin
+                return "fail", None
+            self.record("info", f, key, value, _error(exc))
+            self.board.add(self.index, INFO)
+            self.crashed()
+            return "info", None
+        self.record("ok", f, key, output)
+        self.board.add(self.index, OK)
+        return "ok", output
+
+    def pause(self, seconds: float) -> None:
+        """Sleep, but not past the run's end."""
+        left = (self.deadline - time.monotonic_ns()) / 1e9
+        time.sleep(max(0.0, min(seconds, left)))
+
+    def crashed(self) -> None:
+        """Jepsen's rule: after an info, this worker goes on as a new process, after a pause.
+
+        The pause keeps a server that is down (connection refused at once) from
+        filling the history with thousands of info operations, each of which
+        the checker must consider as maybe having taken effect.
+        """
+        self.process += self.spec.procs
+        self.board.set(self.index, PROCESS, self.process)
+        self.pause(RECONNECT_PAUSE)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.client.close()
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+def _error(exc: BaseException) -> str:
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class RegistryWorker(Worker):
+    """register / lookup / reverse on names all workers walk through together."""
+
+    definite = (RegistrationError, ValueError)
+
+    def setup(self) -> None:
+        self._close_registry()
+        self.registry = self.impl.factory(self.client, self.spec.namespace)
+        if not hasattr(self, "next_name"):
+            self.next_name = 0
+
+    def _close_registry(self) -> None:
+        closer = getattr(getattr(self, "registry", None), "close", None)
+        if callable(closer):
+            with contextlib.suppress(Exception):
+                closer()
+
+    def step(self) -> None:
+        self.board.set(self.index, PHASE, BUSY)
+        r = self.rng.random()
+        k = self.next_name
+        if r < 0.55 or k == 0:
+            name = f"n{k}"
+            self.next_name += 1
+            self.op("register", None, name, lambda: int(self.registry.register(name)))
+        elif r < 0.80:
+            name = f"n{self.rng.randrange(max(0, k - RECENT), k)}"
+            self.op("lookup", None, name, lambda: _int_or_none(self.registry.lookup(name)))
+        elif r < 0.92:
+            name = f"n{self.rng.randrange(max(0, k - RECENT), k)}"
+            self.op("register", None, name, lambda: int(self.registry.register(name)))
+        else:
+            ident = self.rng.randint(1, k)
+            self.op("reverse", None, ident, lambda: _str_or_none(self.registry.reverse(ident)))
+        self.board.set(self.index, PHASE, IDLE)
+
+    def close(self) -> None:
+        self._close_registry()
+        super().close()
+
+
+def _int_or_none(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
+def _str_or_none(v: Any) -> str | None:
+    if v is None:
+        return None
+    return v.decode() if isinstance(v, bytes) else str(v)
+
+
+#: Keys of the lock workload, under the run namespace; the history names them by the short form.
+LOCK_KEY = "lock"
+COUNTER_KEY = "counter"
+
+
+class LockWorker(Worker):
+    """acquire → hold → increment the protected counter → release, over and over."""
+
+    definite = (StaleFencingTokenError,)
+
+    def setup(self) -> None:
+        self.fenced = is_fenced(self.impl)
+        self.lock_key = f"{self.spec.namespace}:{LOCK_KEY}"
+        self.counter_key = f"{self.spec.namespace}:{COUNTER_KEY}"
+        self.resource = FencedResource(self.client, self.counter_key) if self.fenced else None
+        self.acquire_timeout = acquire_timeout(self.spec.ttl_ms)
+
+    def step(self) -> None:
+        lock = self.impl.factory(self.client, self.lock_key, self.spec.ttl_ms)
+        got = self._acquire(lock)
+        if got is None:
+            self.board.set(self.index, PHASE, IDLE)
+            return
+        # While HOLDING the nemesis may stop this process: the write below is the one that matters.
+        self.board.set(self.index, PHASE, HOLDING)
+        time.sleep(self.spec.hold_ms / 1000)
+        self.board.set(self.index, PHASE, WRITING)
+        token = got if self.fenced else None
+        status, _ = self.op(
+            "incr", COUNTER_KEY, None if token is None else {"token": token}, lambda: self._incr(token)
+        )
+        if status == "ok":
+            self.board.add(self.index, WRITES)
+        if status != "info":
+            self.board.set(self.index, PHASE, RELEASING)
+            self.op("release", LOCK_KEY, None, lambda: self._release(lock))
+        self.board.set(self.index, PHASE, IDLE)
+
+    def _acquire(self, lock: Any) -> bool | int | None:
+        """Poll single attempts, each recorded as its own acquire, with jittered backoff.
+
+        One attempt per operation keeps the model exact (False: held at that
+        moment) and lets an attempt refused at connect be a fail, not an info.
+        Returns True or the fencing token once acquired; None on giving up.
+        """
+        self.board.set(self.index, PHASE, ACQUIRING)
+        give_up = min(self.deadline, time.monotonic_ns() + int(self.acquire_timeout * 1e9))
+        wait = 0.005
+        while True:
+            status, got = self.op("acquire", LOCK_KEY, None, lambda: self._attempt(lock))
+            if status == "info":
+                return None
+            if status == "ok" and got is not False:
+                return got  # type: ignore[no-any-return]
+            if time.monotonic_ns() >= give_up or self.board.stopped:
+                return None
+            self.pause(self.rng.uniform(wait / 2, wait))
+            wait = min(wait * 2, 0.05)
+
+    def _attempt(self, lock: Any) -> bool | int:
+        got = bool(lock.acquire(blocking=False))
+        if got and self.fenced:
+            return int(lock.fencing_token)
+        return got
+
+    def _incr(self, token: int | None) -> int:
+        if self.resource is not None and token is not None:
+            value = int(self.resource.read() or 0) + 1
+            self.resource.write(token, value)
+            return value
+        value = int(self.client.get(self.counter_key) or 0) + 1
+        self.client.set(self.counter_key, value)
+        return value
+
+    @staticmethod
+    def _release(lock: Any) -> str:
+        try:
+            lock.release()
+        except LockNotOwnedError:
+            return "not-owner"
+        return "ok"
+
+
+def acquire_timeout(ttl_ms: int) -> float:
+    """How long a worker's blocking acquire waits: past one lease that is never released."""
+    return 2 * ttl_ms / 1000 + 0.5
+
+
+def is_fenced(impl: Implementation) -> bool:
+    """Does the lock hand out fencing tokens (so the counter goes through FencedResource)?"""
+    return impl.model == "fenced-lease"
+
+
+# --------------------------------------------------------------------------- checking a run
+
+
+@dataclass(frozen=True)
+class Workload:
+    """How a family's history is checked: the model, the calls it sees, the linear-time invariants."""
+
+    impl: Implementation
+    ttl_ms: int = 500
+
+    @property
+    def family(self) -> str:
+        return self.impl.family
+
+    @property
+    def fenced(self) -> bool:
+        return is_fenced(self.impl)
+
+    @property
+    def history_model(self) -> str:
+        """The `contend history check --model` that re-checks a kept history."""
+        return "registry" if self.family == "registry" else "mutex"
+
+    def models(self) -> list[Model[Any]]:
+        """The models to check against, strongest first; the next is used when one's search runs out of time.
+
+        A registry is checked whole first (ids 1..n without gaps are part of
+        its state), then name by name, which scales to any length.
+        """
+        if self.family == "registry":
+            return [RegistryModel(), RegistryByNameModel()]
+        return [LockRunModel(fenced=self.fenced, spontaneous_expiry=True)]
+
+    def invariants(self) -> list[Invariant]:
+        if self.family == "registry":
+            return [registry_ids, registry_errors]
+        checks: list[Invariant] = [
+            critical_sections,
+            lambda calls: lease_validity(calls, self.ttl_ms),
+            lambda calls: locked_counter(calls, amount=lambda c: 1),
+        ]
+        if self.fenced:
+            checks.append(fencing_tokens)
+        return checks
+
+    def invariant_names(self) -> list[str]:
+        if self.family == "registry":
+            return ["registry ids", "registry errors"]
+        names = ["critical sections", "lease validity", "locked counter"]
+        return [*names, "fencing tokens"] if self.fenced else names
+
+
+class LockRunModel(LeaseModel):
+    """The lease model over a lock run's history: the counter's operations are left to the invariants."""
+
+    def partition(self, ops: Sequence[Op]) -> list[list[Op]]:
+        return partition_by_key([op for op in ops if op.f in (*CLIENT_OPERATIONS, "expire")])
+
+
+def registry_errors(calls: Sequence[Call]) -> list[Violation]:
+    """A registry never refuses a name: a register that failed (a definite error) is a spurious error."""
+    failed = [
+        c
+        for c in calls
+        if c.f in ("register", "register_many")
+        and c.status == "fail"
+        and not str(c.completion.error if c.completion else "").startswith(UNSENT)
+    ]
+    if not failed:
+        return []
+    first = failed[0]
+    error = first.completion.error if first.completion is not None else None
+    return [
+        Violation(
+            "registry errors",
+            f"{len(failed)} register call(s) failed, the first with {error or 'an error'} "
+            "(a correct registry never refuses a name)",
+            (first,),
+        )
+    ]
+
+
+@dataclass
+class Hold:
+    """A successful acquire, the critical-section writes its process made, and the release that ended it."""
+
+    acquire: Call
+    writes: list[Call]
+    release: Call | None = None
+
+
+def _holds(calls: Sequence[Call]) -> list[Hold]:
+    by_process: dict[Any, list[Call]] = {}
+    for c in calls:
+        if c.f in ("acquire", "release", "incr"):
+            by_process.setdefault(c.process, []).append(c)
+    holds: list[Hold] = []
+    for ops in by_process.values():
+        ops.sort(key=lambda c: (c.start, c.id))
+        current: Hold | None = None
+        for c in ops:
+            if c.f == "acquire":
+                current = None
+                if c.status == "ok" and c.end is not None and c.output is not False and c.output is not None:
+                    current = Hold(c, [])
+                    holds.append(current)
+            elif c.f == "incr" and current is not None:
+                current.writes.append(c)
+            elif c.f == "release" and current is not None:
+                current.release = c
+                current = None
+    return holds
+
+
+def critical_sections(calls: Sequence[Call]) -> list[Violation]:
+    """No two processes are in the critical section at once, counting only writes that took effect.
+
+    A process is surely inside from its acquire's return to the call of its
+    last write that took effect (ok) in that hold. Two such spans that overlap
+    mean two clients acted as holders at once and both their writes landed: a
+    lease that expired under a paused client, unfenced, does this. A write the
+    resource refused (a stale fencing token: fail) does not count.
+    """
+    spans: list[tuple[int, int, Call, Call]] = []
+    for hold in _holds(calls):
+        acquire = hold.acquire
+        landed = [w for w in hold.writes if w.status == "ok"]
+        if landed and acquire.end is not None:
+            last = max(landed, key=lambda w: w.start)
+            if last.start > acquire.end:
+                spans.append((acquire.end, last.start, acquire, last))
+    spans.sort(key=lambda s: (s[0], s[1]))
+    out: list[Violation] = []
+    reach: tuple[int, int, Call, Call] | None = None
+    reported = False  # one violation per span that others overlap, not one per overlapping span
+    for span in spans:
+        if reach is not None and span[0] < reach[1] and not reported:
+            reported = True
+            out.append(
+                Violation(
+                    "critical sections",
+                    f"process {span[2].process} acquired the lock and wrote while process "
+                    f"{reach[2].process}, holding it since earlier, had yet to write; both writes "
+                    "took effect (two holders at once)",
+                    (reach[2], span[2], reach[3]),
+                )
+            )
+        if reach is None or span[1] > reach[1]:
+            reach = span
+            reported = False
+    return out
+
+
+#: Slack for the server's millisecond expiry clock, in ns.
+LEASE_SLACK_NS = 5_000_000
+
+
+def lease_validity(calls: Sequence[Call], ttl_ms: int) -> list[Violation]:
+    """A lease lasts its TTL unless released: it is never lost early.
+
+    If p's acquire was called at t, its lease runs until at least t + ttl on the
+    server. It was lost early when, before then and before p released it,
+    another acquire (called after p's returned; by any process, p included)
+    succeeded, or p's own release found it gone ("not-owner"): a restart
+    without persistence, a failover, or a lock that is not exclusive.
+    """
+    ttl_ns = ttl_ms * 1_000_000
+    holds = sorted(_holds(calls), key=lambda h: h.acquire.end or 0)
+    out: list[Violation] = []
+    window: list[Hold] = []
+    lost: set[int] = set()  # one violation per lease, not one per later grant
+
+    def released_at(h: Hold) -> float:
+        r = h.release
+        return float("inf") if r is None or r.status == "fail" else r.start  # a failed release freed nothing
+
+    for hold in holds:
+        q = hold.acquire
+        assert q.end is not None
+        window = [h for h in window if h.acquire.start + ttl_ns > q.end + LEASE_SLACK_NS]
+        for h in window:
+            p = h.acquire
+            assert p.end is not None
+            if p.id not in lost and q.start > p.end and released_at(h) > q.end:
+                left = (p.start + ttl_ns - q.end) / 1e6
+                out.append(
+                    Violation(
+                        "lease validity",
+                        f"process {q.process} acquired the lock while process {p.process}'s lease "
+                        f"still had {left:.0f} ms of its {ttl_ms} ms to run and was not released (lost early)",
+                        (p, q),
+                    )
+                )
+                lost.add(p.id)
+                break
+        window.append(hold)
+    for h in holds:
+        p, r = h.acquire, h.release
+        if (
+            p.id not in lost
+            and r is not None
+            and r.status == "ok"
+            and r.output == "not-owner"
+            and r.end is not None
+            and r.end + LEASE_SLACK_NS < p.start + ttl_ns
+        ):
+            left = (p.start + ttl_ns - r.end) / 1e6
+            out.append(
+                Violation(
+                    "lease validity",
+                    f"process {p.process}'s release found its lease gone with {left:.0f} ms of its "
+                    f"{ttl_ms} ms still to run (lost early)",
+                    (p, r),
+                )
+            )
+    return out
