@@ -29,13 +29,13 @@ Known flaws, kept on purpose:
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
 import redis
 
+from impl.locks import clock as clock_module
 from impl.locks.errors import LockError, LockNotOwnedError, LockTimeoutError
 from impl.locks.polling import poll_acquire
 from impl.locks.validation import check_key, check_seconds, check_ttl_ms, check_ttl_seconds
@@ -58,8 +58,8 @@ class RedisObjectsLock:
         timeout: float = 5,
         expiration: float | None = None,
         retry_sleep: float = 0.1,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = clock_module.wall_clock,
+        sleep: Callable[[float], None] = clock_module.sleep,
     ) -> None:
         self.redis = client
         self.key = check_key(key)
@@ -158,7 +158,7 @@ class RedisObjectsLease:
         key: str,
         ttl_ms: int,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = clock_module.wall_clock,
     ) -> None:
         ttl = check_ttl_ms(ttl_ms)
         self.lock = RedisObjectsLock(client, key, timeout=0, expiration=ttl / 1000, clock=clock)
@@ -175,7 +175,12 @@ class RedisObjectsLease:
 
 
 def factory(
-    client: redis.Redis, key: str, ttl_ms: int, *, clock: Callable[[], float] = time.time, **kwargs: Any
+    client: redis.Redis,
+    key: str,
+    ttl_ms: int,
+    *,
+    clock: Callable[[], float] = clock_module.wall_clock,
+    **kwargs: Any,
 ) -> RedisObjectsLease:
     """The lock-protocol factory; `clock` is the client's wall clock (skew it to test)."""
     return RedisObjectsLease(client, key, ttl_ms, clock=clock, **kwargs)

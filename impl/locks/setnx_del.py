@@ -17,12 +17,12 @@ Known flaws, kept on purpose (the post walks through the first):
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 import redis
 
+from impl.locks import clock as clock_module
 from impl.locks.errors import LockError, LockNotOwnedError
 from impl.locks.polling import poll_acquire
 from impl.locks.validation import check_key, check_ttl_ms
@@ -37,7 +37,7 @@ class SetnxDelLock:
         key: str,
         ttl_ms: int,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = clock_module.wall_clock,
     ) -> None:
         self.client = client
         self.key = check_key(key)
@@ -74,7 +74,12 @@ class SetnxDelLock:
 
 
 def factory(
-    client: redis.Redis, key: str, ttl_ms: int, *, clock: Callable[[], float] = time.time, **kwargs: Any
+    client: redis.Redis,
+    key: str,
+    ttl_ms: int,
+    *,
+    clock: Callable[[], float] = clock_module.wall_clock,
+    **kwargs: Any,
 ) -> SetnxDelLock:
     """The lock-protocol factory; `clock` is the client's wall clock (skew it to test)."""
     return SetnxDelLock(client, key, ttl_ms, clock=clock, **kwargs)

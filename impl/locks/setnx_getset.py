@@ -31,7 +31,6 @@ Unlike the post, a missing or non-positive `expire` is refused with ValueError.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from functools import wraps
 from types import TracebackType
@@ -39,6 +38,7 @@ from typing import Any, ParamSpec, TypeVar
 
 import redis
 
+from impl.locks import clock as clock_module
 from impl.locks import errors
 from impl.locks.polling import poll_acquire
 from impl.locks.validation import check_count, check_key, check_seconds, check_ttl_ms, check_ttl_seconds
@@ -103,8 +103,8 @@ class Mutex:
         retry_setnx_count: int = 100,
         retry_sleep_sec: float = 0.25,
         *,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = clock_module.wall_clock,
+        sleep: Callable[[float], None] = clock_module.sleep,
     ) -> None:
         self._lock: float | None = None
         self._r = client
@@ -208,7 +208,7 @@ class MutexLease:
         key: str,
         ttl_ms: int,
         *,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = clock_module.wall_clock,
         retry_interval: float = 0.005,
         max_retry_interval: float = 0.05,
     ) -> None:
@@ -246,7 +246,12 @@ class MutexLease:
 
 
 def factory(
-    client: redis.Redis, key: str, ttl_ms: int, *, clock: Callable[[], float] = time.time, **kwargs: Any
+    client: redis.Redis,
+    key: str,
+    ttl_ms: int,
+    *,
+    clock: Callable[[], float] = clock_module.wall_clock,
+    **kwargs: Any,
 ) -> MutexLease:
     """The lock-protocol factory; `clock` is the client's wall clock (skew it to test)."""
     return MutexLease(client, key, ttl_ms, clock=clock, **kwargs)
