@@ -15,7 +15,7 @@ from contend import __version__
 from contend.errors import ContendError
 
 #: Subcommands, each a module of contend.commands with add_parser(sub, common) and run(args, out, err).
-COMMANDS = ("check", "bench", "server", "history")
+COMMANDS = ("check", "bench", "server", "history", "stress", "load", "report")
 
 stdout = Console(highlight=False)
 stderr = Console(stderr=True, highlight=False)

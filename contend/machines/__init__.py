@@ -5,3 +5,21 @@ whose round trips interleave as Hypothesis chooses, and checks the family's
 properties after every step. They are plain RuleBasedStateMachine classes, so
 `stateful_tests/` runs them under pytest and `contend check` runs them too.
 """
+
+from typing import Any
+
+from contend.machines.base import ScheduledMachine
+
+
+def family_machine(impl: Any) -> type[ScheduledMachine]:
+    """The machine class for a catalog entry (or anything with name, family, factory, claims)."""
+    from contend.machines import locks, registry
+
+    if impl.family == "registry":
+        from impl.catalog import SEED_LAYOUT_DBS
+
+        dbs = SEED_LAYOUT_DBS if impl.name.startswith("seed_layout") else ()
+        return registry.machine_for(impl.factory, dbs=dbs, name=impl.name)
+    if impl.family == "lock":
+        return locks.machine_for(impl)
+    raise ValueError(f"no state machine for the {impl.family!r} family yet")

@@ -2,18 +2,17 @@
 
 Rules common to all families:
 
-* `advance` - the scheduler lets one client perform one round trip. Hypothesis
-  draws an index into the runnable clients, 0 meaning "keep the current one",
-  so failing examples shrink towards fewer context switches.
+* `advance` - the scheduler lets clients perform a few round trips, one at a
+  time. For each, Hypothesis draws an index into the runnable clients, 0
+  meaning "keep the current one", so failing examples shrink towards fewer
+  context switches.
 * `crash` - a client abandons its operation mid-way (between two round trips);
   it never sends again and its connection is closed.
-* `expire_leases` (lock families only) - a lease expires while its holder is
-  paused: keys of the run namespace that carry a TTL are deleted at once, as
-  Redis deletes them when a holder stalls longer than its TTL.
-
-TTLs also run on the virtual clock: a key whose TTL has passed in virtual time
-(retry loops sleep virtually) is deleted after the step, so a crashed holder's
-lease ends when the survivors have waited long enough, not in real seconds.
+TTLs also follow the virtual clock: when it jumps (every client asleep in a
+retry loop, or a stall), the TTLs of the keys the clients named shrink by as
+much, and keys whose TTL ran out are deleted, so a crashed holder's lease ends
+when the survivors have waited long enough, not in real seconds. The 1 ms a
+step costs is not charged to TTLs.
 
 On failure the machine notes the interleaving, client by client, with what
 each round trip sent and received; Hypothesis prints it with the shrunk
@@ -34,14 +33,18 @@ from contend.keyspace import Namespace
 from contend.schedule import DrawChooser, Scheduler, Status
 from contend.target import Target
 
-#: Commands after which a key may carry a new TTL (scripts may do anything).
-TTL_SETTERS = frozenset(
-    {
-        "SET", "SETEX", "PSETEX", "EXPIRE", "PEXPIRE", "EXPIREAT", "PEXPIREAT", "GETEX",
-        "EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "RESTORE", "COPY", "RENAME",
-        "RENAMENX", "EXEC",
-    }
-)  # fmt: skip
+#: Connected clients left by finished examples, per server URL: an example takes
+#: them instead of connecting anew (a connect costs more than a whole step).
+_idle_connections: dict[str, list[redis.Redis]] = {}
+
+
+def _take_connection(target: Target) -> redis.Redis:
+    idle = _idle_connections.setdefault(target.url, [])
+    if idle:
+        return idle.pop()
+    conn = target.client()
+    conn.ping()  # connect before the run: the handshake is no step
+    return conn
 
 
 class PropertyViolated(AssertionError):
@@ -54,23 +57,24 @@ class ScheduledMachine(RuleBasedStateMachine):
     clients = 3
     #: Databases besides the client's that the implementation writes to (for cleanup).
     dbs: tuple[int, ...] = ()
-    #: Whether `expire_leases` may run: a lease expiring under a paused holder.
-    explicit_expiry = False
+    #: Whether the `crash` rule is on (a family may plan crashes its own way).
+    crash_rule = True
 
     def __init__(self, target: Target) -> None:
         super().__init__()
         self.target = target
-        self.admin = target.client()
+        self.admin = _take_connection(target)
         self.ns = Namespace(self.admin, dbs=self.dbs)
         self.scheduler = Scheduler()
         self.connections: list[redis.Redis] = []
         self.current: int | None = None
         self.in_flight: dict[int, str] = {}
-        self._ttl_seen: dict[tuple[int, bytes], tuple[int, float]] = {}
-        self._next_expiry = float("inf")
+        self.failed = False
+        self._known_keys: set[str] = set()
+        self._key_prefix = self.ns.prefix + ":"
+        self.scheduler.on_jump = self._time_passes
         for _ in range(self.clients):
-            conn = target.client()
-            conn.ping()  # connect before the run: the handshake is no step
+            conn = _take_connection(target)
             self.connections.append(conn)
             self.scheduler.add_client(connection=conn)
         self.setup_clients()
@@ -104,50 +108,66 @@ class ScheduledMachine(RuleBasedStateMachine):
         self._after_progress(index)
 
     def fail(self, message: str) -> None:
+        self.failed = True
         note("interleaving (step, client, what it sent → what came back):\n" + self.scheduler.format_trace())
         note(f"schedule for ReplayChooser: {self.scheduler.schedule}")
         raise PropertyViolated(message)
 
     def _after_progress(self, index: int) -> None:
         last = self.scheduler.trace[-1] if self.scheduler.trace else None
-        sets_ttl = last is not None and any(cmd and cmd[0].upper() in TTL_SETTERS for cmd in last.sent)
-        if sets_ttl or self.scheduler.vclock >= self._next_expiry:
-            self._expire_by_virtual_time()
+        if last is not None:
+            for cmd in last.sent:
+                self._known_keys.update(arg for arg in cmd[1:] if arg.startswith(self._key_prefix))
         client = self.scheduler.clients[index]
         if client.status is Status.IDLE and index in self.in_flight:
             del self.in_flight[index]
             self.completed(index)
         self.check_step()
 
-    def _expire_by_virtual_time(self) -> None:
-        """Delete keys whose TTL has run out on the virtual clock."""
-        now = self.scheduler.vclock
-        seen = {}
-        for db, key in list(self.ns.keys()):
+    def _time_passes(self, seconds: float) -> None:
+        """The virtual clock jumped: TTLs on the server run down by as much, or out.
+
+        The keys looked at are the namespace's keys the clients named in their
+        commands (script KEYS included); one pipelined PTTL reads them.
+        """
+        keys = sorted(self._known_keys)
+        if not keys:
+            return
+        for db in self.ns.dbs:
             client = self.ns._client_for(db)
-            pttl = int(client.pttl(key))
-            if pttl <= 0:
-                continue
-            last = self._ttl_seen.get((db, key))
-            renewed = last is None or pttl > last[0] + 5  # new, re-set or extended
-            expiry = now + pttl / 1000 if renewed or last is None else last[1]
-            if now >= expiry:
-                client.delete(key)
-                self.scheduler.note(f"{key.decode(errors='replace')} expires: its TTL passed")
-                continue
-            seen[(db, key)] = (pttl, expiry)
-        self._ttl_seen = seen
-        self._next_expiry = min((expiry for _, expiry in seen.values()), default=float("inf"))
+            try:
+                with client.pipeline(transaction=False) as pipe:
+                    for key in keys:
+                        pipe.pttl(key)
+                    ttls = pipe.execute()
+                    for key, pttl in zip(keys, ttls, strict=True):
+                        if pttl <= 0:
+                            continue
+                        if pttl <= seconds * 1000:
+                            pipe.delete(key)
+                            self.scheduler.note(f"{key} expires: its TTL passed")
+                        else:
+                            pipe.pexpire(key, int(pttl - seconds * 1000))
+                    pipe.execute()
+            finally:
+                if client is not self.admin:
+                    client.close()
 
     # Rules -----------------------------------------------------------------------------
     @precondition(lambda self: bool(self.scheduler.runnable()))
-    @rule(data=st.data())
-    def advance(self, data: st.DataObject) -> None:
-        self.current = DrawChooser(data)(self.current, self.scheduler.runnable())
-        self.scheduler.step(self.current)
-        self._after_progress(self.current)
+    @rule(data=st.data(), steps=st.integers(1, 4))
+    def advance(self, data: st.DataObject, steps: int) -> None:
+        """Up to `steps` round trips, each by a client Hypothesis picks (0: the current one)."""
+        choose = DrawChooser(data)
+        for _ in range(steps):
+            ready = self.scheduler.runnable()
+            if not ready:
+                return
+            self.current = choose(self.current, ready)
+            self.scheduler.step(self.current)
+            self._after_progress(self.current)
 
-    @precondition(lambda self: bool(self.busy_clients()) and self.survivors() > 1)
+    @precondition(lambda self: self.crash_rule and bool(self.busy_clients()) and self.survivors() > 1)
     @rule(data=st.data())
     def crash(self, data: st.DataObject) -> None:
         index = data.draw(st.sampled_from(self.busy_clients()), label="crashed client")
@@ -158,38 +178,17 @@ class ScheduledMachine(RuleBasedStateMachine):
     def crashed(self, index: int) -> None:
         """Client `index` crashed mid-operation."""
 
-    @precondition(lambda self: self.explicit_expiry)
-    @rule()
-    def expire_leases(self) -> None:
-        expired = self.expire_all_ttls()
-        if expired:
-            self.scheduler.note(f"time passes: {expired} key(s) with a TTL expire")
-            self.leases_expired()
-
-    def leases_expired(self) -> None:
-        """Every lease just expired."""
-
-    def expire_all_ttls(self) -> int:
-        """Delete every key of the namespace that has a TTL; how many there were."""
-        count = 0
-        for db, key in list(self.ns.keys()):
-            client = self.ns._client_for(db)
-            if int(client.pttl(key)) > 0:
-                client.delete(key)
-                count += 1
-        return count
-
     # The end --------------------------------------------------------------------------
     def teardown(self) -> None:
         try:
-            self.finish_all()
-            self.check_quiescent()
+            if not self.failed:  # after a violation, only clean up: its report must stand
+                self.finish_all()
+                self.check_quiescent()
         finally:
             self.scheduler.close()
             self.ns.cleanup()
-            for conn in self.connections:
-                conn.close()
-            self.admin.close()
+            for conn in [*self.connections, self.admin]:
+                _idle_connections.setdefault(self.target.url, []).append(conn)
 
     def finish_all(self, max_steps: int = 5_000) -> None:
         """Run every client to the end of its operation, the current one first."""

@@ -116,7 +116,7 @@ def _gated_send(self: Any, command: Any, check_health: bool = True) -> Any:
     client = current()
     if client is not None and not _in_handshake():
         owner = getattr(self, "_contend_owner", None)
-        if owner is None:
+        if owner is None or owner.scheduler.closed:
             self._contend_owner = owner = client
         if owner is not client:
             # Another client's connection, reached through garbage collection (a

@@ -10,7 +10,8 @@ choices gives the same outcome, and a failing sequence can be replayed.
 Waits are virtual (see `contend.schedule.gate`): `time.sleep` in a client is a
 yield that ends when the scheduler's clock reaches its wake-up time; the clock
 advances by `step_cost` per step and jumps forward when every live client is
-asleep. Blocking pops are polled. A client blocked on anything else (a Python
+asleep (or the harness calls `advance`); `on_jump` lets the harness make
+server-side TTLs follow those jumps. Blocking pops are polled. A client blocked on anything else (a Python
 lock held by another client, a socket read with no reply) is not recognised
 and makes `step` raise SchedulerError after `yield_timeout` real seconds.
 """
@@ -169,6 +170,8 @@ class Scheduler:
         self._turn: ClientHandle | None = None
         self._current_step: Step | None = None
         self._closed = False
+        #: Called with the number of seconds when the clock jumps (not for the cost of a step).
+        self.on_jump: Callable[[float], None] | None = None
         gate.install()
 
     # Clients and operations ------------------------------------------------------
@@ -197,7 +200,7 @@ class Scheduler:
         live = [c for c in self.clients if c.status in (Status.READY, Status.SLEEPING)]
         ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= self.vclock]
         if not ready and live:
-            self.vclock = min(c.wake_at for c in live)
+            self._jump(min(c.wake_at for c in live) - self.vclock)
             ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= self.vclock]
         return ready
 
@@ -237,8 +240,13 @@ class Scheduler:
 
     def advance(self, seconds: float, note: str = "") -> None:
         """Move the virtual clock forward (sleepers whose time has come become runnable)."""
-        self.vclock += seconds
         self.trace.append(Step(len(self.trace), "--", [], vtime=self.vclock, note=note or f"+{seconds:g} s"))
+        self._jump(seconds)
+
+    def _jump(self, seconds: float) -> None:
+        self.vclock += seconds
+        if self.on_jump is not None and seconds > 0:
+            self.on_jump(seconds)
 
     def note(self, text: str) -> None:
         """Put a harness event (an expiry, a pause) in the trace."""
@@ -249,6 +257,10 @@ class Scheduler:
 
     def all_idle(self) -> bool:
         return all(self.idle(c.index) for c in self.clients)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def monotonic(self) -> float:
         return self.mono_base + self.vclock

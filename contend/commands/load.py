@@ -1,0 +1,173 @@
+"""`contend load`: the contention sweep (Locust, headless), then the report."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from contend.commands import positive_float, positive_int
+from contend.keyspace import new_run_id
+from contend.load import sweep as sw
+from contend.load.workloads import WORKLOADS
+from contend.target import open_target
+
+
+def int_list(text: str) -> list[int]:
+    """argparse type: whole numbers > 0, separated by commas."""
+    values = []
+    for part in text.split(","):
+        values.append(positive_int(part.strip()))
+    return values
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    strategies = "; ".join(
+        f"{name}: {', '.join(w.strategies(include_known_bad=False))}" for name, w in WORKLOADS.items()
+    )
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "load",
+        parents=[common],
+        help="sweep Locust over strategies × users × hot keys and write the contention report",
+        description="Run Locust headless (loadtests/) over strategies × users × hot-key counts, one run per "
+        "point, measure the raw round-trip ceiling at the same client counts, keep the raw CSVs under "
+        "<out>/raw/ and write the contention report to <out>/. The quick default sweeps the registry "
+        f"(watch, lock_first, lua) at {','.join(map(str, sw.QUICK_USERS))} users and "
+        f"{','.join(map(str, sw.QUICK_HOT_KEYS))} hot keys for {sw.QUICK_SECONDS:g} s each; --full sweeps "
+        f"every workload and strategy at {','.join(map(str, sw.FULL_USERS))} users for "
+        f"{sw.FULL_SECONDS:g} s each. Exit 0 when every run kept its invariant, 1 when one broke or "
+        f"crashed, 2 on bad input. Strategies: {strategies}.",
+    )
+    parser.add_argument("--full", action="store_true", help="the full sweep (takes most of an hour)")
+    parser.add_argument(
+        "--workload", action="append", choices=list(WORKLOADS), help="only this workload (repeatable)"
+    )
+    parser.add_argument(
+        "--strategy",
+        action="append",
+        metavar="NAME",
+        help="only this strategy (repeatable); each workload runs those it has",
+    )
+    parser.add_argument("--users", type=int_list, metavar="N,N,...", help="concurrent users per point")
+    parser.add_argument(
+        "--hot-keys",
+        type=int_list,
+        metavar="N,N,...",
+        help="distinct keys fought over (1: maximal contention)",
+    )
+    parser.add_argument("--seconds", type=positive_float, help="run time of each point")
+    parser.add_argument(
+        "--processes",
+        type=positive_int,
+        help=f"Locust worker processes per run (default: cores - 1 = {sw.default_processes()})",
+    )
+    parser.add_argument(
+        "--ceiling-seconds",
+        type=positive_float,
+        help=f"each measurement of the raw ceiling, before and after the runs (default {sw.CEILING_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--ttl-ms",
+        type=positive_int,
+        default=10_000,
+        help="lease of the lock strategies (default %(default)s)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="where the report goes, raw data in DIR/raw (default: reports/load-<date>-<time>)",
+    )
+    parser.add_argument("--no-report", action="store_true", help="only run the sweep; `contend report` later")
+    return parser
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    plan = sw.make_plan(
+        full=args.full,
+        workloads=args.workload,
+        strategies=args.strategy,
+        users=args.users,
+        hot_keys=args.hot_keys,
+        seconds=args.seconds,
+        processes=args.processes,
+        ttl_ms=args.ttl_ms,
+        ceiling_seconds=args.ceiling_seconds,
+    )
+    sw.loadtests_dir()
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    dest: Path = args.out or Path("reports") / f"load-{stamp}"
+    if (dest / sw.RAW_DIR / sw.SWEEP_FILE).exists():
+        raise sw.SweepError(f"{dest} already holds a sweep; pick another --out")
+    points = plan.points()
+    with open_target(args.redis_url, args.redis_server) as target:
+        namespace = target.namespace(args.namespace or f"contend:{new_run_id()}").prefix
+        out.print(
+            f"contend load on {target.description}: {len(points)} runs of {plan.seconds:g} s, "
+            f"{plan.processes} Locust process(es) each, about {_duration(plan.estimate_seconds())}"
+        )
+        progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        )
+        try:
+            with progress:
+                task = progress.add_task("starting", total=len(points) + len(plan.users))
+
+                def step(text: str, done: int, total: int) -> None:
+                    progress.update(task, description=text, completed=done)
+
+                result = sw.run_sweep(plan, target, namespace, dest, argv=sys.argv[1:], on_step=step)
+        finally:
+            sw.cleanup(target, namespace)
+    out.print(summary_table(result))
+    broken = [p for p in result.points if not p["ok"]]
+    for p in broken:
+        why = "invariant broken" if not p["invariant_ok"] else f"Locust exited {p['exit_code']}"
+        tail = sw.log_tail(dest / sw.RAW_DIR, p, 2)
+        err.print(
+            f"[red]{p['workload']}/{p['strategy']} {p['users']} users {p['hot_keys']} hot keys:[/] {why}: {tail}"
+        )
+    out.print(f"raw data: {dest / sw.RAW_DIR}")
+    if not args.no_report:
+        from contend.report import build_report
+
+        built = build_report(dest / sw.RAW_DIR, dest)
+        out.print(f"report: {built.html}  (and {built.markdown.name}, {len(built.plots)} plots)")
+    return 1 if broken else 0
+
+
+def summary_table(result: sw.Sweep) -> Table:
+    """Requests per second and verdict of each point, one row per workload/strategy/hot keys."""
+    users = sorted({p["users"] for p in result.points})
+    table = Table(title="committed operations/s (✗: invariant broken or run failed)", title_justify="left")
+    table.add_column("workload/strategy", style="bold", no_wrap=True)
+    table.add_column("hot keys", justify="right")
+    for u in users:
+        table.add_column(f"{u} users", justify="right")
+    rows: dict[tuple[str, str, int], dict[int, str]] = {}
+    for p in result.points:
+        cell = "✗" if not p["ok"] else _rate(p)
+        rows.setdefault((p["workload"], p["strategy"], p["hot_keys"]), {})[p["users"]] = cell
+    for (w, s, h), cells in rows.items():
+        table.add_row(f"{w}/{s}", str(h), *(cells.get(u, "") for u in users))
+    return table
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+def _rate(point: dict[str, Any]) -> str:
+    rate = point.get("committed_per_s")
+    return "" if rate is None else f"{rate:,.0f}"

@@ -1,0 +1,34 @@
+"""`contend report`: the contention report of a sweep directory."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "report",
+        help="write the contention report of a `contend load` sweep",
+        description="Read a sweep directory (what `contend load --out DIR` wrote: DIR or DIR/raw) and "
+        "write DIR/index.html (self-contained, plots embedded), DIR/report.md (for a CI step summary), "
+        "the PNG plots and points.csv. Exit 2 when the directory holds no sweep.",
+    )
+    parser.add_argument("sweep", type=Path, metavar="DIR", help="the sweep directory")
+    parser.add_argument("--out", type=Path, metavar="DIR", help="write the report here instead of DIR")
+    return parser
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    from contend.report import build_report
+
+    built = build_report(args.sweep, args.out)
+    broken = sum(1 for r in built.data.rows if not r.ok)
+    out.print(f"report: {built.html}")
+    out.print(f"markdown: {built.markdown}  ·  {len(built.plots)} plots  ·  figures: {built.points}")
+    if broken:
+        err.print(f"[yellow]{broken} of {len(built.data.rows)} runs failed; the report marks them ✗[/]")
+    return 0

@@ -1,0 +1,243 @@
+"""What a load run counts besides Locust's own stats, and how counts from many processes merge.
+
+Every figure here is a plain JSON-able value, so a Locust worker can hand its
+tally over (through the target Redis, under the run namespace) and the
+process that checks the invariant can merge them in any order.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def bucket_ms(response_time: float) -> float:
+    """A response time in ms rounded to 3 significant digits, never finer than 1 µs.
+
+    Locust's default rounds everything under 100 ms to whole milliseconds, which
+    turns a 120 µs Redis round trip into 0; this keeps sub-millisecond
+    percentiles while bounding how many distinct keys a histogram holds.
+    """
+    if response_time <= 0:
+        return 0.0
+    digits = 2 - math.floor(math.log10(response_time))
+    return round(response_time, min(digits, 3))
+
+
+def percentile(histogram: Mapping[float, int], fraction: float) -> float:
+    """The smallest bucket value at or below which `fraction` of the samples fall (0 when empty)."""
+    total = sum(histogram.values())
+    if not total:
+        return 0.0
+    rank = max(1, math.ceil(fraction * total))
+    seen = 0
+    for value in sorted(histogram):
+        seen += histogram[value]
+        if seen >= rank:
+            return float(value)
+    return float(max(histogram))
+
+
+def jain_index(values: Iterable[float]) -> float | None:
+    """Jain's fairness index (Σx)² / (n·Σx²): 1 when all equal, 1/n when one gets everything."""
+    xs = [float(v) for v in values]
+    squares = sum(x * x for x in xs)
+    if not xs or not squares:
+        return None
+    return sum(xs) ** 2 / (len(xs) * squares)
+
+
+@dataclass
+class Distribution:
+    """Durations in seconds: count, sum, max and a histogram of bucketed milliseconds."""
+
+    count: int = 0
+    total: float = 0.0
+    max: float = 0.0
+    histogram: dict[float, int] = field(default_factory=dict)
+
+    def add(self, seconds: float) -> None:
+        self.count += 1
+        self.total += seconds
+        self.max = max(self.max, seconds)
+        key = bucket_ms(seconds * 1000)
+        self.histogram[key] = self.histogram.get(key, 0) + 1
+
+    def merge(self, other: Distribution) -> None:
+        self.count += other.count
+        self.total += other.total
+        self.max = max(self.max, other.max)
+        for key, n in other.histogram.items():
+            self.histogram[key] = self.histogram.get(key, 0) + n
+
+    @property
+    def mean(self) -> float:
+        return self.total / self.count if self.count else 0.0
+
+    def percentile_ms(self, fraction: float) -> float:
+        return percentile(self.histogram, fraction)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "total": self.total,
+            "max": self.max,
+            "histogram": [[k, n] for k, n in sorted(self.histogram.items())],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Distribution:
+        return cls(
+            int(data["count"]),
+            float(data["total"]),
+            float(data["max"]),
+            {float(k): int(n) for k, n in data["histogram"]},
+        )
+
+
+@dataclass
+class Step:
+    """What one operation did: filled in by the operation as it goes.
+
+    `keys` are set before the first round trip, so an operation cut short (its
+    user killed, its connection lost) still says which keys it may have changed.
+    """
+
+    keys: tuple[str, ...] = ()
+    committed: bool = False
+    declined: bool = False
+    retries: int = 0
+    round_trips: int = 0
+    lock_wait: float | None = None
+    lock_hold: float | None = None
+    deltas: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Tally:
+    """One workload's counts from one or more processes.
+
+    `per_key` maps a key to [sum of committed deltas, operations whose outcome
+    is unknown]; an unknown one may or may not have taken effect.
+    """
+
+    workload: str
+    strategy: str
+    requests: int = 0
+    commits: int = 0
+    declined: int = 0
+    failed: int = 0
+    unknown: int = 0
+    retries: int = 0
+    round_trips: int = 0
+    lock_wait: Distribution = field(default_factory=Distribution)
+    lock_hold: Distribution = field(default_factory=Distribution)
+    per_user: dict[str, int] = field(default_factory=dict)
+    per_key: dict[str, list[int]] = field(default_factory=dict)
+    processes: int = 1
+
+    def user(self, user_id: str) -> None:
+        """Count a user that took part, even if it never commits."""
+        self.per_user.setdefault(user_id, 0)
+
+    def record(self, user_id: str, step: Step, *, failed: bool = False, unknown: bool = False) -> None:
+        """Add one finished (or cut-short, `unknown`) operation."""
+        self.requests += 1
+        self.retries += step.retries
+        self.round_trips += step.round_trips
+        if step.lock_wait is not None:
+            self.lock_wait.add(step.lock_wait)
+        if step.lock_hold is not None:
+            self.lock_hold.add(step.lock_hold)
+        if step.committed:
+            self.commits += 1
+            self.per_user[user_id] = self.per_user.get(user_id, 0) + 1
+            for key, delta in step.deltas.items():
+                self.per_key.setdefault(key, [0, 0])[0] += delta
+        elif unknown:
+            self.unknown += 1
+            for key in step.keys:
+                self.per_key.setdefault(key, [0, 0])[1] += 1
+        elif step.declined:
+            self.declined += 1
+        elif failed:
+            self.failed += 1
+
+    def merge(self, other: Tally) -> None:
+        for name in ("requests", "commits", "declined", "failed", "unknown", "retries", "round_trips"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.processes += other.processes
+        self.lock_wait.merge(other.lock_wait)
+        self.lock_hold.merge(other.lock_hold)
+        for user, n in other.per_user.items():
+            self.per_user[user] = self.per_user.get(user, 0) + n
+        for key, (ok, maybe) in other.per_key.items():
+            entry = self.per_key.setdefault(key, [0, 0])
+            entry[0] += ok
+            entry[1] += maybe
+
+    def key_counts(self, key: str) -> tuple[int, int]:
+        """(committed delta, unknown operations) of one key."""
+        ok, maybe = self.per_key.get(key, (0, 0))
+        return ok, maybe
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "workload": self.workload,
+            "strategy": self.strategy,
+            "requests": self.requests,
+            "commits": self.commits,
+            "declined": self.declined,
+            "failed": self.failed,
+            "unknown": self.unknown,
+            "retries": self.retries,
+            "round_trips": self.round_trips,
+            "lock_wait": self.lock_wait.to_json(),
+            "lock_hold": self.lock_hold.to_json(),
+            "per_user": dict(sorted(self.per_user.items())),
+            "per_key": self.per_key,
+            "processes": self.processes,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Tally:
+        return cls(
+            workload=str(data["workload"]),
+            strategy=str(data["strategy"]),
+            requests=int(data["requests"]),
+            commits=int(data["commits"]),
+            declined=int(data["declined"]),
+            failed=int(data["failed"]),
+            unknown=int(data["unknown"]),
+            retries=int(data["retries"]),
+            round_trips=int(data["round_trips"]),
+            lock_wait=Distribution.from_json(data["lock_wait"]),
+            lock_hold=Distribution.from_json(data["lock_hold"]),
+            per_user={str(k): int(v) for k, v in data["per_user"].items()},
+            per_key={str(k): [int(v[0]), int(v[1])] for k, v in data["per_key"].items()},
+            processes=int(data.get("processes", 1)),
+        )
+
+    def summary(self) -> dict[str, Any]:
+        """The figures a report plots, without the per-key detail."""
+        return {
+            "requests": self.requests,
+            "commits": self.commits,
+            "declined": self.declined,
+            "failed": self.failed,
+            "unknown": self.unknown,
+            "retries": self.retries,
+            "round_trips": self.round_trips,
+            "retries_per_commit": self.retries / self.commits if self.commits else None,
+            "round_trips_per_commit": self.round_trips / self.commits if self.commits else None,
+            "lock_wait_mean_ms": self.lock_wait.mean * 1000 if self.lock_wait.count else None,
+            "lock_wait_p99_ms": self.lock_wait.percentile_ms(0.99) if self.lock_wait.count else None,
+            "lock_hold_mean_ms": self.lock_hold.mean * 1000 if self.lock_hold.count else None,
+            "lock_hold_p99_ms": self.lock_hold.percentile_ms(0.99) if self.lock_hold.count else None,
+            "users": len(self.per_user),
+            "jain_index": jain_index(self.per_user.values()),
+            "per_user_commits": dict(sorted(self.per_user.items())),
+            "processes": self.processes,
+        }

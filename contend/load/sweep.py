@@ -1,0 +1,388 @@
+"""`contend load`: Locust, headless, over workloads × strategies × users × hot keys.
+
+Each point is one `python -m locust -f loadtests/<workload>.py --headless`
+run in its own process, against one server, with its own key namespace; its
+Locust CSVs (--csv), its contend summary (--contend-json) and its log are kept
+under `<out>/raw/`. The raw round-trip ceiling is measured in the same run at
+every user count. `sweep.json` describes the whole sweep and is rewritten
+after every point, so an interrupted sweep can still be reported.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from contend.errors import ContendError
+from contend.keyspace import Namespace
+from contend.load.ceiling import find_redis_benchmark, measure_ceiling
+from contend.load.workloads import LoadInputError, check_positive, workload
+from contend.target import Target
+
+SWEEP_FILE = "sweep.json"
+RAW_DIR = "raw"
+#: A Locust exit code: the run's invariant broke (loadtests/_harness.py).
+INVARIANT_BROKEN = 3
+
+#: The quick sweep runs the registry only; these are each workload's strategies when it is chosen
+#: without --full (the full sweep runs every correct strategy).
+QUICK_WORKLOADS = {
+    "registry": ["watch", "lock_first", "lua"],
+    "counter": ["watch", "lock_first", "incr", "lua"],
+    "transfer": ["watch", "coarse_lock", "fine_locks", "lua"],
+}
+QUICK_DEFAULT = ("registry",)
+QUICK_USERS = (1, 4, 16, 64)
+QUICK_HOT_KEYS = (1, 10, 1000)
+QUICK_SECONDS = 1.5
+
+FULL_WORKLOADS = {
+    "registry": ["watch", "lock_first", "lua"],
+    "counter": ["watch", "lock_first", "lock_fenced", "lock_semaphore", "lock_fair_semaphore", "incr", "lua"],
+    "transfer": ["watch", "coarse_lock", "fine_locks", "lua"],
+}
+FULL_USERS = (1, 2, 4, 8, 16, 32, 64)
+FULL_HOT_KEYS = (1, 10, 1000)
+FULL_SECONDS = 10.0
+#: Each measurement of the raw ceiling, per user count (twice: before and after the points).
+CEILING_SECONDS = 1.5
+
+
+class SweepError(ContendError):
+    """The sweep could not run at all (Locust missing, loadtests/ not found, ...)."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One Locust run of the sweep."""
+
+    workload: str
+    strategy: str
+    users: int
+    hot_keys: int
+
+    @property
+    def slug(self) -> str:
+        return f"{self.workload}/{self.strategy}/u{self.users}-h{self.hot_keys}"
+
+    def describe(self) -> str:
+        return f"{self.workload}/{self.strategy} · {self.users} users · {self.hot_keys} hot keys"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to sweep, validated."""
+
+    workloads: dict[str, list[str]]
+    users: tuple[int, ...]
+    hot_keys: tuple[int, ...]
+    seconds: float
+    processes: int
+    ttl_ms: int = 10_000
+    ceiling_seconds: float = 1.5
+
+    def points(self) -> list[Point]:
+        # The strategies of one (users, hot keys) cell run back to back: on a noisy machine the
+        # figures compared with each other are then measured moments apart.
+        return [
+            Point(w, s, u, h)
+            for w, strategies in self.workloads.items()
+            for h in self.hot_keys
+            for u in self.users
+            for s in strategies
+        ]
+
+    def estimate_seconds(self) -> float:
+        """Rough wall time: each point's run plus Locust's start-up, and the ceiling."""
+        startup = 1.0 + (3.5 if self.processes > 1 else 0.0)
+        return len(self.points()) * (self.seconds + startup) + len(self.users) * 2 * (
+            self.ceiling_seconds + 0.5
+        )
+
+
+def make_plan(
+    *,
+    full: bool = False,
+    workloads: Sequence[str] | None = None,
+    strategies: Sequence[str] | None = None,
+    users: Sequence[int] | None = None,
+    hot_keys: Sequence[int] | None = None,
+    seconds: float | None = None,
+    processes: int | None = None,
+    ttl_ms: int = 10_000,
+    ceiling_seconds: float | None = None,
+) -> Plan:
+    """The quick (or --full) sweep with any of its parts replaced; LoadInputError on bad input."""
+    defaults = FULL_WORKLOADS if full else QUICK_WORKLOADS
+    chosen = list(dict.fromkeys(workloads)) if workloads else list(FULL_WORKLOADS if full else QUICK_DEFAULT)
+    plan: dict[str, list[str]] = {}
+    for name in chosen:
+        known = workload(name).strategies()
+        if strategies:
+            picked = [s for s in dict.fromkeys(strategies) if s in known]
+            if not picked:
+                raise LoadInputError(
+                    f"none of --strategy {', '.join(strategies)} applies to the {name} workload; "
+                    f"it has: {', '.join(known)}"
+                )
+            plan[name] = picked
+        else:
+            plan[name] = list(defaults.get(name) or known)
+    if strategies:
+        unused = [s for s in strategies if not any(s in plan[w] for w in plan)]
+        if unused:
+            listing = "; ".join(f"{w}: {', '.join(workload(w).strategies())}" for w in plan)
+            raise LoadInputError(
+                f"--strategy {', '.join(unused)} is unknown to every chosen workload ({listing})"
+            )
+    users_t = tuple(
+        sorted({check_positive(u, "--users") for u in (users or (FULL_USERS if full else QUICK_USERS))})
+    )
+    hot_t = tuple(
+        sorted(
+            {
+                check_positive(h, "--hot-keys", " (1 is maximal contention)")
+                for h in (hot_keys or (FULL_HOT_KEYS if full else QUICK_HOT_KEYS))
+            }
+        )
+    )
+    secs = seconds if seconds is not None else (FULL_SECONDS if full else QUICK_SECONDS)
+    if not secs > 0:
+        raise LoadInputError(f"--seconds must be > 0, got {secs}")
+    procs = processes if processes is not None else default_processes()
+    check_positive(procs, "--processes")
+    check_positive(ttl_ms, "--ttl-ms")
+    ceiling = CEILING_SECONDS if ceiling_seconds is None else ceiling_seconds
+    if not ceiling > 0:
+        raise LoadInputError(f"--ceiling-seconds must be > 0, got {ceiling}")
+    return Plan(plan, users_t, hot_t, float(secs), procs, ttl_ms, float(ceiling))
+
+
+def default_processes() -> int:
+    """Load-generating processes: one core is left to the server (at least 1)."""
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
+def loadtests_dir() -> Path:
+    """The repository's loadtests/ (contend is installed from a checkout)."""
+    here = Path(__file__).resolve().parents[2] / "loadtests"
+    if not (here / "_harness.py").is_file():
+        raise SweepError(
+            f"no locustfiles at {here}; `contend load` runs from a checkout of contend "
+            "(pip install -e .), where loadtests/ sits beside contend/"
+        )
+    return here
+
+
+def machine() -> dict[str, Any]:
+    """Cores, CPU model, OS and Python: what the figures were measured on."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return {
+        "cores": os.cpu_count(),
+        "cpu": model or platform.processor() or platform.machine(),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "locust": _version("locust"),
+        "redis-py": _version("redis"),
+    }
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+def server_info(target: Target) -> dict[str, str]:
+    client = target.client()
+    try:
+        info = client.info("server")
+    finally:
+        client.close()
+    product = "Valkey" if "valkey_version" in info else "Redis"
+    return {
+        "product": product,
+        "version": str(info.get("valkey_version") or info.get("redis_version", "?")),
+        "description": target.description,
+    }
+
+
+@dataclass
+class Sweep:
+    """A sweep directory's contents (sweep.json)."""
+
+    plan: dict[str, Any]
+    command: str
+    started: str
+    machine: dict[str, Any]
+    server: dict[str, str]
+    ceiling: list[dict[str, Any]] = field(default_factory=list)
+    points: list[dict[str, Any]] = field(default_factory=list)
+    finished: str = ""
+
+    def save(self, raw: Path) -> None:
+        tmp = raw / (SWEEP_FILE + ".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        tmp.replace(raw / SWEEP_FILE)
+
+
+def locust_command(
+    point: Point, plan: Plan, url: str, namespace: str, raw: Path, locustfiles: Path
+) -> list[str]:
+    """The headless Locust run of one point."""
+    base = raw / point.slug
+    spawn_rate = max(100, point.users * 20)  # all users at once: the measured window has them all
+    cmd = [
+        sys.executable, "-m", "locust",
+        "-f", str(locustfiles / f"{point.workload}.py"),
+        "--headless", "--only-summary", "--loglevel", "WARNING",
+        "-u", str(point.users), "-r", str(spawn_rate), "-t", f"{plan.seconds:g}s",
+        "--csv", str(base), "--contend-json", f"{base}.json",
+        "--redis-url", url, "--key-namespace", namespace,
+        "--strategy", point.strategy, "--hot-keys", str(point.hot_keys), "--ttl-ms", str(plan.ttl_ms),
+    ]  # fmt: skip
+    if plan.processes > 1:
+        cmd += ["--processes", str(plan.processes)]
+    return cmd
+
+
+def run_point(
+    point: Point, plan: Plan, url: str, namespace: str, raw: Path, locustfiles: Path
+) -> dict[str, Any]:
+    """Run Locust for one point; what happened, for sweep.json."""
+    base = raw / point.slug
+    base.parent.mkdir(parents=True, exist_ok=True)
+    cmd = locust_command(point, plan, url, namespace, raw, locustfiles)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("CONTEND_LOAD_KNOWN_BAD", None)
+    started = time.monotonic()
+    with open(f"{base}.log", "w") as log:
+        try:
+            code = subprocess.run(
+                cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=plan.seconds + 180
+            ).returncode
+        except subprocess.TimeoutExpired:
+            code = -1
+    summary_path = Path(f"{base}.json")
+    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
+    ok = bool(summary and summary.get("ok")) and code in (0, 1)
+    figures = committed_rate(summary, point.workload) if summary else None
+    return {
+        **asdict(point),
+        "kind": workload(point.workload).strategies(include_known_bad=True)[point.strategy].kind,
+        "exit_code": code,
+        "invariant_ok": bool(summary and summary.get("ok")),
+        "ok": ok,
+        "wall_seconds": round(time.monotonic() - started, 2),
+        "csv": f"{point.slug}_stats.csv",
+        "summary": f"{point.slug}.json",
+        "log": f"{point.slug}.log",
+        "namespace": namespace,
+        "committed_per_s": figures,
+        "generator_cpu": summary.get("generator_cpu") if summary else None,
+    }
+
+
+def committed_rate(summary: dict[str, Any], name: str) -> float | None:
+    """Committed operations per second: Locust's request rate times the share that committed."""
+    entry = summary.get("workloads", {}).get(name)
+    if not entry:
+        return None
+    requests = entry["contend"]["requests"]
+    share = entry["contend"]["commits"] / requests if requests else 0.0
+    return float(entry["locust"]["requests_per_s"]) * share
+
+
+def log_tail(raw: Path, result: dict[str, Any], lines: int = 3) -> str:
+    path = raw / result["log"]
+    if not path.is_file():
+        return ""
+    kept = [x for x in path.read_text(errors="replace").splitlines() if x.strip()]
+    return " | ".join(kept[-lines:])
+
+
+def run_sweep(
+    plan: Plan,
+    target: Target,
+    namespace: str,
+    out: Path,
+    *,
+    argv: Sequence[str] = (),
+    on_step: Callable[[str, int, int], None] = lambda text, done, total: None,
+) -> Sweep:
+    """Measure the ceiling, then every point; sweep.json is kept current in `out`/raw."""
+    locustfiles = loadtests_dir()
+    raw = out / RAW_DIR
+    raw.mkdir(parents=True, exist_ok=True)
+    sweep = Sweep(
+        plan={**asdict(plan), "points": len(plan.points())},
+        command=" ".join(shlex.quote(a) for a in ["contend", *argv]),
+        started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        machine=machine(),
+        server=server_info(target),
+    )
+    sweep.save(raw)
+    points = plan.points()
+    total = len(points) + 2 * len(plan.users)
+    embedded = target.embedded
+    benchmark = find_redis_benchmark(embedded.binary.path if embedded else None)
+    done = 0
+
+    def ceiling(when: str) -> None:
+        # The machine may be shared and noisy: measured before and after the points, the best kept.
+        nonlocal done
+        for users in plan.users:
+            on_step(f"raw ceiling ({when}) · {users} clients", done, total)
+            measured = measure_ceiling(
+                target.url, users, plan.ceiling_seconds, processes=plan.processes, benchmark=benchmark
+            )
+            known = {c["clients"]: c for c in sweep.ceiling}
+            if users not in known or measured.per_second > known[users]["per_second"]:
+                sweep.ceiling = [c for c in sweep.ceiling if c["clients"] != users] + [asdict(measured)]
+                sweep.ceiling.sort(key=lambda c: c["clients"])
+            sweep.save(raw)
+            done += 1
+
+    ceiling("before")
+    for i, point in enumerate(points):
+        on_step(point.describe(), done, total)
+        result = run_point(point, plan, target.url, f"{namespace}:p{i}", raw, locustfiles)
+        if result["exit_code"] == 2:
+            raise SweepError(f"Locust refused {point.describe()}: {log_tail(raw, result, 1)}")
+        sweep.points.append(result)
+        sweep.save(raw)
+        done += 1
+    ceiling("after")
+    sweep.finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    sweep.save(raw)
+    return sweep
+
+
+def cleanup(target: Target, namespace: str) -> int:
+    """Delete what any point left under the sweep's namespace (a crashed run, say)."""
+    client: redis.Redis = target.client()
+    try:
+        return Namespace(client, namespace).cleanup()
+    finally:
+        client.close()

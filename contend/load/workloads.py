@@ -1,0 +1,528 @@
+"""The load-test workloads and the strategies each is run with, free of Locust.
+
+A workload sets its keys up before a run (`setup`), builds one operation per
+simulated user (`operation`), and checks its invariant after the run
+(`check`) from what Redis holds and what the users tallied:
+
+* registry: register a new name with the registry strategies of
+  `impl.registry` (watch, lock_first, lua); ids must stay unique and gap-free.
+* counter: seed 002's `ham`, a read-modify-write increment: WATCH, lock-first
+  with each correct lock of the catalog, and INCR / a Lua script as the
+  ceiling; every counter must equal the increments that succeeded.
+* transfer: move an amount between two accounts, in the spirit of Redis in
+  Action's marketplace: WATCH, one coarse lock, a lock per account, Lua; the
+  total must be conserved.
+
+`hot_keys` is how many distinct keys the users fight over (1: all on one).
+Known-bad implementations stay out of load runs; setting CONTEND_LOAD_KNOWN_BAD=1
+adds a few to the counter workload, so a test can show a broken run fails.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import redis
+from redis.exceptions import WatchError
+
+import impl.registry.lock_first
+from contend.errors import ContendError
+from contend.load.instrument import CURRENT_STEP, LockTimer, TimedTokenLock
+from contend.load.metrics import Step, Tally
+from impl import catalog
+from impl.registry import RegistrationError, RegistryKeys
+from impl.registry.base import text
+
+#: Environment variable that adds known-bad strategies (for tests that show a broken run fails).
+KNOWN_BAD_ENV = "CONTEND_LOAD_KNOWN_BAD"
+
+#: Kinds of strategy: how the report groups them.
+OPTIMISTIC = "optimistic"  # WATCH/MULTI/EXEC, retried on conflict
+LOCK = "lock"  # take a lock first, then read and write
+SERVER = "server"  # one atomic server-side step (INCR, Lua): the ceiling
+UNSAFE = "unsafe"  # no protection at all (known-bad, tests only)
+
+#: A blocking lock acquire gives up after this many seconds (the operation then fails, with no effect).
+LOCK_TIMEOUT = 30.0
+#: WATCH retries: as impl.registry.watch, jittered exponential backoff, bounded attempts.
+WATCH_ATTEMPTS = 1000
+WATCH_BACKOFF_BASE = 0.0005
+WATCH_BACKOFF_CAP = 0.02
+
+
+class LoadInputError(ContendError):
+    """A load-test option that cannot work (unknown strategy, hot keys <= 0, ...)."""
+
+
+class NoEffect(Exception):
+    """An operation gave up without changing anything (retries exhausted, lock not taken)."""
+
+
+@dataclass(frozen=True)
+class Strategy:
+    name: str
+    kind: str
+    summary: str
+    known_bad: bool = False
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The end-of-run invariant check: `ok`, and one line per finding."""
+
+    ok: bool
+    lines: tuple[str, ...]
+
+
+Operation = Callable[[Step], None]
+
+
+def backoff(attempt: int) -> None:
+    """Sleep before WATCH attempt number `attempt` (0 is the first: no sleep)."""
+    if attempt:
+        pause = min(WATCH_BACKOFF_CAP, WATCH_BACKOFF_BASE * 2 ** min(attempt, 16))
+        time.sleep(random.uniform(0, pause))
+
+
+def known_bad_enabled() -> bool:
+    return os.environ.get(KNOWN_BAD_ENV, "") not in ("", "0")
+
+
+class Workload:
+    """Base class: a name, its strategies, and setup / operation / check."""
+
+    name = "abstract"
+    summary = ""
+
+    def all_strategies(self) -> dict[str, Strategy]:
+        raise NotImplementedError
+
+    def strategies(self, *, include_known_bad: bool | None = None) -> dict[str, Strategy]:
+        """The strategies a run may use; known-bad ones only when asked (or CONTEND_LOAD_KNOWN_BAD=1)."""
+        if include_known_bad is None:
+            include_known_bad = known_bad_enabled()
+        return {n: s for n, s in self.all_strategies().items() if include_known_bad or not s.known_bad}
+
+    def strategy(self, name: str) -> Strategy:
+        """The strategy called `name`; LoadInputError listing the known ones."""
+        found = self.strategies().get(name)
+        if found is None:
+            known = ", ".join(self.strategies())
+            raise LoadInputError(f"the {self.name} workload has no strategy {name!r}; pick one of: {known}")
+        return found
+
+    def keys(self, prefix: str, hot_keys: int) -> list[str]:
+        """The contended keys (what `hot_keys` counts)."""
+        raise NotImplementedError
+
+    def setup(self, client: redis.Redis, prefix: str, hot_keys: int) -> None:
+        """Write the initial state (default: nothing)."""
+
+    def operation(
+        self, client: redis.Redis, prefix: str, strategy: str, hot_keys: int, ttl_ms: int, user_id: str
+    ) -> Operation:
+        raise NotImplementedError
+
+    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> Verdict:
+        raise NotImplementedError
+
+
+def _lock_strategies() -> dict[str, tuple[Strategy, Callable[..., Any]]]:
+    """Every lock and semaphore of the catalog as a counter strategy: token is `lock_first`."""
+    found: dict[str, tuple[Strategy, Callable[..., Any]]] = {}
+    for entry in catalog.family("lock") + catalog.family("semaphore"):
+        name = "lock_first" if entry.name == "token" else f"lock_{entry.name}"
+        summary = f"{entry.name} lock, then GET and SET: {entry.summary}"
+        found[name] = (Strategy(name, LOCK, summary, entry.known_bad), entry.factory)
+    return found
+
+
+class CounterWorkload(Workload):
+    """Seed 002's `ham`: GET the counter, SET it one higher, under some protection."""
+
+    name = "counter"
+    summary = "read-modify-write counter (seed 002's ham)"
+
+    LUA = """
+    local v = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
+    redis.call('SET', KEYS[1], v)
+    return v
+    """
+
+    def all_strategies(self) -> dict[str, Strategy]:
+        locks = {name: s for name, (s, _) in _lock_strategies().items()}
+        return {
+            "watch": Strategy("watch", OPTIMISTIC, "WATCH, GET, MULTI SET EXEC; retried on conflict"),
+            **{n: s for n, s in locks.items() if not s.known_bad},
+            "incr": Strategy("incr", SERVER, "INCR: one atomic command"),
+            "lua": Strategy("lua", SERVER, "a script doing GET and SET: one atomic round trip"),
+            "naive": Strategy("naive", UNSAFE, "GET then SET with no protection", known_bad=True),
+            **{n: s for n, s in locks.items() if s.known_bad},
+        }
+
+    def keys(self, prefix: str, hot_keys: int) -> list[str]:
+        return [f"{prefix}:ham:{i}" for i in range(hot_keys)]
+
+    def operation(
+        self, client: redis.Redis, prefix: str, strategy: str, hot_keys: int, ttl_ms: int, user_id: str
+    ) -> Operation:
+        kind = self.strategy(strategy).kind
+        keys = self.keys(prefix, hot_keys)
+        rng = random.Random()
+
+        def pick(step: Step) -> str:
+            key = keys[rng.randrange(hot_keys)]
+            step.keys = (key,)
+            return key
+
+        def commit(step: Step, key: str) -> None:
+            step.committed = True
+            step.deltas = {key: 1}
+
+        if strategy == "watch":
+
+            def watch(step: Step) -> None:
+                key = pick(step)
+                for attempt in range(WATCH_ATTEMPTS):
+                    backoff(attempt)
+                    with client.pipeline() as pipe:
+                        try:
+                            pipe.watch(key)
+                            value = int(pipe.get(key) or 0)
+                            pipe.multi()
+                            pipe.set(key, value + 1)
+                            pipe.execute()
+                            commit(step, key)
+                            return
+                        except WatchError:
+                            step.retries += 1
+                raise NoEffect(f"gave up on {key!r} after {WATCH_ATTEMPTS} attempts aborted by conflicts")
+
+            return watch
+        if strategy == "incr":
+
+            def incr(step: Step) -> None:
+                key = pick(step)
+                client.incr(key)
+                commit(step, key)
+
+            return incr
+        if strategy == "lua":
+            script = client.register_script(self.LUA)
+
+            def lua(step: Step) -> None:
+                key = pick(step)
+                script(keys=[key])
+                commit(step, key)
+
+            return lua
+        if strategy == "naive":
+
+            def naive(step: Step) -> None:
+                key = pick(step)
+                value = int(client.get(key) or 0)
+                client.set(key, value + 1)
+                commit(step, key)
+
+            return naive
+        assert kind == LOCK
+        factory = _lock_strategies()[strategy][1]
+
+        def locked(step: Step) -> None:
+            key = pick(step)
+            timer = LockTimer(factory(client, f"{key}:lock", ttl_ms), client, step)
+            if not timer.acquire(LOCK_TIMEOUT):
+                raise NoEffect(f"could not take the lock on {key!r} within {LOCK_TIMEOUT:g} s")
+            try:
+                value = int(client.get(key) or 0)
+                client.set(key, value + 1)
+                commit(step, key)
+            finally:
+                timer.release()
+
+        return locked
+
+    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> Verdict:
+        problems: list[str] = []
+        keys = self.keys(prefix, hot_keys)
+        values = [int(v or 0) for v in client.mget(keys)]
+        for key, value in zip(keys, values, strict=True):
+            ok, maybe = tally.key_counts(key)
+            if not ok <= value <= ok + maybe:
+                extra = f" (and {maybe} more may have)" if maybe else ""
+                what = (
+                    f"{ok - value} lost updates"
+                    if value < ok
+                    else f"{value - ok - maybe} increments from nowhere"
+                )
+                problems.append(f"{key} is {value} but {ok} increments succeeded{extra}: {what}")
+        if problems:
+            return Verdict(False, tuple(problems))
+        cut = f" ({tally.unknown} cut short at the end)" if tally.unknown else ""
+        return Verdict(
+            True,
+            (
+                f"{hot_keys} counter(s) hold {sum(values)} in total = {tally.commits} successful increments{cut}",
+            ),
+        )
+
+
+class RegistryWorkload(Workload):
+    """Register a new name (user id + sequence number) in one of `hot_keys` registries."""
+
+    name = "registry"
+    summary = "name→id registration (seed 000/003)"
+
+    KINDS: ClassVar[dict[str, str]] = {"watch": OPTIMISTIC, "lock_first": LOCK, "lua": SERVER}
+
+    def all_strategies(self) -> dict[str, Strategy]:
+        found = {}
+        for entry in catalog.family("registry"):
+            if entry.name in self.KINDS and not entry.known_bad:
+                found[entry.name] = Strategy(entry.name, self.KINDS[entry.name], entry.summary)
+        return found
+
+    def registries(self, prefix: str, hot_keys: int) -> list[RegistryKeys]:
+        return [RegistryKeys(f"{prefix}", f"r{i}") for i in range(hot_keys)]
+
+    def keys(self, prefix: str, hot_keys: int) -> list[str]:
+        return [r.counter for r in self.registries(prefix, hot_keys)]
+
+    def operation(
+        self, client: redis.Redis, prefix: str, strategy: str, hot_keys: int, ttl_ms: int, user_id: str
+    ) -> Operation:
+        self.strategy(strategy)
+        factory = catalog.by_name(strategy).factory
+        kwargs: dict[str, Any] = {}
+        if strategy == "lock_first":
+            kwargs = {"ttl_ms": ttl_ms, "timeout": LOCK_TIMEOUT}
+            # The strategy builds its TokenLock inside register(); this subclass reports
+            # wait and hold times to the current operation and otherwise behaves the same.
+            impl.registry.lock_first.TokenLock = TimedTokenLock  # type: ignore[misc]
+        made: dict[int, Any] = {}
+        rng = random.Random()
+        counter = iter(range(1 << 62))
+
+        def register(step: Step) -> None:
+            i = rng.randrange(hot_keys)
+            reg = made.get(i)
+            if reg is None:
+                reg = made[i] = factory(client, prefix, registry=f"r{i}", **kwargs)
+            key = reg.keys.counter
+            step.keys = (key,)
+            before = getattr(reg, "conflicts", 0)
+            token = CURRENT_STEP.set(step)
+            try:
+                reg.register(f"{user_id}:{next(counter)}")
+            except RegistrationError as exc:
+                raise NoEffect(str(exc)) from exc
+            finally:
+                CURRENT_STEP.reset(token)
+                step.retries += getattr(reg, "conflicts", 0) - before
+            step.committed = True
+            step.deltas = {key: 1}
+
+        return register
+
+    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> Verdict:
+        problems: list[str] = []
+        names_total = 0
+        for keys in self.registries(prefix, hot_keys):
+            ids = {text(k): int(v) for k, v in client.hgetall(keys.ids).items()}
+            names = {int(k): text(v) for k, v in client.hgetall(keys.names).items()}
+            top = int(client.get(keys.counter) or 0)
+            names_total += len(ids)
+            label = f"registry {keys.registry}"
+            if len(set(ids.values())) != len(ids):
+                dup = len(ids) - len(set(ids.values()))
+                problems.append(f"{label}: {dup} ids handed out twice")
+            if sorted(ids.values()) != list(range(1, len(ids) + 1)) or top != len(ids):
+                problems.append(
+                    f"{label}: ids are not exactly 1..{len(ids)} (counter at {top}, {len(ids)} names)"
+                )
+            if {i: n for n, i in ids.items()} != names:
+                problems.append(f"{label}: the name→id and id→name tables disagree")
+            ok, maybe = tally.key_counts(keys.counter)
+            if not ok <= len(ids) <= ok + maybe:
+                problems.append(
+                    f"{label}: {len(ids)} names registered but {ok} registrations succeeded"
+                    + (f" (and {maybe} more may have)" if maybe else "")
+                )
+        if problems:
+            return Verdict(False, tuple(problems))
+        return Verdict(
+            True,
+            (f"{hot_keys} registr{'y' if hot_keys == 1 else 'ies'} hold {names_total} names with unique, "
+             f"gap-free ids = {tally.commits} successful registrations",),
+        )  # fmt: skip
+
+
+class TransferWorkload(Workload):
+    """Move 1..100 from one account to another; `hot_keys`+1 accounts, so 1 hot key is one pair."""
+
+    name = "transfer"
+    summary = "two-key transfer (Redis in Action's marketplace)"
+
+    INITIAL = 1_000_000
+    LUA = """
+    local a = tonumber(redis.call('GET', KEYS[1]))
+    local b = tonumber(redis.call('GET', KEYS[2]))
+    local amount = tonumber(ARGV[1])
+    if a < amount then return 0 end
+    redis.call('SET', KEYS[1], a - amount)
+    redis.call('SET', KEYS[2], b + amount)
+    return 1
+    """
+
+    def all_strategies(self) -> dict[str, Strategy]:
+        return {
+            "watch": Strategy("watch", OPTIMISTIC, "WATCH both, MGET, MULTI SET SET EXEC; retried on conflict"),
+            "coarse_lock": Strategy("coarse_lock", LOCK, "one token lock over all accounts, then MGET and MULTI"),
+            "fine_locks": Strategy("fine_locks", LOCK, "a token lock per account, taken in key order"),
+            "lua": Strategy("lua", SERVER, "one script: check and move"),
+        }  # fmt: skip
+
+    def keys(self, prefix: str, hot_keys: int) -> list[str]:
+        return [f"{prefix}:acct:{i}" for i in range(hot_keys + 1)]
+
+    def setup(self, client: redis.Redis, prefix: str, hot_keys: int) -> None:
+        keys = self.keys(prefix, hot_keys)
+        for start in range(0, len(keys), 500):
+            client.mset({k: self.INITIAL for k in keys[start : start + 500]})
+
+    def operation(
+        self, client: redis.Redis, prefix: str, strategy: str, hot_keys: int, ttl_ms: int, user_id: str
+    ) -> Operation:
+        self.strategy(strategy)
+        keys = self.keys(prefix, hot_keys)
+        rng = random.Random()
+
+        def pick(step: Step) -> tuple[str, str, int]:
+            a, b = rng.sample(keys, 2)
+            step.keys = (a, b)
+            return a, b, rng.randint(1, 100)
+
+        def moved(step: Step, a: str, b: str, amount: int) -> None:
+            step.committed = True
+            step.deltas = {a: -amount, b: amount}
+
+        def write(a: str, b: str, amount: int) -> bool:
+            """Under a lock: read both, then write both in one MULTI/EXEC (two round trips)."""
+            balance_a, balance_b = (int(v or 0) for v in client.mget(a, b))
+            if balance_a < amount:
+                return False
+            with client.pipeline(transaction=True) as pipe:
+                pipe.set(a, balance_a - amount)
+                pipe.set(b, balance_b + amount)
+                pipe.execute()
+            return True
+
+        if strategy == "watch":
+
+            def watch(step: Step) -> None:
+                a, b, amount = pick(step)
+                for attempt in range(WATCH_ATTEMPTS):
+                    backoff(attempt)
+                    with client.pipeline() as pipe:
+                        try:
+                            pipe.watch(a, b)
+                            balance_a, balance_b = (int(v or 0) for v in pipe.mget(a, b))
+                            if balance_a < amount:
+                                pipe.unwatch()
+                                step.declined = True
+                                return
+                            pipe.multi()
+                            pipe.set(a, balance_a - amount)
+                            pipe.set(b, balance_b + amount)
+                            pipe.execute()
+                            moved(step, a, b, amount)
+                            return
+                        except WatchError:
+                            step.retries += 1
+                raise NoEffect(f"gave up on {a!r} → {b!r} after {WATCH_ATTEMPTS} attempts")
+
+            return watch
+        if strategy == "lua":
+            script = client.register_script(self.LUA)
+
+            def lua(step: Step) -> None:
+                a, b, amount = pick(step)
+                if script(keys=[a, b], args=[amount]):
+                    moved(step, a, b, amount)
+                else:
+                    step.declined = True
+
+            return lua
+        coarse = f"{prefix}:lock"
+
+        def locked(step: Step) -> None:
+            a, b, amount = pick(step)
+            names = [coarse] if strategy == "coarse_lock" else [f"{k}:lock" for k in sorted((a, b))]
+            timers: list[LockTimer] = []
+            try:
+                for name in names:
+                    timer = LockTimer(catalog.by_name("token").factory(client, name, ttl_ms), client, step)
+                    if not timer.acquire(LOCK_TIMEOUT):
+                        raise NoEffect(f"could not take {name!r} within {LOCK_TIMEOUT:g} s")
+                    timers.append(timer)
+                if write(a, b, amount):
+                    moved(step, a, b, amount)
+                else:
+                    step.declined = True
+            finally:
+                for timer in reversed(timers):
+                    timer.release()
+
+        return locked
+
+    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> Verdict:
+        keys = self.keys(prefix, hot_keys)
+        balances = {k: int(v or 0) for k, v in zip(keys, client.mget(keys), strict=True)}
+        expected = self.INITIAL * len(keys)
+        total = sum(balances.values())
+        problems = []
+        if total != expected:
+            problems.append(
+                f"the {len(keys)} accounts hold {total} in total, not {expected}: {total - expected:+}"
+            )
+        negative = [k for k, v in balances.items() if v < 0]
+        if negative:
+            problems.append(f"{len(negative)} account(s) below zero, e.g. {negative[0]}")
+        for key, balance in balances.items():
+            ok, maybe = tally.key_counts(key)
+            if not maybe and balance != self.INITIAL + ok:
+                problems.append(
+                    f"{key} holds {balance} but the transfers that succeeded leave {self.INITIAL + ok}"
+                )
+                break
+        if problems:
+            return Verdict(False, tuple(problems))
+        return Verdict(
+            True,
+            (f"{len(keys)} accounts still hold {expected} in total after {tally.commits} transfers",),
+        )
+
+
+WORKLOADS: dict[str, Workload] = {
+    w.name: w for w in (RegistryWorkload(), CounterWorkload(), TransferWorkload())
+}
+
+
+def workload(name: str) -> Workload:
+    """The workload called `name`; LoadInputError listing the known ones."""
+    try:
+        return WORKLOADS[name]
+    except KeyError:
+        raise LoadInputError(f"no workload called {name!r}; pick one of: {', '.join(WORKLOADS)}") from None
+
+
+def check_positive(value: Any, option: str, hint: str = "") -> int:
+    """A whole number > 0, or LoadInputError naming the option."""
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise LoadInputError(f"{option} must be a whole number > 0, got {value!r}{hint}")
+    return value

@@ -1,0 +1,300 @@
+"""Reading a sweep directory (`contend load`'s raw/) into one row per point, and what the rows say.
+
+Locust's own figures (request rate, failures, p50 and p99) come from each
+point's `--csv` stats file; contend's (commits, retries, lock wait and hold,
+per-user commits, the invariant verdict) from its `--contend-json` summary.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from contend.errors import ContendError
+
+SWEEP_FILE = "sweep.json"
+LOCK = "lock"
+OPTIMISTIC = "optimistic"
+SERVER = "server"
+
+
+class NotASweep(ContendError):
+    """The directory given to `contend report` holds no sweep."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One point of the sweep: a workload, strategy, user count and hot-key count."""
+
+    workload: str
+    strategy: str
+    kind: str
+    users: int
+    hot_keys: int
+    ok: bool
+    exit_code: int
+    committed_per_s: float | None
+    requests_per_s: float | None
+    requests: int
+    failures: int
+    commits: int
+    p50_ms: float | None
+    p99_ms: float | None
+    retries_per_commit: float | None
+    round_trips_per_commit: float | None
+    lock_wait_mean_ms: float | None
+    lock_wait_p99_ms: float | None
+    lock_hold_mean_ms: float | None
+    jain_index: float | None
+    ceiling_per_s: float | None
+    generator_cpu: float | None = None
+
+    @property
+    def of_ceiling(self) -> float | None:
+        """Committed operations per second as a fraction of the raw ceiling at the same clients."""
+        if self.committed_per_s is None or not self.ceiling_per_s:
+            return None
+        return self.committed_per_s / self.ceiling_per_s
+
+
+@dataclass
+class SweepData:
+    raw: Path
+    meta: dict[str, Any]
+    ceiling: dict[int, float]
+    ceiling_method: str
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def workloads(self) -> list[str]:
+        return list(dict.fromkeys(r.workload for r in self.rows))
+
+    def strategies(self, workload: str) -> list[str]:
+        return list(dict.fromkeys(r.strategy for r in self.rows if r.workload == workload))
+
+    def hot_keys(self, workload: str | None = None) -> list[int]:
+        return sorted({r.hot_keys for r in self.rows if workload is None or r.workload == workload})
+
+    @property
+    def users(self) -> list[int]:
+        return sorted({r.users for r in self.rows})
+
+    def series(self, workload: str, strategy: str, hot_keys: int) -> list[Row]:
+        return sorted(
+            (r for r in self.rows if (r.workload, r.strategy, r.hot_keys) == (workload, strategy, hot_keys)),
+            key=lambda r: r.users,
+        )
+
+    def get(self, workload: str, strategy: str, users: int, hot_keys: int) -> Row | None:
+        for r in self.rows:
+            if (r.workload, r.strategy, r.users, r.hot_keys) == (workload, strategy, users, hot_keys):
+                return r
+        return None
+
+
+def find_raw(path: Path) -> Path:
+    """The directory holding sweep.json: `path` itself or `path`/raw; NotASweep otherwise."""
+    for candidate in (path, path / "raw"):
+        if (candidate / SWEEP_FILE).is_file():
+            return candidate
+    if not path.exists():
+        raise NotASweep(f"{path} does not exist; give the directory `contend load` wrote (reports/<run>)")
+    raise NotASweep(
+        f"{path} is not a sweep directory: no {SWEEP_FILE} in it or in {path / 'raw'}; "
+        "make one with `contend load --out DIR` and pass DIR"
+    )
+
+
+def load_sweep(path: Path) -> SweepData:
+    """Every point of the sweep at `path` (a run directory or its raw/)."""
+    raw = find_raw(path)
+    try:
+        meta = json.loads((raw / SWEEP_FILE).read_text())
+        ceiling = {int(c["clients"]): float(c["per_second"]) for c in meta.get("ceiling", [])}
+        methods = {c["method"].split(",")[0] for c in meta.get("ceiling", [])}
+        points = meta["points"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise NotASweep(
+            f"{raw / SWEEP_FILE} is not a sweep description ({exc}); re-run `contend load`"
+        ) from None
+    data = SweepData(raw, meta, ceiling, ", ".join(sorted(methods)) or "not measured")
+    for point in points:
+        data.rows.append(_row(raw, point, ceiling))
+    if not data.rows:
+        raise NotASweep(f"{raw} holds a sweep with no finished runs yet; wait for `contend load` to finish")
+    return data
+
+
+def _row(raw: Path, point: dict[str, Any], ceiling: dict[int, float]) -> Row:
+    workload, strategy = point["workload"], point["strategy"]
+    summary: dict[str, Any] = {}
+    summary_path = raw / point["summary"]
+    if summary_path.is_file():
+        summary = json.loads(summary_path.read_text()).get("workloads", {}).get(workload, {})
+    locust = dict(summary.get("locust", {}))
+    stats = _csv_stats(raw / point["csv"], workload, strategy)
+    if stats:
+        locust.update(stats)
+    figures = summary.get("contend", {})
+    requests = int(figures.get("requests") or 0)
+    commits = int(figures.get("commits") or 0)
+    rate = locust.get("requests_per_s")
+    committed = rate * commits / requests if rate is not None and requests else None
+    return Row(
+        workload=workload,
+        strategy=strategy,
+        kind=point.get("kind", ""),
+        users=int(point["users"]),
+        hot_keys=int(point["hot_keys"]),
+        ok=bool(point.get("ok")),
+        exit_code=int(point.get("exit_code", -1)),
+        committed_per_s=committed,
+        requests_per_s=rate,
+        requests=int(locust.get("requests") or 0),
+        failures=int(locust.get("failures") or 0),
+        commits=commits,
+        p50_ms=locust.get("p50_ms"),
+        p99_ms=locust.get("p99_ms"),
+        retries_per_commit=figures.get("retries_per_commit"),
+        round_trips_per_commit=figures.get("round_trips_per_commit"),
+        lock_wait_mean_ms=figures.get("lock_wait_mean_ms"),
+        lock_wait_p99_ms=figures.get("lock_wait_p99_ms"),
+        lock_hold_mean_ms=figures.get("lock_hold_mean_ms"),
+        jain_index=figures.get("jain_index"),
+        ceiling_per_s=ceiling.get(int(point["users"])),
+        generator_cpu=point.get("generator_cpu"),
+    )
+
+
+def _csv_stats(path: Path, workload: str, strategy: str) -> dict[str, Any]:
+    """Locust's --csv figures of the workload/strategy entry (empty when the file is missing)."""
+    if not path.is_file():
+        return {}
+    with path.open(newline="") as f:
+        for record in csv.DictReader(f):
+            if record.get("Type") == workload and record.get("Name") == strategy:
+                return {
+                    "requests": int(record["Request Count"]),
+                    "failures": int(record["Failure Count"]),
+                    "requests_per_s": float(record["Requests/s"]),
+                    "p50_ms": _number(record.get("50%")),
+                    "p99_ms": _number(record.get("99%")),
+                }
+    return {}
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text not in (None, "", "N/A") else None
+    except ValueError:
+        return None
+
+
+# What the rows say ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Fractions:
+    """Committed rates at one user count as fractions of the raw ceiling."""
+
+    users: int
+    watch: float | None
+    lock: float | None
+    server: str | None  # the fastest one-round-trip strategy there (lua, incr)
+    best: float | None
+
+    def describe(self) -> str:
+        server = f" / {self.server} {_x(self.best)}" if self.server else ""
+        return f"WATCH {_x(self.watch)} / lock {_x(self.lock)}{server}"
+
+
+def _x(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+@dataclass(frozen=True)
+class Crossover:
+    """Where a lock-first strategy overtakes WATCH at one hot-key count."""
+
+    workload: str
+    lock: str
+    hot_keys: int
+    users: int | None  # the first user count from which the lock stays ahead; None: never
+    always: bool  # ahead at every user count measured
+    at_crossover: Fractions | None
+    at_most: Fractions  # at the largest user count measured
+
+    def describe(self) -> str:
+        if self.users is None:
+            return f"never: WATCH ahead at {self.at_most.users} users"
+        if self.always:
+            return f"from {self.users} user{'s' if self.users != 1 else ''} (ahead at every count)"
+        return f"from {self.users} users"
+
+
+def crossovers(data: SweepData) -> list[Crossover]:
+    """For every lock-first strategy and hot-key count: from which user count it beats WATCH."""
+    found = []
+    for workload in data.workloads:
+        kinds = {r.strategy: r.kind for r in data.rows if r.workload == workload}
+        if "watch" not in kinds:
+            continue
+        locks = [s for s in data.strategies(workload) if kinds[s] == LOCK]
+        servers = [s for s in data.strategies(workload) if kinds[s] == SERVER]
+        for hot in data.hot_keys(workload):
+            watch = {r.users: r.committed_per_s for r in data.series(workload, "watch", hot)}
+            for lock in locks:
+                mine = {r.users: r.committed_per_s for r in data.series(workload, lock, hot)}
+                users = sorted(u for u in mine if u in watch and mine[u] is not None and watch[u] is not None)
+                if not users:
+                    continue
+                ahead = [mine[u] > watch[u] for u in users]  # type: ignore[operator]
+                start = next((users[i] for i in range(len(users)) if all(ahead[i:])), None)
+
+                found.append(
+                    Crossover(
+                        workload,
+                        lock,
+                        hot,
+                        start,
+                        start == users[0],
+                        _fractions(data, workload, lock, servers, start, hot) if start is not None else None,
+                        _fractions(data, workload, lock, servers, users[-1], hot),
+                    )
+                )
+    return found
+
+
+def _fractions(data: SweepData, workload: str, lock: str, servers: list[str], at: int, hot: int) -> Fractions:
+    best = _best(data, workload, servers, at, hot)
+    return Fractions(
+        at,
+        _of(data, workload, "watch", at, hot),
+        _of(data, workload, lock, at, hot),
+        best,
+        _of(data, workload, best, at, hot) if best else None,
+    )
+
+
+def _of(data: SweepData, workload: str, strategy: str, users: int, hot: int) -> float | None:
+    row = data.get(workload, strategy, users, hot)
+    return row.of_ceiling if row else None
+
+
+def _best(data: SweepData, workload: str, strategies: Iterable[str], users: int, hot: int) -> str | None:
+    best, rate = None, -1.0
+    for s in strategies:
+        row = data.get(workload, s, users, hot)
+        if row and row.committed_per_s is not None and row.committed_per_s > rate:
+            best, rate = s, row.committed_per_s
+    return best
+
+
+def nearest(values: Iterable[int], wanted: int) -> int | None:
+    """The value closest to `wanted` (the smaller on a tie), or None."""
+    ordered = sorted(values)
+    if not ordered:
+        return None
+    return min(ordered, key=lambda v: (abs(v - wanted), v))

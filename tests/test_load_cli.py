@@ -1,0 +1,69 @@
+"""`contend load`: bad input is refused before anything runs; a tiny sweep runs end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contend.cli import main
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--strategy", "nope"], "none of --strategy nope applies to the registry workload; it has: watch"),
+        (
+            ["--workload", "counter", "--strategy", "watch", "--strategy", "nope"],
+            "--strategy nope is unknown",
+        ),
+        (["--workload", "registry", "--strategy", "fine_locks"], "none of --strategy fine_locks applies"),
+        (["--redis-url", "redis://127.0.0.1:1/0"], "cannot reach Redis at redis://127.0.0.1:1/0"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
+    out = tmp_path / "run"
+    assert main(["load", "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and message in err
+    assert not out.exists(), "nothing is written"
+
+
+@pytest.mark.parametrize(
+    "args", [["--users", "0"], ["--hot-keys", "1,0"], ["--seconds", "0"], ["--users", "x"]]
+)
+def test_bad_numbers_are_refused_by_the_parser(tmp_path, capsys, args):
+    with pytest.raises(SystemExit) as info:
+        main(["load", "--out", str(tmp_path / "run"), *args])
+    assert info.value.code == 2
+    assert "contend load: error: argument" in capsys.readouterr().err
+
+
+def test_an_existing_sweep_is_not_overwritten(tmp_path, capsys):
+    raw = tmp_path / "run" / "raw"
+    raw.mkdir(parents=True)
+    (raw / "sweep.json").write_text("{}")
+    assert main(["load", "--out", str(tmp_path / "run")]) == 2
+    assert "already holds a sweep" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_tiny_sweep_runs_and_reports(contend_target, tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(
+        [
+            "load", "--redis-url", contend_target.url, "--out", str(out),
+            "--workload", "counter", "--strategy", "watch", "--strategy", "incr",
+            "--users", "1,2", "--hot-keys", "1", "--seconds", "1", "--ceiling-seconds", "0.3", "--processes", "1",
+        ]
+    )  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    sweep = json.loads((out / "raw" / "sweep.json").read_text())
+    assert len(sweep["points"]) == 4 and all(p["ok"] for p in sweep["points"])
+    assert [c["clients"] for c in sweep["ceiling"]] == [1, 2]
+    assert sweep["machine"]["cores"] >= 1 and sweep["server"]["version"]
+    assert (out / "raw" / "counter" / "watch" / "u2-h1_stats.csv").is_file()
+    for name in ("index.html", "report.md", "points.csv", "counter-throughput.png"):
+        assert (out / name).is_file(), name
+    assert "counter/watch" in printed.out and "report:" in printed.out

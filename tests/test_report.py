@@ -1,0 +1,167 @@
+"""`contend report` on a small hand-made sweep directory: files written, crossovers found, bad input refused."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from contend.cli import main
+from contend.report import build_report, crossovers, load_sweep
+
+USERS = (1, 4, 16)
+CEILING = {1: 10_000.0, 4: 12_000.0, 16: 13_000.0}
+#: committed/s by (strategy, hot keys): lock_first overtakes watch from 4 users on 1 hot key, never on 10.
+RATES = {
+    ("watch", 1): (1000, 900, 500),
+    ("lock_first", 1): (800, 950, 900),
+    ("lua", 1): (5000, 5200, 5300),
+    ("watch", 10): (1000, 1500, 1800),
+    ("lock_first", 10): (800, 1000, 1200),
+    ("lua", 10): (5000, 5200, 5300),
+}
+KINDS = {"watch": "optimistic", "lock_first": "lock", "lua": "server"}
+
+
+def make_sweep(root: Path, *, broken: tuple[str, int, int] | None = None) -> Path:
+    """A sweep directory shaped like `contend load`'s: root/raw/sweep.json, Locust CSVs, contend JSON."""
+    raw = root / "raw"
+    points = []
+    for (strategy, hot), rates in RATES.items():
+        for users, rate in zip(USERS, rates, strict=True):
+            slug = f"registry/{strategy}/u{users}-h{hot}"
+            (raw / slug).parent.mkdir(parents=True, exist_ok=True)
+            requests = int(rate * 2)
+            ok = broken != (strategy, users, hot)
+            with open(raw / f"{slug}_stats.csv", "w", newline="") as f:
+                writer = csv.writer(f)
+                writer.writerow(
+                    ["Type", "Name", "Request Count", "Failure Count", "Requests/s", "50%", "99%"]
+                )
+                writer.writerow(["registry", strategy, requests, 0, rate, 0.25 * users, 2.5 * users])
+                writer.writerow(["", "Aggregated", requests, 0, rate, 0.25, 2.5])
+            lock = strategy == "lock_first"
+            contend = {
+                "requests": requests,
+                "commits": requests,
+                "retries_per_commit": 0.0 if strategy == "lua" else 0.1 * users,
+                "round_trips_per_commit": 5.0,
+                "lock_wait_mean_ms": 0.1 * users if lock else None,
+                "lock_wait_p99_ms": 1.0 * users if lock else None,
+                "lock_hold_mean_ms": 0.3 if lock else None,
+                "jain_index": 1.0 - 0.01 * users,
+            }
+            summary = {
+                "ok": ok,
+                "workloads": {
+                    "registry": {
+                        "ok": ok,
+                        "verdict": ["..."],
+                        "locust": {"requests_per_s": rate},
+                        "contend": contend,
+                    }
+                },
+            }
+            (raw / f"{slug}.json").write_text(json.dumps(summary))
+            points.append(
+                {
+                    "workload": "registry",
+                    "strategy": strategy,
+                    "users": users,
+                    "hot_keys": hot,
+                    "kind": KINDS[strategy],
+                    "exit_code": 0 if ok else 3,
+                    "invariant_ok": ok,
+                    "ok": ok,
+                    "csv": f"{slug}_stats.csv",
+                    "summary": f"{slug}.json",
+                    "log": f"{slug}.log",
+                }
+            )
+    sweep = {
+        "plan": {"seconds": 2.0, "processes": 1},
+        "command": "contend load --users 1,4,16 --hot-keys 1,10",
+        "started": "2026-01-02T03:04:05+00:00",
+        "machine": {"cores": 2, "cpu": "Test CPU", "os": "Linux", "python": "3.11", "locust": "2.47.0"},
+        "server": {"product": "Redis", "version": "6.2.5", "description": "embedded Redis 6.2.5"},
+        "ceiling": [
+            {"clients": c, "per_second": r, "method": f"redis-py PING loops, {c} gevent clients"}
+            for c, r in CEILING.items()
+        ],
+        "points": points,
+    }
+    (raw / "sweep.json").write_text(json.dumps(sweep))
+    return root
+
+
+def test_crossovers_are_found(tmp_path):
+    data = load_sweep(make_sweep(tmp_path))
+    found = {(c.lock, c.hot_keys): c for c in crossovers(data)}
+    one, ten = found["lock_first", 1], found["lock_first", 10]
+    assert one.users == 4 and not one.always
+    assert one.at_crossover is not None
+    assert one.at_crossover.watch == pytest.approx(900 / 12_000)
+    assert one.at_crossover.server == "lua" and one.at_crossover.best == pytest.approx(5200 / 12_000)
+    assert ten.users is None and ten.at_crossover is None
+    assert "never" in ten.describe()
+    assert ten.at_most.users == 16 and ten.at_most.lock == pytest.approx(1200 / 13_000)
+
+
+@pytest.mark.slow
+def test_report_writes_html_markdown_plots_and_points(tmp_path):
+    built = build_report(make_sweep(tmp_path))
+    assert built.html == tmp_path / "index.html"
+    names = {p.name for p in built.plots}
+    assert names == {
+        "registry-throughput.png",
+        "registry-retries.png",
+        "registry-latency.png",
+        "registry-lock-wait.png",
+        "registry-fairness.png",
+    }
+    for plot in built.plots:
+        assert plot.read_bytes()[:4] == b"\x89PNG"
+    page = built.html.read_text()
+    assert page.count("data:image/png;base64,") == 5
+    assert 'src="registry' not in page, "the HTML embeds its plots"
+    md = built.markdown.read_text()
+    assert "Where lock-first overtakes WATCH" in md
+    assert "| registry | lock_first | 1 | from 4 users |" in md
+    assert "never: WATCH ahead at 16 users" in md
+    assert "16 users on 1 hot key" in md and "0.04×" in md  # watch: 500 / 13,000
+    assert "2-core Test CPU" in md and "Redis 6.2.5" in md and "`contend load --users 1,4,16" in md
+    assert "![registry-throughput](registry-throughput.png)" in md
+    assert "All 18 runs kept their invariant" in md
+    rows = list(csv.DictReader(built.points.open()))
+    assert len(rows) == 18 and {r["workload"] for r in rows} == {"registry"}
+
+
+@pytest.mark.slow
+def test_broken_runs_are_marked(tmp_path):
+    build_report(make_sweep(tmp_path, broken=("watch", 16, 1)))
+    md = (tmp_path / "report.md").read_text()
+    assert "1 of 18 runs failed" in md and "watch ✗" in md
+
+
+@pytest.mark.slow
+def test_report_command_and_its_bad_input(tmp_path, capsys):
+    sweep = make_sweep(tmp_path / "run")
+    assert main(["report", str(sweep / "raw"), "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "index.html").is_file() and (tmp_path / "out" / "report.md").is_file()
+    capsys.readouterr()
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["report", str(empty)]) == 2
+    err = capsys.readouterr().err
+    assert "is not a sweep directory" in err and "contend load" in err
+    assert list(empty.iterdir()) == [], "nothing is written"
+
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+    (empty / "sweep.json").write_text("{not json")
+    assert main(["report", str(empty)]) == 2
+    assert "is not a sweep description" in capsys.readouterr().err
