@@ -11,16 +11,18 @@ from typing import Any
 from contend.checks import Check, CheckContext, CheckOptions, CheckResult, run_check
 from contend.checks import locks as lock_checks
 from contend.checks import registry as registry_checks
+from contend.checks.schedule import schedule_check
 from contend.keyspace import Namespace
 from contend.protocols import ProtocolError, check_factory_signature, check_object, load_factory
 from contend.target import Target
 from impl import catalog
 
+SCHEDULE = Check("schedule", "Hypothesis chooses the interleaving of round trips", schedule_check)
 BATTERIES: dict[str, list[Check]] = {
-    "registry": registry_checks.CHECKS,
-    "lock": lock_checks.LOCK_CHECKS,
-    "semaphore": lock_checks.SEMAPHORE_CHECKS,
-    "single_flight": lock_checks.SINGLE_FLIGHT_CHECKS,
+    "registry": [*registry_checks.CHECKS, SCHEDULE],
+    "lock": [*lock_checks.LOCK_CHECKS, SCHEDULE],
+    "semaphore": [*lock_checks.SEMAPHORE_CHECKS, SCHEDULE],
+    "single_flight": [*lock_checks.SINGLE_FLIGHT_CHECKS, SCHEDULE],
 }
 
 #: What a user's implementation (--impl) is taken to claim, per family.
@@ -130,7 +132,7 @@ def run_battery(
         row = Row(subject)
         for check in subject.checks():
             ns = Namespace(run_namespace.client, run_namespace.key(subject.name, check.name), dbs=subject.dbs)
-            ctx = CheckContext(target, ns, subject.factory, options, subject.dbs)
+            ctx = CheckContext(target, ns, subject.factory, options, subject.dbs, subject)
             try:
                 result = run_check(check, ctx)
             finally:

@@ -10,7 +10,7 @@ import pytest
 
 from contend.cli import main
 
-SMALL = ["--serial-names", "100", "--burst-rounds", "5"]
+SMALL = ["--serial-names", "100", "--burst-rounds", "5", "--schedule-examples", "10", "--no-shrink"]
 
 
 def test_help_lists_the_commands(capsys):

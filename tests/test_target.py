@@ -68,7 +68,22 @@ def foreign_server():
 
 def test_check_on_a_foreign_server_touches_only_its_namespace(foreign_server, capsys):
     url = f"redis://127.0.0.1:{foreign_server.port}/0"
-    code = main(["check", "--redis-url", url, "--serial-names", "50", "--burst-rounds", "3"])
+    code = main(
+        [
+            "check",
+            "--redis-url",
+            url,
+            "--serial-names",
+            "50",
+            "--burst-rounds",
+            "3",
+            "--family",
+            "registry",
+            "--schedule-examples",
+            "10",
+            "--no-shrink",
+        ]
+    )
     assert code == 0, capsys.readouterr().out
     for db in (0, 13, 14, 15):
         client = foreign_server.client(db=db)

@@ -33,6 +33,9 @@ class CheckOptions:
     burst_clients: int = 16
     burst_rounds: int = 20
     burst_names_per_client: int = 50
+    schedule_examples: int = 60  # state-machine examples for a correct implementation
+    hunt_examples: int = 2000  # the most a known-bad one is searched before it counts as missed
+    shrink: bool = True  # shrink a schedule failure to its minimal interleaving
 
 
 @dataclass
@@ -44,6 +47,7 @@ class CheckContext:
     factory: Callable[..., Any]
     options: CheckOptions
     dbs: tuple[int, ...] = ()
+    subject: Any = None  # the row being checked (name, family, claims, known_bad)
     _clients: list[redis.Redis] = field(default_factory=list)
 
     def client(self) -> redis.Redis:

@@ -68,6 +68,18 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         metavar="N",
         help="rounds of the one-name burst (default %(default)s)",
     )
+    parser.add_argument(
+        "--schedule-examples",
+        type=positive_int,
+        default=CheckOptions.schedule_examples,
+        metavar="N",
+        help="state-machine examples (interleavings) per correct implementation (default %(default)s)",
+    )
+    parser.add_argument(
+        "--no-shrink",
+        action="store_true",
+        help="report a schedule failure as found, without shrinking it to the minimal interleaving",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="print every check's detail, not only failures"
@@ -81,6 +93,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         serial_names=args.serial_names,
         burst_clients=args.burst_clients,
         burst_rounds=args.burst_rounds,
+        schedule_examples=args.schedule_examples,
+        shrink=not args.no_shrink,
     )
     for name in args.only or ():
         try:

@@ -31,6 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from contend.keyspace import Namespace
 from contend.schedule import DrawChooser, Scheduler, Status
+from contend.schedule.scheduler import schedule_expression
 from contend.target import Target
 
 #: Connected clients left by finished examples, per server URL: an example takes
@@ -110,7 +111,7 @@ class ScheduledMachine(RuleBasedStateMachine):
     def fail(self, message: str) -> None:
         self.failed = True
         note("interleaving (step, client, what it sent → what came back):\n" + self.scheduler.format_trace())
-        note(f"schedule for ReplayChooser: {self.scheduler.schedule}")
+        note(f"schedule for ReplayChooser: {schedule_expression(self.scheduler.schedule)}")
         raise PropertyViolated(message)
 
     def _after_progress(self, index: int) -> None:

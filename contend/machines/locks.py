@@ -59,6 +59,7 @@ class LockMachine(ScheduledMachine):
         self.started_at: dict[int, float] = {}
         self.tokens: list[int] = []
         self.crashed_holders: set[int] = set()
+        self.skew_total = 0.0  # every clock jump so far, added up
         self.stalls: set[int] = set()  # clients that stall past their TTL once they hold the lock
         self.crash_plan: dict[int, tuple[int, int]] = {}  # client -> (trace position, round trips)
         super().__init__(target)
@@ -103,6 +104,7 @@ class LockMachine(ScheduledMachine):
     def skew_clock(self, data: st.DataObject, ahead: bool) -> None:
         index = data.draw(st.integers(0, self.clients - 1), label="client")
         self.scheduler.skew(index, (2 if ahead else -2) * self.ttl)
+        self.skew_total += 2 * self.ttl
 
     def check_step(self) -> None:
         """Carry out planned crashes: a client dies once it has made its round trips."""
@@ -151,9 +153,12 @@ class LockMachine(ScheduledMachine):
         others = self.valid_holders() - {index}
         if len(others) >= self.limit:
             held = ", ".join(self.scheduler.clients[o].name for o in sorted(others))
+            skewed = [f"{c.name} {c.skew:+g} s" for c in self.scheduler.clients if c.skew]
+            what = "clock-skew-safe" if skewed else "mutual-exclusion"
+            why = f"; clocks skewed: {', '.join(skewed)}" if skewed else ""
             self.fail(
-                f"mutual-exclusion: {name} acquired while {held} held valid lease(s) "
-                f"(limit {self.limit}, TTL {self.ttl:g} s, virtual time {self.scheduler.vclock:.3f} s)"
+                f"{what}: {name} acquired while {held} held valid lease(s) "
+                f"(limit {self.limit}, TTL {self.ttl:g} s, virtual time {self.scheduler.vclock:.3f} s{why})"
             )
         self.holding[index] = self.started_at[index] + self.ttl
         self.believers.add(index)
@@ -171,9 +176,10 @@ class LockMachine(ScheduledMachine):
         if error is not None:
             if was_valid or not isinstance(error, LockNotOwnedError):
                 skew = self.scheduler.clients[index].skew
+                what = "clock-skew-safe" if skew else "safe-release"
                 why = f" (its clock is skewed by {skew:+g} s)" if skew else ""
                 self.fail(
-                    f"release: {name} released a valid lease and got {type(error).__name__}{why}: {error}"
+                    f"{what}: {name} released a valid lease and got {type(error).__name__}{why}: {error}"
                 )
             return
         successors = self.valid_holders()
@@ -193,9 +199,8 @@ class LockMachine(ScheduledMachine):
         if not idle:
             return
         probe = idle[0]
-        skews = [c.skew for c in self.scheduler.clients]
-        spread = max(skews) - min(skews)  # a lease written by a clock ahead looks valid for longer
-        self.scheduler.advance(self.ttl + spread + 0.001, note="the crashed holder's TTL passes")
+        # A lease written by a clock that was ahead (then, not only now) looks valid for longer.
+        self.scheduler.advance(self.ttl + self.skew_total + 0.001, note="the crashed holder's TTL passes")
         got: list[bool] = []
         self.start(
             probe, lambda: got.append(bool(self.locks[probe].acquire(blocking=False))), "probe acquire"

@@ -12,10 +12,10 @@ unmodified code, third-party libraries included:
   plain (non-transactional) pipeline one command at a time: one step each, as
   the server may interleave other clients between them.
 * `Redis.execute_command` turns blocking pops (BLPOP, BRPOP, BLMOVE,
-  BRPOPLPUSH, BZPOPMIN, BZPOPMAX) into polls: the same command with a 1 ms
-  timeout, repeated after a virtual sleep until the caller's timeout has passed
-  in virtual time. Nobody else runs while the server holds the poll, so the
-  outcome does not depend on real timing.
+  BRPOPLPUSH, BZPOPMIN, BZPOPMAX) into polls: one non-blocking pass (LPOP over
+  the keys in order in one script, LMOVE, RPOPLPUSH, ...), repeated after a
+  virtual sleep until the caller's timeout has passed in virtual time. The
+  server is never left blocking, so nothing depends on real timing.
 * `time.sleep`, `time.monotonic`, `time.time` and `time.perf_counter` read a
   virtual clock in scheduled threads: a sleep is a yield that ends when the
   scheduler's clock reaches the wake-up time, so retry loops cost no real time.
@@ -164,6 +164,25 @@ def _split_pipeline(self: Any, connection: Any, commands: Any, raise_on_error: b
     return replies
 
 
+#: Blocking pops, each with the command (or script) that does one non-blocking pass.
+_POP_ONCE = {
+    "BLPOP": "LPOP",
+    "BRPOP": "RPOP",
+    "BZPOPMIN": "ZPOPMIN",
+    "BZPOPMAX": "ZPOPMAX",
+}
+_POP_SCRIPT = """
+for _, key in ipairs(KEYS) do
+    local got = redis.call(ARGV[1], key)
+    if got and (type(got) ~= 'table' or #got > 0) then
+        if type(got) == 'table' then return {key, got[1], got[2]} end
+        return {key, got}
+    end
+end
+return false
+"""
+
+
 def _polled_execute(self: Any, *args: Any, **options: Any) -> Any:
     execute: Callable[..., Any] = _originals["execute"]
     client = current()
@@ -173,12 +192,21 @@ def _polled_execute(self: Any, *args: Any, **options: Any) -> Any:
     timeout = float(args[-1])
     deadline = None if timeout == 0 else _monotonic() + timeout
     while True:
-        reply = execute(self, *args[:-1], 0.001, **options)
+        reply = execute(self, *_one_pass(name, args[1:-1]))
         if reply is not None:
             return reply
         if deadline is not None and _monotonic() >= deadline:
             return None
         _sleep(POLL_INTERVAL if deadline is None else min(POLL_INTERVAL, deadline - _monotonic()))
+
+
+def _one_pass(name: str, operands: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The non-blocking command doing what a blocking pop does when data is there."""
+    if name == "BRPOPLPUSH":
+        return ("RPOPLPUSH", *operands)
+    if name == "BLMOVE":
+        return ("LMOVE", *operands)
+    return ("EVAL", _POP_SCRIPT, len(operands), *operands, _POP_ONCE[name])
 
 
 # Virtual time -----------------------------------------------------------------

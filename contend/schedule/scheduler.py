@@ -19,6 +19,7 @@ and makes `step` raise SchedulerError after `yield_timeout` real seconds.
 from __future__ import annotations
 
 import enum
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -295,7 +296,7 @@ class Scheduler:
         self.close()
 
     def format_trace(self) -> str:
-        return "\n".join(step.describe() for step in self.trace)
+        return "\n".join(compress(self.trace))
 
     # The baton -------------------------------------------------------------------
     def _run(self, client: ClientHandle, note: str | None) -> None:
@@ -351,6 +352,48 @@ class Scheduler:
             step.note = f"woke after sleeping {seconds:g} s"
 
 
+_TOKEN = re.compile(r"\b[0-9a-f]{16,}\b|\b\d{9,}\.\d+\b")
+
+
+def compress(steps: list[Step], min_repeats: int = 3) -> list[str]:
+    """Readable lines for `steps`, a block of 1 or 2 steps repeated (a polling loop) shown once."""
+    texts = [step.describe() for step in steps]
+    # Compare without the "#index" and with random tokens blanked: a retry loop repeats.
+    keys = [_TOKEN.sub("…", text.split(None, 1)[1]) if " " in text else text for text in texts]
+    lines: list[str] = []
+    i = 0
+    while i < len(texts):
+        for size in (1, 2):
+            block = keys[i : i + size]
+            repeats = 1
+            while keys[i + repeats * size : i + (repeats + 1) * size] == block:
+                repeats += 1
+            if len(block) == size and repeats >= min_repeats:
+                lines += texts[i : i + size]
+                lines.append(
+                    f"     … the same {'step' if size == 1 else 'two steps'} {repeats - 1} more times"
+                )
+                i += repeats * size
+                break
+        else:
+            lines.append(texts[i])
+            i += 1
+    return lines
+
+
+def schedule_expression(schedule: list[int]) -> str:
+    """A schedule as a short Python expression: [1] + [2] * 200."""
+    parts: list[str] = []
+    i = 0
+    while i < len(schedule):
+        j = i
+        while j < len(schedule) and schedule[j] == schedule[i]:
+            j += 1
+        parts.append(f"[{schedule[i]}] * {j - i}" if j - i > 3 else repr(schedule[i:j]))
+        i = j
+    return " + ".join(parts) or "[]"
+
+
 def _plain(value: Any) -> Any:
     if isinstance(value, bytes):
         return value.decode(errors="replace")
@@ -362,4 +405,5 @@ def _plain(value: Any) -> Any:
 
 
 def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())  # a script's source on one line
     return text if len(text) <= limit else text[: limit - 1] + "…"

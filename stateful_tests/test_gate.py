@@ -1,0 +1,53 @@
+"""The CI correctness gate: each family's state machine over every implementation in the catalog.
+
+A correct implementation must keep its properties over every interleaving
+Hypothesis tries (the `ci` profile: derandomized, bounded). A known-bad one
+must be caught, and for a property the catalog says it violates.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from contend.machines import family_machine
+from contend.machines.base import PropertyViolated
+from impl.catalog import IMPLEMENTATIONS
+
+FAMILIES = ("registry", "lock", "semaphore", "single_flight")
+CORRECT = [pytest.param(i, id=i.name) for i in IMPLEMENTATIONS if i.family in FAMILIES and not i.known_bad]
+KNOWN_BAD = [pytest.param(i, id=i.name) for i in IMPLEMENTATIONS if i.family in FAMILIES and i.known_bad]
+
+
+def gate_settings(**overrides: object) -> settings:
+    """The loaded profile (ci by default), with what state machines need."""
+    return settings(
+        settings.default,
+        stateful_step_count=20,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large],
+        **overrides,
+    )
+
+
+@pytest.mark.parametrize("impl", CORRECT)
+def test_correct_implementation_keeps_its_properties(impl, contend_target):
+    machine = family_machine(impl)
+    examples = settings.default.max_examples * 4  # ci: 200 interleaved runs per implementation
+    run_state_machine_as_test(lambda: machine(contend_target), settings=gate_settings(max_examples=examples))
+
+
+@pytest.mark.parametrize("impl", KNOWN_BAD)
+def test_known_bad_implementation_is_caught(impl, contend_target):
+    machine = family_machine(impl)
+    with pytest.raises(PropertyViolated) as info:
+        run_state_machine_as_test(
+            lambda: machine(contend_target),
+            settings=gate_settings(
+                max_examples=2000, phases=[Phase.explicit, Phase.generate], report_multiple_bugs=False
+            ),
+        )
+    broken = str(info.value).split(":", 1)[0]
+    assert broken in impl.violates, (
+        f"{impl.name} was caught breaking {broken!r}, which the catalog does not list"
+    )
