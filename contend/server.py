@@ -175,8 +175,10 @@ class EmbeddedRedis:
         return args + self.extra_args
 
     def _spawn(self) -> None:
+        # The death signal follows the OS thread that forks: only ask for it from the
+        # main thread (native ids, so greenlets on the main thread count too).
         use_pdeathsig = sys.platform.startswith("linux") and (
-            threading.current_thread() is threading.main_thread()
+            threading.get_native_id() == threading.main_thread().native_id
         )
         self.process = subprocess.Popen(
             self._args(),

@@ -26,9 +26,7 @@ import json
 import logging
 import os
 import socket
-import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +37,7 @@ import locust.stats
 import redis
 from locust import User, constant, events, task
 from locust.env import Environment
-from locust.runners import MasterRunner, WorkerRunner
+from locust.runners import STATE_INIT, STATE_STOPPED, MasterRunner, WorkerRunner
 
 from contend.binary import find_redis_server
 from contend.errors import ContendError
@@ -47,7 +45,7 @@ from contend.keyspace import Namespace, new_run_id
 from contend.load import workloads as wl
 from contend.load.instrument import counting_client, round_trips
 from contend.load.metrics import Step, Tally, bucket_ms
-from contend.server import EmbeddedRedis, _die_with_parent
+from contend.server import EmbeddedRedis
 from contend.target import connect_url, mask_url
 
 log = logging.getLogger("contend")
@@ -220,23 +218,6 @@ def _ensure_empty(url: str, namespace: str) -> None:
 
 
 # The embedded server -----------------------------------------------------------------------
-class GeventEmbeddedRedis(EmbeddedRedis):
-    """EmbeddedRedis started from a greenlet: every greenlet runs on the main OS thread, so the
-    child may still ask the kernel to kill it when this process dies (PR_SET_PDEATHSIG)."""
-
-    def _spawn(self) -> None:
-        on_main_thread = threading.get_native_id() == threading.main_thread().native_id
-        self.process = subprocess.Popen(
-            self._args(),
-            cwd=self.dir,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform.startswith("linux") and on_main_thread else None,
-        )
-
-
 # The coordinator: the master, or the only process ---------------------------------------------
 @dataclass
 class Coordinator:
@@ -245,7 +226,6 @@ class Coordinator:
     embedded: EmbeddedRedis | None = None
     namespace: str = ""
     settings: Settings | None = None
-    started_at: float = 0.0
     checker: Any = None
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     broken: bool = False
@@ -258,12 +238,12 @@ class Coordinator:
         url = settings.url
         if not url:
             if self.embedded is None:
-                self.embedded = GeventEmbeddedRedis(find_redis_server()).start()
+                self.embedded = EmbeddedRedis(find_redis_server()).start()
                 log.info("contend: started %s", self.embedded.describe())
             url = self.embedded.url
         if not self.namespace:
             self.namespace = settings.namespace or f"contend:{new_run_id()}"
-        settings = dataclasses.replace(resolve(environment), url=url, namespace=self.namespace)
+        settings = dataclasses.replace(settings, url=url, namespace=self.namespace)
         client = redis.Redis.from_url(url, socket_connect_timeout=5)
         try:
             Namespace(client, self.namespace).ensure_empty()
@@ -273,7 +253,6 @@ class Coordinator:
             client.close()
         self.settings = settings
         self.results = {}
-        self.started_at = time.time()
         runner = environment.runner
         self.workers = runner.worker_count if isinstance(runner, MasterRunner) else 0
         # Custom options travel to the workers with every spawn message.
@@ -327,6 +306,10 @@ class Coordinator:
             client.close()
 
     def quit(self, environment: Environment) -> None:
+        runner = environment.runner
+        if runner is not None and runner.state not in (STATE_INIT, STATE_STOPPED):
+            # Ctrl-C during a run: Locust fires `quitting` before it stops the test.
+            runner.stop()
         try:
             if self.checker is not None:
                 self.checker.join(timeout=TALLY_TIMEOUT + 30)
@@ -343,9 +326,22 @@ class Coordinator:
                     _brief(result),
                 )
         finally:
+            if self.settings is not None and self.embedded is None:
+                _cleanup(self.settings)  # normally done by the check already; never harms
             if self.embedded is not None:
                 self.embedded.stop()
                 self.embedded = None
+
+
+def _cleanup(settings: Settings) -> None:
+    """Delete the run namespace, if the server still answers."""
+    client = redis.Redis.from_url(settings.url, socket_connect_timeout=2)
+    try:
+        Namespace(client, settings.namespace).cleanup()
+    except redis.RedisError as exc:
+        log.warning("contend: could not delete %s: %s", settings.namespace, exc)
+    finally:
+        client.close()
 
 
 def _gather(client: redis.Redis, settings: Settings) -> tuple[dict[str, Tally], list[str], float | None]:

@@ -110,7 +110,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 subjects = [user_subject(args.impl, args.kind, target)]
             else:
                 subjects = catalog_subjects(args.family or list(BATTERIES), args.only or ())
-            total = sum(len(BATTERIES[s.family]) for s in subjects)
+            total = sum(len(s.checks()) for s in subjects)
             started = time.perf_counter()
             with Progress(
                 TextColumn("{task.description}"),
