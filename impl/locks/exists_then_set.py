@@ -13,12 +13,11 @@ from typing import Any
 
 import redis
 
-from impl.locks.errors import LockError, LockNotOwnedError
-from impl.locks.polling import poll_acquire
+from impl.locks.polling import PollingLock
 from impl.locks.validation import check_key, check_ttl_ms
 
 
-class ExistsThenSetLock:
+class ExistsThenSetLock(PollingLock):
     """`if redis.exists?(key) ... else redis.set(key, "true") ... redis.del(key)`."""
 
     def __init__(self, client: redis.Redis, key: str) -> None:
@@ -34,17 +33,8 @@ class ExistsThenSetLock:
         self.held = True
         return True
 
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        """Take the lock; with `blocking`, retry until `timeout` seconds (None: no limit)."""
-        if self.held:
-            raise LockError(f"lock {self.key!r}: acquire() while this object already holds it")
-        return poll_acquire(self.try_acquire, blocking=blocking, timeout=timeout)
-
-    def release(self) -> None:
-        """DEL the key; LockNotOwnedError if this object never took it."""
-        if not self.held:
-            raise LockNotOwnedError(f"lock {self.key!r}: release() without a successful acquire()")
-        self.held = False
+    def _drop(self) -> None:
+        """DEL the key."""
         self.client.delete(self.key)
 
 

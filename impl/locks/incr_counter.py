@@ -20,12 +20,11 @@ from typing import Any
 
 import redis
 
-from impl.locks.errors import LockError, LockNotOwnedError
-from impl.locks.polling import poll_acquire
+from impl.locks.polling import PollingLock
 from impl.locks.validation import check_key, check_ttl_ms, check_ttl_seconds, seconds_to_ms
 
 
-class CounterLock:
+class CounterLock(PollingLock):
     """The post's `count_next`: the caller whose INCR returns 1 holds the lock."""
 
     def __init__(self, client: redis.Redis, key: str, expires_in: float = 2) -> None:
@@ -47,17 +46,8 @@ class CounterLock:
         self.held = self.count_next() == 1
         return self.held
 
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        """Take the lock; with `blocking`, retry until `timeout` seconds (None: no limit)."""
-        if self.held:
-            raise LockError(f"lock {self.key!r}: acquire() while this object already holds it")
-        return poll_acquire(self.try_acquire, blocking=blocking, timeout=timeout)
-
-    def release(self) -> None:
-        """DEL the counter (whoever holds it by now); LockNotOwnedError if this object never won."""
-        if not self.held:
-            raise LockNotOwnedError(f"lock {self.key!r}: release() without a successful acquire()")
-        self.held = False
+    def _drop(self) -> None:
+        """DEL the counter (whoever holds it by now)."""
         self.client.delete(self.key)
 
 

@@ -23,8 +23,7 @@ from typing import Any
 
 import redis
 
-from impl.locks.errors import LockError, LockNotOwnedError
-from impl.locks.polling import poll_acquire
+from impl.locks.polling import PollingLock
 from impl.locks.validation import check_key, check_ttl_ms, check_ttl_seconds, seconds_to_ms
 
 
@@ -54,7 +53,7 @@ def _setnx_then_expire(conn: redis.Redis, lockname: str, ttl_ms: int) -> bool:
     return False
 
 
-class TimeoutLock:
+class TimeoutLock(PollingLock):
     """The lock protocol over `lock_with_timeout` and `rel_lock`, on `key` itself (no "lock:" prefix)."""
 
     def __init__(self, client: redis.Redis, key: str, ttl_ms: int) -> None:
@@ -68,17 +67,8 @@ class TimeoutLock:
         self.held = _setnx_then_expire(self.client, self.key, self.ttl_ms)
         return self.held
 
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        """Take the lock; with `blocking`, retry until `timeout` seconds (None: no limit)."""
-        if self.held:
-            raise LockError(f"lock {self.key!r}: acquire() while this object already holds it")
-        return poll_acquire(self.try_acquire, blocking=blocking, timeout=timeout)
-
-    def release(self) -> None:
-        """rel_lock: DEL the key (whoever holds it by now); LockNotOwnedError if never taken."""
-        if not self.held:
-            raise LockNotOwnedError(f"lock {self.key!r}: release() without a successful acquire()")
-        self.held = False
+    def _drop(self) -> None:
+        """rel_lock: DEL the key (whoever holds it by now)."""
         rel_lock(self.client, self.key, prefix="")
 
 

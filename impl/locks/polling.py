@@ -10,6 +10,7 @@ import random
 import time
 from collections.abc import Callable
 
+from impl.locks.errors import LockError, LockNotOwnedError
 from impl.locks.validation import check_timeout
 
 
@@ -38,3 +39,34 @@ def poll_acquire(
             wait = min(wait, deadline - now)
         time.sleep(wait)
         pause = min(pause * 2, max_retry_interval)
+
+
+class PollingLock:
+    """The lock protocol for a lock made of one attempt and one drop.
+
+    Subclasses set `key`, write `try_acquire()` (one attempt that sets and
+    returns `held`) and `_drop()` (what release sends); blocking acquire polls
+    the attempt, and releasing a lock this object does not hold raises.
+    """
+
+    key: str
+    held: bool = False
+
+    def try_acquire(self) -> bool:
+        raise NotImplementedError
+
+    def _drop(self) -> None:
+        raise NotImplementedError
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        """Take the lock; with `blocking`, retry until `timeout` seconds (None: no limit)."""
+        if self.held:
+            raise LockError(f"lock {self.key!r}: acquire() while this object already holds it")
+        return poll_acquire(self.try_acquire, blocking=blocking, timeout=timeout)
+
+    def release(self) -> None:
+        """Drop the lock (see `_drop`); LockNotOwnedError if this object never took it."""
+        if not self.held:
+            raise LockNotOwnedError(f"lock {self.key!r}: release() without a successful acquire()")
+        self.held = False
+        self._drop()

@@ -16,12 +16,11 @@ from typing import Any
 
 import redis
 
-from impl.locks.errors import LockError, LockNotOwnedError
-from impl.locks.polling import poll_acquire
+from impl.locks.polling import PollingLock
 from impl.locks.validation import check_key, check_ttl_ms, check_ttl_seconds, seconds_to_ms
 
 
-class SetNxExLock:
+class SetNxExLock(PollingLock):
     """The post's `if redis.set(key, "true", nx: true, ex: expires_in) ... redis.del(key)`."""
 
     def __init__(self, client: redis.Redis, key: str, expires_in: float = 2) -> None:
@@ -35,17 +34,8 @@ class SetNxExLock:
         self.held = bool(self.client.set(self.key, "true", nx=True, px=self.ttl_ms))
         return self.held
 
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        """Take the lock; with `blocking`, retry until `timeout` seconds (None: no limit)."""
-        if self.held:
-            raise LockError(f"lock {self.key!r}: acquire() while this object already holds it")
-        return poll_acquire(self.try_acquire, blocking=blocking, timeout=timeout)
-
-    def release(self) -> None:
-        """DEL the key (whoever holds it by now); LockNotOwnedError if this object never took it."""
-        if not self.held:
-            raise LockNotOwnedError(f"lock {self.key!r}: release() without a successful acquire()")
-        self.held = False
+    def _drop(self) -> None:
+        """DEL the key (whoever holds it by now)."""
         self.client.delete(self.key)
 
 

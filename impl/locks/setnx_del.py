@@ -23,12 +23,11 @@ from typing import Any
 import redis
 
 from impl.locks import clock as clock_module
-from impl.locks.errors import LockError, LockNotOwnedError
-from impl.locks.polling import poll_acquire
+from impl.locks.polling import PollingLock
 from impl.locks.validation import check_key, check_ttl_ms
 
 
-class SetnxDelLock:
+class SetnxDelLock(PollingLock):
     """SETNX <expiry>; an expired holder is removed by DEL before a second SETNX."""
 
     def __init__(
@@ -59,17 +58,8 @@ class SetnxDelLock:
         self.held = bool(self.client.setnx(self.key, repr(self.clock() + self.ttl_ms / 1000)))
         return self.held
 
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        """Take the lock; with `blocking`, retry until `timeout` seconds (None: no limit)."""
-        if self.held:
-            raise LockError(f"lock {self.key!r}: acquire() while this object already holds it")
-        return poll_acquire(self.try_acquire, blocking=blocking, timeout=timeout)
-
-    def release(self) -> None:
-        """DEL the key (whoever holds it by now); LockNotOwnedError if this object never took it."""
-        if not self.held:
-            raise LockNotOwnedError(f"lock {self.key!r}: release() without a successful acquire()")
-        self.held = False
+    def _drop(self) -> None:
+        """DEL the key (whoever holds it by now)."""
         self.client.delete(self.key)
 
 
