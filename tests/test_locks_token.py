@@ -9,8 +9,8 @@ import redis
 
 from impl.locks.errors import LockError, LockNotOwnedError, LockTimeoutError, StaleFencingTokenError
 from impl.locks.fenced import FencedLock, FencedResource
-from impl.locks.roundtrip import LuaScript, call
 from impl.locks.token import TokenLock
+from impl.roundtrip import LuaScript, call
 
 
 @pytest.fixture

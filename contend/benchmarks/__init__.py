@@ -8,11 +8,20 @@ against the same server, measured moments before.
 from __future__ import annotations
 
 import contextlib
+import functools
 import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import redis
+
+if TYPE_CHECKING:
+    from contend.target import Target
+
+SLICES = 6  # alternating slices per interleaved measurement
 
 
 @dataclass(frozen=True)
@@ -88,3 +97,35 @@ def median_seconds(run: Callable[[], object], repeat: int = 5, budget: float = 2
         run()
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def interleaved(
+    base: Callable[[int], object], op: Callable[[int], object], seconds: float
+) -> tuple[Rate, Rate, float]:
+    """Alternate slices of `base` and `op` for `seconds` in all: both rates and the median slice ratio."""
+    pairs = []
+    for _ in range(SLICES):
+        b = measure_rate(base, seconds / (2 * SLICES), warmup=10)
+        o = measure_rate(op, seconds / (2 * SLICES), warmup=10)
+        pairs.append((b, o))
+    ratio = statistics.median(o.per_second / b.per_second for b, o in pairs)
+    total = lambda rates: Rate(sum(r.ops for r in rates), sum(r.seconds for r in rates))  # noqa: E731
+    return total([b for b, _ in pairs]), total([o for _, o in pairs]), ratio
+
+
+def raw_rates(
+    target: Target, clients: int, seconds: float, command: tuple[Any, ...] = ("PING",)
+) -> tuple[Rate, Rate]:
+    """The baseline: `command` in a loop on one client, then on `clients` clients at once."""
+    conns = [target.client() for _ in range(clients)]
+    try:
+        one = measure_rate(lambda i: conns[0].execute_command(*command), seconds)
+        many = measure_concurrent([functools.partial(_send, c, command) for c in conns], seconds)
+    finally:
+        for c in conns:
+            c.close()
+    return one, many
+
+
+def _send(client: redis.Redis, command: tuple[Any, ...], i: int) -> None:
+    client.execute_command(*command)

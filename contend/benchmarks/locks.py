@@ -11,22 +11,19 @@ one uncontended cycle costs, counted on the wire.
 from __future__ import annotations
 
 import functools
-import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import redis
 
-from contend.benchmarks import Rate, measure_concurrent, measure_rate
-from contend.benchmarks.registry import raw_ping_rate
+from contend.benchmarks import Rate, interleaved, measure_concurrent, raw_rates
 from contend.checks.locks import tap
 from contend.keyspace import Namespace
 from contend.target import Target
 from impl.catalog import Implementation, family
 
 TTL_MS = 10_000
-SLICES = 6
 
 
 @dataclass(frozen=True)
@@ -63,26 +60,12 @@ def bench_locks(
     on_step: Callable[[str], None] = lambda s: None,
 ) -> LockBench:
     on_step("raw round trips")
-    raw_one, raw_many = raw_ping_rate(target, clients, seconds)
+    raw_one, raw_many = raw_rates(target, clients, seconds)
     rows = []
     for impl in implementations or lock_implementations():
         on_step(impl.name)
         rows.append(_bench_one(target, run_ns, impl, seconds, clients))
     return LockBench(raw_one, raw_many, clients, rows)
-
-
-def interleaved(
-    base: Callable[[int], object], op: Callable[[int], object], seconds: float
-) -> tuple[Rate, Rate, float]:
-    """Alternate slices of `base` and `op` for `seconds` in all: both rates and the median slice ratio."""
-    pairs = []
-    for _ in range(SLICES):
-        b = measure_rate(base, seconds / (2 * SLICES), warmup=10)
-        o = measure_rate(op, seconds / (2 * SLICES), warmup=10)
-        pairs.append((b, o))
-    ratio = statistics.median(o.per_second / b.per_second for b, o in pairs)
-    total = lambda rates: Rate(sum(r.ops for r in rates), sum(r.seconds for r in rates))  # noqa: E731
-    return total([b for b, _ in pairs]), total([o for _, o in pairs]), ratio
 
 
 def _bench_one(

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import functools
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import redis
 
-from contend.benchmarks import Rate, measure_concurrent, measure_rate, median_seconds
+from contend.benchmarks import Rate, interleaved, measure_concurrent, median_seconds, raw_rates
 from contend.keyspace import Namespace
 from contend.target import Target
 from impl.catalog import SEED_LAYOUT_DBS, Implementation, family
@@ -20,6 +21,7 @@ class RegistryFigures:
     name: str
     known_bad: bool
     one_client: Rate
+    one_ratio: float  # median over alternating slices of register() / INCR, one client each
     many_clients: Rate
     batch_seconds: float
 
@@ -33,18 +35,6 @@ class RegistryBench:
     rows: list[RegistryFigures]
 
 
-def raw_ping_rate(target: Target, clients: int, seconds: float) -> tuple[Rate, Rate]:
-    """PING loops: one client, then `clients` clients at once (each its own connection)."""
-    conns = [target.client() for _ in range(clients)]
-    try:
-        one = measure_rate(lambda i: conns[0].ping(), seconds)
-        many = measure_concurrent([functools.partial(_ping, c) for c in conns], seconds)
-    finally:
-        for c in conns:
-            c.close()
-    return one, many
-
-
 def bench_registry(
     target: Target,
     run_ns: Namespace,
@@ -56,7 +46,7 @@ def bench_registry(
     on_step: Callable[[str], None] = lambda s: None,
 ) -> RegistryBench:
     on_step("raw round trips")
-    raw_one, raw_many = raw_ping_rate(target, clients, seconds)
+    raw_one, raw_many = raw_rates(target, clients, seconds, ("INCR", run_ns.key("bench", "raw")))
     rows = []
     for impl in implementations or family("registry"):
         on_step(impl.name)
@@ -68,6 +58,8 @@ def _bench_one(
     target: Target, run_ns: Namespace, impl: Implementation, seconds: float, clients: int, batch: int
 ) -> RegistryFigures:
     conns: list[redis.Redis] = [target.client() for _ in range(clients)]
+    pinger = target.client()
+    raw_key = run_ns.key("bench", "raw")
     dbs = SEED_LAYOUT_DBS if impl.name.startswith("seed_layout") else ()
 
     def space(tag: str) -> Namespace:
@@ -76,7 +68,10 @@ def _bench_one(
     try:
         ns = space("one")
         reg = impl.factory(conns[0], ns.prefix)
-        one = measure_rate(lambda i: reg.register(f"n{i}"), seconds)
+        fresh = itertools.count()  # every call a new name: slices restart their own counts
+        _, one, one_ratio = interleaved(
+            lambda i: pinger.incr(raw_key), lambda i: reg.register(f"n{next(fresh)}"), seconds
+        )
         ns.cleanup()
 
         ns = space("many")
@@ -96,14 +91,10 @@ def _bench_one(
         batch_seconds = median_seconds(one_batch)
         for s in spaces:
             s.cleanup()
-        return RegistryFigures(impl.name, impl.known_bad, one, many, batch_seconds)
+        return RegistryFigures(impl.name, impl.known_bad, one, one_ratio, many, batch_seconds)
     finally:
-        for c in conns:
+        for c in [*conns, pinger]:
             c.close()
-
-
-def _ping(client: redis.Redis, i: int) -> None:
-    client.ping()
 
 
 def _register_as(reg: Any, client_no: int, i: int) -> None:

@@ -24,9 +24,9 @@ from typing import Any
 import redis
 
 from impl.locks.errors import StaleFencingTokenError
-from impl.locks.roundtrip import LuaScript
 from impl.locks.token import TokenLock
 from impl.locks.validation import check_key
+from impl.roundtrip import LuaScript
 
 
 class FencedLock(TokenLock):

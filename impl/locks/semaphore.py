@@ -29,8 +29,8 @@ import redis
 
 from impl.locks.errors import LockError, LockNotOwnedError
 from impl.locks.polling import poll_acquire
-from impl.locks.roundtrip import LuaScript
 from impl.locks.validation import check_count, check_key, check_timeout, check_ttl_ms
+from impl.roundtrip import LuaScript
 
 _NOW = """
 local t = redis.call('TIME')

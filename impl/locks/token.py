@@ -23,8 +23,8 @@ import redis
 
 from impl.locks.errors import LockError, LockNotOwnedError, LockTimeoutError
 from impl.locks.polling import poll_acquire
-from impl.locks.roundtrip import LuaScript, call
 from impl.locks.validation import check_key, check_ttl_ms
+from impl.roundtrip import LuaScript, call
 
 
 class TokenLock:

@@ -1,4 +1,4 @@
-"""One lock command, one round trip, on a connection from the client's pool: no automatic retry.
+"""One command, one round trip, on a connection from the client's pool: no automatic retry.
 
 redis-py's command layer resends a command after a connection error or
 timeout. For a lock command the resend answers the wrong question: `SET NX`
@@ -7,8 +7,8 @@ someone else; a compare-and-delete resent after a lost reply finds the key
 gone and reports the lease lost. Here such an error reaches the caller, who
 then knows the outcome is unknown (Jepsen's `info`). Going straight to a
 pooled connection also skips about half of redis-py 8's per-command overhead
-(retry wrapper, observability hooks), which matters for a lock taken on every
-request.
+(retry wrapper, observability hooks), which matters for a lock taken, or a
+name registered, on every request.
 
 Clients this does not understand (cluster clients, single-connection clients,
 client-side caching) fall back to `execute_command`, retries and all.
