@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 from collections.abc import Sequence
 from types import FrameType
+from typing import Any, TextIO
 
 from rich.console import Console
 
@@ -17,8 +19,18 @@ from contend.errors import ContendError
 #: Subcommands, each a module of contend.commands with add_parser(sub, common) and run(args, out, err).
 COMMANDS = ("check", "bench", "server", "history", "stress", "load", "report")
 
-stdout = Console(highlight=False)
-stderr = Console(stderr=True, highlight=False)
+#: Width for logs and pipes (CI): wide enough that result tables are not cut to "caug…".
+#: A terminal, or $COLUMNS, keeps its own width.
+LOG_WIDTH = 160
+
+
+def _console(stream: TextIO, **kwargs: Any) -> Console:
+    wide = not stream.isatty() and "COLUMNS" not in os.environ
+    return Console(highlight=False, width=LOG_WIDTH if wide else None, **kwargs)
+
+
+stdout = _console(sys.stdout)
+stderr = _console(sys.stderr, stderr=True)
 
 
 def _target_options() -> argparse.ArgumentParser:

@@ -103,3 +103,17 @@ def expect(what: str) -> Iterator[None]:
         raise
     except Exception as exc:
         raise CheckFailed(f"{what}: raised {type(exc).__name__}: {exc}") from exc
+
+
+def expect_rejected(ctx: CheckContext, what: str, call: Callable[..., object], *args: Any) -> None:
+    """`call(*args)` must raise ValueError and leave the namespace empty; else CheckFailed naming `what`."""
+    try:
+        call(*args)
+    except ValueError:
+        pass
+    except Exception as exc:
+        raise CheckFailed(f"{what}: raised {type(exc).__name__}, not ValueError: {exc}") from exc
+    else:
+        raise CheckFailed(f"{what} was accepted; expected ValueError")
+    if (written := ctx.namespace.count()) != 0:
+        raise CheckFailed(f"{what} raised ValueError but wrote {written} key(s)")

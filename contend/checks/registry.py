@@ -8,7 +8,7 @@ import random
 from typing import Any
 
 from contend.burst import burst, errors_summary
-from contend.checks import Check, CheckContext, CheckFailed, expect
+from contend.checks import Check, CheckContext, CheckFailed, expect, expect_rejected
 from models.registry import RegistryModel
 
 
@@ -156,16 +156,7 @@ def bad_input_check(ctx: CheckContext) -> str:
         ("one bad name among good ones", "register_many", ["fine", "", "also-fine"]),
     ]
     for what, method, bad in calls:
-        try:
-            getattr(reg, method)(bad)
-        except ValueError:
-            pass
-        except Exception as exc:
-            raise CheckFailed(f"{method}({what}) raised {type(exc).__name__}, not ValueError: {exc}") from exc
-        else:
-            raise CheckFailed(f"{method}({what}) was accepted; expected ValueError")
-        if (written := ctx.namespace.count()) != 0:
-            raise CheckFailed(f"{method}({what}) raised ValueError but wrote {written} key(s)")
+        expect_rejected(ctx, f"{method}({what})", getattr(reg, method), bad)
     return f"{len(calls)} bad inputs: ValueError each, nothing written"
 
 
