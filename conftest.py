@@ -16,6 +16,7 @@ settings.register_profile(
     deadline=None,
     max_examples=2000,
     phases=list(Phase),
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
 # `--hypothesis-profile NAME` (Hypothesis's own option) overrides this.

@@ -100,12 +100,18 @@ def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list
     ]
 
 
-def user_subject(spec: str, kind: str, target: Target) -> Subject:
-    """A row for `package.module:factory`, after checking it follows the protocol."""
+def user_factory(spec: str, kind: str) -> Callable[..., Any]:
+    """Import `package.module:factory` and check its signature, before any server is touched."""
     if kind not in BATTERIES:
         raise ProtocolError(f"--kind {kind!r} has no battery yet; choose one of {', '.join(BATTERIES)}")
     factory = load_factory(spec)
     check_factory_signature(factory, kind, spec)
+    return factory
+
+
+def user_subject(spec: str, kind: str, target: Target) -> Subject:
+    """A row for `package.module:factory`, after checking it follows the protocol."""
+    factory = user_factory(spec, kind)
     client = target.client()
     ns = target.namespace(client=client)
     try:

@@ -78,7 +78,7 @@ def connect_url(url: str) -> Target:
     except redis.AuthenticationError as exc:
         raise TargetError(f"Redis at {masked} refused the credentials: {exc}") from None
     except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        reason = str(exc).splitlines()[0].rstrip(".") if str(exc) else type(exc).__name__
         raise TargetError(
             f"cannot reach Redis at {masked}: {reason}; check host, port and password, "
             "or drop --redis-url to use the embedded server"

@@ -16,6 +16,7 @@ from contend.battery import (
     evidence_lines,
     results_table,
     run_battery,
+    user_factory,
     user_subject,
     write_json,
 )
@@ -101,6 +102,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             catalog.by_name(name)
         except KeyError as exc:
             raise ContendError(exc.args[0]) from None
+    if args.impl:
+        user_factory(args.impl, args.kind)  # a bad --impl fails before a server starts
     with open_target(args.redis_url, args.redis_server) as target:
         out.print(f"contend check on {target.description}")
         client = target.client()
