@@ -33,6 +33,15 @@ stdout = _console(sys.stdout)
 stderr = _console(sys.stderr, stderr=True)
 
 
+def _namespace_prefix(text: str) -> str:
+    """argparse type: a key prefix that is not empty or blank (cleanup deletes `<prefix>:*`)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "must be a non-empty key prefix such as contend:mine (or leave it out for a fresh one)"
+        )
+    return text
+
+
 def _target_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("server")
@@ -52,6 +61,7 @@ def _target_options() -> argparse.ArgumentParser:
     group.add_argument(
         "--namespace",
         metavar="PREFIX",
+        type=_namespace_prefix,
         help="key prefix for this run (default: contend:<random id>); refused if it already holds keys",
     )
     return common

@@ -42,6 +42,15 @@ def test_bad_numbers_are_refused(capsys):
     assert "must be > 0" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", ["check", "stress", "load"])
+@pytest.mark.parametrize("prefix", ["", "  "])
+def test_blank_namespace_is_refused(command, prefix, capsys):
+    with pytest.raises(SystemExit) as info:
+        main([command, "--namespace", prefix])
+    assert info.value.code == 2
+    assert "--namespace: must be a non-empty key prefix" in capsys.readouterr().err
+
+
 def test_unknown_implementation_name(capsys):
     assert main(["check", "--only", "nosuch"]) == 2
     assert "no implementation called 'nosuch'" in capsys.readouterr().err
