@@ -9,7 +9,11 @@ could not linearize. A cache of (linearized set, model state) pairs, the set a
 Python int used as a bitset, prunes every configuration seen before.
 
 Info operations (outcome unknown) have no return: they may be linearized at any
-point after their call, or never. Each partition has a time budget; when it is
+point after their call, or never. Failed operations are dropped, as Knossos
+does: `fail` means the operation did not take effect, and it constrains
+nothing. (Porcupine's etcd model reads a failed cas as "the value was not the
+expected one"; to keep that evidence, record such a cas as `ok` with a false
+result, which the cas-register model checks.) Each partition has a time budget; when it is
 spent the partition's verdict is "unknown", never a hang.
 """
 

@@ -242,11 +242,16 @@ def parse_edn(text: str, source: str = "<edn>") -> list[Record]:
     return _finish(records, source)
 
 
-_LOG_LINE = re.compile(r"jepsen\.util\s*[-:]\s+(\S+)\t(.*)$")
+_LOG_LINE = re.compile(r"jepsen\.util\s*[-:]\s+(\S+)[\t ]+(.*)$")
 
 
 def parse_log(text: str, source: str = "<log>") -> list[Record]:
-    """jepsen.util log lines: `INFO  jepsen.util - 3\\t:invoke\\t:cas\\t[3 0]`; other lines are skipped."""
+    """jepsen.util log lines: `INFO  jepsen.util - 3\\t:invoke\\t:cas\\t[3 0]`; other lines are skipped.
+
+    Columns are tab-separated as jepsen.util writes them; logs whose tabs were
+    turned into spaces (aligned with spaces) are read too, the value then being
+    the first EDN value after the operation name.
+    """
     records: list[Record] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         m = _LOG_LINE.search(line.rstrip("\r\n"))
@@ -254,7 +259,7 @@ def parse_log(text: str, source: str = "<log>") -> list[Record]:
             continue
         where = f"{source}:{lineno}"
         proc_text, rest = m.group(1), m.group(2)
-        parts = rest.split("\t")
+        parts = rest.split("\t") if "\t" in rest else _space_columns(rest, where)
         if len(parts) < 2:
             raise HistoryError(
                 f"{where}: expected `process<TAB>:type<TAB>:f<TAB>value`, got {line.strip()[:80]!r}"
@@ -285,6 +290,19 @@ def parse_log(text: str, source: str = "<log>") -> list[Record]:
             f"{source}: expected jepsen.util log lines such as `INFO  jepsen.util - 3\\t:invoke\\t:read\\tnil`, found none"
         )
     return _finish(records, source)
+
+
+def _space_columns(rest: str, where: str) -> list[str]:
+    """`:type :f value error...` aligned with spaces, split into the columns tabs would give."""
+    head = rest.split(None, 2)
+    if len(head) < 3:
+        return head
+    try:
+        cut = _EdnReader(head[2], where).first_value_end()
+    except HistoryError as exc:
+        reason = str(exc).removeprefix(f"{where}: ")
+        raise HistoryError(f"{where}: expected an EDN value, got {head[2].strip()!r} ({reason})") from None
+    return [head[0], head[1], head[2][:cut], head[2][cut:]]
 
 
 def _finish(records: list[Record], source: str) -> list[Record]:
@@ -334,6 +352,7 @@ class _EdnReader:
     def __init__(self, text: str, source: str) -> None:
         self.text = text
         self.source = source
+        self.ends: list[int] = []  # where each token ends in `text`
         self.tokens = self._tokenize()
         self.pos = 0
         self.last_was_vector = False
@@ -350,6 +369,7 @@ class _EdnReader:
             tok = m.group()
             if kind != "ws":
                 out.append((kind, tok, line))
+                self.ends.append(m.end())
             line += tok.count("\n")
             pos = m.end()
         return out
@@ -362,6 +382,11 @@ class _EdnReader:
             line = self.tokens[self.pos][2]
             self.last_was_vector = self.tokens[self.pos][1] == "["
             yield line, self._value()
+
+    def first_value_end(self) -> int:
+        """Read the first value; where in the text it ends."""
+        self._value()
+        return self.ends[self.pos - 1]
 
     def single(self) -> Any:
         if not self.tokens:

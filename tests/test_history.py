@@ -96,6 +96,27 @@ def test_log_lines_with_nemesis_and_info():
     assert [r.line for r in records] == [2, 3, 4, 5, 6]
 
 
+def test_log_lines_aligned_with_spaces():
+    """Some shipped logs (Porcupine's etcd_100..102) had their tabs turned into spaces."""
+    text = (
+        "INFO  jepsen.util - 4   :invoke :cas    [1 2]\n"
+        "INFO  jepsen.util - 4   :fail   :cas    [1 2]   :no-match\n"
+        "INFO  jepsen.util - 2   :invoke :read   nil\n"
+        "INFO  jepsen.util - 2   :info   :read   :timed-out\n"
+        'INFO  jepsen.util - 1   :invoke :write  {:k "a b"}  \n'
+    )
+    records = parse_log(text)
+    assert [(r.process, r.type, r.f, r.value, r.error) for r in records] == [
+        (4, "invoke", "cas", [1, 2], None),
+        (4, "fail", "cas", [1, 2], "no-match"),
+        (2, "invoke", "read", None, None),
+        (2, "info", "read", "timed-out", None),
+        (1, "invoke", "write", {"k": "a b"}, None),
+    ]
+    with pytest.raises(HistoryError, match=r"s.log:1: expected an EDN value"):
+        parse_log("INFO  jepsen.util - 4   :invoke :cas    [1 2\n", "s.log")
+
+
 def test_log_errors_name_the_line():
     with pytest.raises(
         HistoryError, match=r"malformed.log:3: expected a type \(:invoke, :ok, :fail or :info\)"
