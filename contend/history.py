@@ -243,6 +243,7 @@ def parse_edn(text: str, source: str = "<edn>") -> list[Record]:
 
 
 _LOG_LINE = re.compile(r"jepsen\.util\s*[-:]\s+(\S+)[\t ]+(.*)$")
+_SPACED_OP = re.compile(r":(invoke|ok|fail|info)\s")
 
 
 def parse_log(text: str, source: str = "<log>") -> list[Record]:
@@ -259,7 +260,12 @@ def parse_log(text: str, source: str = "<log>") -> list[Record]:
             continue
         where = f"{source}:{lineno}"
         proc_text, rest = m.group(1), m.group(2)
-        parts = rest.split("\t") if "\t" in rest else _space_columns(rest, where)
+        if "\t" in rest:
+            parts = rest.split("\t")
+        elif _SPACED_OP.match(rest):
+            parts = _space_columns(rest, where)
+        else:
+            continue  # jepsen.util's other messages ("Relative time begins now"), not an operation
         if len(parts) < 2:
             raise HistoryError(
                 f"{where}: expected `process<TAB>:type<TAB>:f<TAB>value`, got {line.strip()[:80]!r}"

@@ -99,6 +99,7 @@ def test_log_lines_with_nemesis_and_info():
 def test_log_lines_aligned_with_spaces():
     """Some shipped logs (Porcupine's etcd_100..102) had their tabs turned into spaces."""
     text = (
+        "INFO  jepsen.util - Relative time begins now\n"
         "INFO  jepsen.util - 4   :invoke :cas    [1 2]\n"
         "INFO  jepsen.util - 4   :fail   :cas    [1 2]   :no-match\n"
         "INFO  jepsen.util - 2   :invoke :read   nil\n"
