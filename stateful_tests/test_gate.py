@@ -7,13 +7,15 @@ must be caught, and for a property the catalog says it violates.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from contend.machines import family_machine
 from contend.machines.base import PropertyViolated
-from impl.catalog import IMPLEMENTATIONS
+from impl.catalog import FIFO, IMPLEMENTATIONS, by_name
 
 FAMILIES = ("registry", "lock", "semaphore", "single_flight")
 CORRECT = [pytest.param(i, id=i.name) for i in IMPLEMENTATIONS if i.family in FAMILIES and not i.known_bad]
@@ -51,3 +53,16 @@ def test_known_bad_implementation_is_caught(impl, contend_target):
     assert broken in impl.violates, (
         f"{impl.name} was caught breaking {broken!r}, which the catalog does not list"
     )
+
+
+def test_fifo_is_checked_not_assumed(contend_target):
+    """The unfair semaphore, made to claim FIFO, must be caught serving a later asker first."""
+    unfair = by_name("semaphore")
+    machine = family_machine(replace(unfair, claims=frozenset(unfair.claims) | {FIFO}))
+    with pytest.raises(PropertyViolated, match=r"^fifo: "):
+        run_state_machine_as_test(
+            lambda: machine(contend_target),
+            settings=gate_settings(
+                max_examples=2000, phases=[Phase.explicit, Phase.generate], report_multiple_bugs=False
+            ),
+        )

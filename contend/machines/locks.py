@@ -21,6 +21,10 @@ Properties, each checked when the operation that could break it completes:
 * safe-release: a release by a client whose lease expired leaves a successor's
   lease in place (the lock key still exists);
 * fencing (fenced locks): every granted token is larger than all before it;
+* fifo (fair semaphores): a client is granted only if the valid holders, it,
+  and every waiter that asked before it (whose acquire's first effective round
+  trip came first, since the last stall) fit in `limit`: nobody is served
+  past a waiter that asked earlier;
 * crash-liveness (at the end): after a crashed holder's TTL, the lock can be
   taken again.
 """
@@ -34,6 +38,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from contend.machines.base import ScheduledMachine
+from contend.schedule.scheduler import Step
 from contend.target import Target
 from impl.locks.errors import LockError, LockNotOwnedError
 
@@ -62,6 +67,9 @@ class LockMachine(ScheduledMachine):
         self.skew_total = 0.0  # every clock jump so far, added up
         self.stalls: set[int] = set()  # clients that stall past their TTL once they hold the lock
         self.crash_plan: dict[int, tuple[int, int]] = {}  # client -> (trace position, round trips)
+        self.asked: dict[int, int] = {}  # acquiring client -> trace position of its place in line
+        self.last_stall = -1  # trace position of the last stall (places may have expired in it)
+        self._scanned = 0  # trace entries looked at for first round trips
         super().__init__(target)
 
     @property
@@ -97,6 +105,7 @@ class LockMachine(ScheduledMachine):
             self.crash_plan[index] = len(self.scheduler.trace), crash_after
         lock = self.locks[index]
         self.started_at[index] = self.scheduler.vclock
+        self.asked.pop(index, None)
         self.start(index, lambda: lock.acquire(blocking=True, timeout=ACQUIRE_TIMEOUT), "acquire()")
 
     @precondition(lambda self: self.reads_clock and self.survivors() > 1)
@@ -108,6 +117,7 @@ class LockMachine(ScheduledMachine):
 
     def check_step(self) -> None:
         """Carry out planned crashes: a client dies once it has made its round trips."""
+        self.note_first_round_trips()
         for index, (since, round_trips) in list(self.crash_plan.items()):
             name = self.scheduler.clients[index].name
             made = sum(1 for step in self.scheduler.trace[since:] if step.client == name and step.sent)
@@ -118,8 +128,23 @@ class LockMachine(ScheduledMachine):
                     self.in_flight.pop(index, None)
                     self.crashed(index)
 
+    def note_first_round_trips(self, finished: int | None = None) -> None:
+        """Where in the trace each acquire in flight (and `finished`, an acquire that just
+        ended) made its first round trip: its place in line."""
+        trace = self.scheduler.trace
+        names = {c.name: c.index for c in self.scheduler.clients}
+        for position in range(self._scanned, len(trace)):
+            index = names.get(trace[position].client)
+            step = trace[position]
+            if index is None or index in self.asked or not _takes_a_place(step):
+                continue
+            if index == finished or self.in_flight.get(index, "").startswith("acquire"):
+                self.asked[index] = position
+        self._scanned = len(trace)
+
     def stall(self) -> None:
         """A stall longer than the lease: the clock jumps, and TTLs run out on it."""
+        self.last_stall = len(self.scheduler.trace)
         self.scheduler.advance(self.ttl + 0.001, note=f"a stall longer than the {self.ttl:g} s TTL")
 
     def crashed(self, index: int) -> None:
@@ -142,7 +167,10 @@ class LockMachine(ScheduledMachine):
                 self.fail(
                     f"{client.name} {client.operation} raised {type(outcome.error).__name__}: {outcome.error}"
                 )
-            if outcome.value and outcome.error is None:
+            granted = bool(outcome.value) and outcome.error is None
+            if granted and "fifo" in self.claims:
+                self.check_order(index)
+            if granted:
                 self.acquired(index)
                 if index in self.stalls:
                     self.stalls.discard(index)
@@ -150,6 +178,27 @@ class LockMachine(ScheduledMachine):
                 self.start(index, self.locks[index].release, "release()")
         else:
             self.released(index, outcome.error)
+
+    def check_order(self, index: int) -> None:
+        """fifo: client `index`, just granted, may not have passed a waiter that asked first."""
+        self.note_first_round_trips(finished=index)
+        mine = self.asked.get(index)
+        if mine is None:
+            return
+        ahead = sorted(
+            w
+            for w, label in self.in_flight.items()
+            if label.startswith("acquire") and self.last_stall < self.asked.get(w, mine) < mine
+        )
+        holders = self.valid_holders() - {index}
+        if ahead and len(holders) + 1 + len(ahead) > self.limit:
+            names = [c.name for c in self.scheduler.clients]
+            waiting = ", ".join(names[w] for w in ahead)
+            held = ", ".join(names[h] for h in sorted(holders)) or "nobody"
+            self.fail(
+                f"fifo: {names[index]} was granted while {waiting}, which asked before it, "
+                f"still waited for a slot ({held} holding, limit {self.limit})"
+            )
 
     def acquired(self, index: int) -> None:
         name = self.scheduler.clients[index].name
@@ -214,6 +263,13 @@ class LockMachine(ScheduledMachine):
                 f"crash-liveness: a holder crashed; after its {self.ttl:g} s TTL the lock still "
                 f"cannot be taken ({self.key} left behind)"
             )
+
+
+def _takes_a_place(step: Step) -> bool:
+    """A round trip that can put a client in line: not a script load or a NOSCRIPT retry."""
+    if not step.sent or str(step.sent[0][0]).upper() == "SCRIPT":
+        return False
+    return not any(isinstance(reply, BaseException) for reply in step.replies)
 
 
 def machine_for(impl: Any, *, limit: int = 1) -> type[LockMachine]:
