@@ -377,6 +377,10 @@ def search(
     nxt[ilast], prv[itail], nxt[itail] = itail, ilast, itail
     bit = [1 << i for i in range(n)]
 
+    # The loop below is the hot path and calls no helper of its own: the main-list and
+    # info-list branches repeat the visited-set test and the unlinking on purpose
+    # (a function call per step costs more than the step; see --profile in
+    # contend.benchmarks.checker).
     # Configurations seen: (definite ops linearized, state) → the info-op set(s) linearized
     # with them (an int, or a list of ints when there are several). A configuration is
     # pruned when one with the same definite ops and state and a subset of its info

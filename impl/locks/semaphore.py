@@ -106,8 +106,6 @@ class Semaphore:
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
         """Take a slot; with `blocking`, retry until `timeout` seconds (None: no limit)."""
         self._not_held("acquire")
-        if not blocking and timeout is None:
-            return self.try_acquire()
         return poll_acquire(
             self.try_acquire,
             blocking=blocking,

@@ -78,8 +78,6 @@ class TokenLock:
                 f"lock {self.key!r}: acquire() while this object already holds it; "
                 "release() first or use a second lock object"
             )
-        if not blocking and timeout is None:
-            return self.try_acquire()
         return poll_acquire(
             self.try_acquire,
             blocking=blocking,
