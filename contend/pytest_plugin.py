@@ -15,9 +15,9 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from contend.keyspace import Namespace
-from contend.server import EmbeddedRedis
-from contend.target import Target, open_target
+from contend.target.keyspace import Namespace
+from contend.target.server import EmbeddedRedis
+from contend.target.target import Target, open_target
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

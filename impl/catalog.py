@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
-
-from impl import registry as reg
-from impl.locks import (
+from contend.impl import registry as reg
+from contend.impl.locks import (
     exists_then_set,
     fenced,
     incr_counter,

@@ -9,7 +9,7 @@ increments that succeeded.
     locust -f loadtests/counter.py --headless -u 16 -r 16 -t 10s --strategy lock_first
 """
 
-from _harness import ContendUser
+from contend.load.harness import ContendUser
 
 
 class CounterUser(ContendUser):

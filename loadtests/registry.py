@@ -9,7 +9,7 @@ succeeded.
     locust -f loadtests/registry.py --headless -u 16 -r 16 -t 10s --strategy lock_first
 """
 
-from _harness import ContendUser
+from contend.load.harness import ContendUser
 
 
 class RegistryUser(ContendUser):

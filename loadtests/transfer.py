@@ -9,7 +9,7 @@ After the run the total must be conserved and no account below zero.
     locust -f loadtests/transfer.py --headless -u 16 -r 16 -t 10s --strategy fine_locks
 """
 
-from _harness import ContendUser
+from contend.load.harness import ContendUser
 
 
 class TransferUser(ContendUser):

@@ -6,14 +6,14 @@ given output from a state (and what the state becomes), and an optional
 partition so independent keys are checked on their own.
 """
 
-from models.base import UNKNOWN, DeterministicModel, Model, Op
-from models.cas_register import CasRegisterModel
-from models.kv import KvModel
-from models.lease import LeaseModel, LeaseState
-from models.registry import RegistryModel, RegistryState
-from models.registry_by_name import RegistryByNameModel
-from models.semaphore import SemaphoreModel, SemaphoreState
-from models.single_flight import FlightState, SingleFlightModel
+from contend.models.base import UNKNOWN, DeterministicModel, Model, Op
+from contend.models.cas_register import CasRegisterModel
+from contend.models.kv import KvModel
+from contend.models.lease import LeaseModel, LeaseState
+from contend.models.registry import RegistryModel, RegistryState
+from contend.models.registry_by_name import RegistryByNameModel
+from contend.models.semaphore import SemaphoreModel, SemaphoreState
+from contend.models.single_flight import FlightState, SingleFlightModel
 
 __all__ = [
     "UNKNOWN",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from models.base import UNKNOWN, DeterministicModel, Op, partition_by_key
+from contend.models.base import UNKNOWN, DeterministicModel, Op, partition_by_key
 
 ALIASES = {"get": "read", "put": "write", "set": "write", "compare-and-set": "cas"}
 

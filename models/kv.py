@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from models.base import UNKNOWN, DeterministicModel, Op, partition_by_key
-from models.cas_register import freeze
+from contend.models.base import UNKNOWN, DeterministicModel, Op, partition_by_key
+from contend.models.cas_register import freeze
 
 KvState = tuple[tuple[Any, Any], ...]
 ALIASES = {"read": "get", "write": "put", "set": "put"}

@@ -22,7 +22,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from models.base import UNKNOWN, DeterministicModel, Op, partition_by_key
+from contend.models.base import UNKNOWN, DeterministicModel, Op, partition_by_key
 
 OK = "ok"
 NOT_OWNER = "not-owner"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from models.base import DeterministicModel
+from contend.models.base import DeterministicModel
 
 RegistryState = tuple[str, ...]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from models.base import UNKNOWN, Op
+from contend.models.base import UNKNOWN, Op
 
 #: (name, id) pairs in registration order; the id is UNKNOWN after a register whose reply was lost.
 ByNameState = tuple[tuple[str, Any], ...]

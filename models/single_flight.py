@@ -30,7 +30,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from models.base import UNKNOWN, DeterministicModel, Op, partition_by_key
+from contend.models.base import UNKNOWN, DeterministicModel, Op, partition_by_key
 
 
 class Result(enum.Enum):

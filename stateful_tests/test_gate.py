@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from contend.impl.catalog import FIFO, IMPLEMENTATIONS, by_name
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from contend.machines import family_machine
 from contend.machines.base import PropertyViolated
-from impl.catalog import FIFO, IMPLEMENTATIONS, by_name
+from contend.machines.family import family_machine
 
 FAMILIES = ("registry", "lock", "semaphore", "single_flight")
 CORRECT = [pytest.param(i, id=i.name) for i in IMPLEMENTATIONS if i.family in FAMILIES and not i.known_bad]

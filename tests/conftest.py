@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import redis
+from contend.impl.catalog import SEED_LAYOUT_DBS
 
-from contend.keyspace import Namespace
-from impl.catalog import SEED_LAYOUT_DBS
+from contend.target.keyspace import Namespace
 
 
 @pytest.fixture

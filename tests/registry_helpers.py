@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import redis
+from contend.impl.catalog import Implementation
+from contend.impl.registry import Registerer
 
-from contend.keyspace import Namespace
-from impl.catalog import Implementation
-from impl.registry import Registerer
+from contend.target.keyspace import Namespace
 
 
 def build(impl: Implementation, client: redis.Redis, ns: Namespace) -> Any:

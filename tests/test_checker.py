@@ -7,15 +7,16 @@ import random
 from pathlib import Path
 
 import pytest
+from contend.models.base import UNKNOWN, Op
+from contend.models.cas_register import CasRegisterModel
+from contend.models.kv import KvModel
+from contend.models.registry_by_name import RegistryByNameModel
 
 from contend.benchmarks.checker import cas_register_history, corrupt, kv_history, registry_history
-from contend.checker import Outcome, check_calls, check_history, search
-from contend.history import Call, Record, pair, read_history
-from contend.invariants import fencing_tokens, lock_holds, locked_counter, registry_ids
-from models.base import UNKNOWN, Op
-from models.cas_register import CasRegisterModel
-from models.kv import KvModel
-from models.registry_by_name import RegistryByNameModel
+from contend.history.checker import Outcome, check_calls, check_history, search
+from contend.history.formats import read_history
+from contend.history.invariants import fencing_tokens, lock_holds, locked_counter, registry_ids
+from contend.history.records import Call, Record, pair
 
 DATA = Path(__file__).parent / "data"
 
@@ -187,7 +188,7 @@ def test_not_linearizable_wins_over_unknown():
 
 
 def test_unknown_operation_is_bad_input():
-    from contend.history import HistoryError
+    from contend.history.records import HistoryError
 
     records = [
         Record(0, "invoke", "frobnicate", None, 1, 0, 0, line=1),

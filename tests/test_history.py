@@ -5,20 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from contend.models.base import UNKNOWN
 
-from contend.history import (
-    HistoryError,
-    Record,
+from contend.history.formats import (
     dumps_jsonl,
     guess_format,
-    pair,
     parse_edn,
     parse_jsonl,
     parse_log,
     read_history,
     write_jsonl,
 )
-from models.base import UNKNOWN
+from contend.history.records import HistoryError, Record, pair
 
 DATA = Path(__file__).parent / "data"
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from contend.cli import main
-from contend.history import Record, write_jsonl
+from contend.history.formats import write_jsonl
+from contend.history.records import Record
 
 DATA = Path(__file__).parent / "data"
 
@@ -141,10 +142,11 @@ def test_html_timeline_marks_the_illegal_operation(capsys, tmp_path):
 
 
 def test_html_for_a_long_history_shows_a_window(tmp_path):
+    from contend.models.cas_register import CasRegisterModel
+
     from contend.benchmarks.checker import cas_register_history, corrupt
-    from contend.checker import check_history
-    from contend.timeline import render_timeline
-    from models.cas_register import CasRegisterModel
+    from contend.history.checker import check_history
+    from contend.history.timeline import render_timeline
 
     records = corrupt(cas_register_history(operations=2000), "read", lambda r: 99, 0.7)
     verdict = check_history(records, CasRegisterModel())

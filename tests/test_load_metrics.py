@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import contend.impl.registry.lock_first
 import pytest
 
-import impl.registry.lock_first
 from contend.load import workloads as wl
 from contend.load.ceiling import parse_benchmark_csv
 from contend.load.instrument import counting_client, round_trips
@@ -80,7 +80,9 @@ def test_every_correct_strategy_keeps_the_invariant_when_run_serially(
     contend_target, client, ns, name, monkeypatch
 ):
     # registry/lock_first swaps in a timed TokenLock; keep that swap to this test.
-    monkeypatch.setattr(impl.registry.lock_first, "TokenLock", impl.registry.lock_first.TokenLock)
+    monkeypatch.setattr(
+        contend.impl.registry.lock_first, "TokenLock", contend.impl.registry.lock_first.TokenLock
+    )
     w = wl.workload(name)
     url = contend_target.url
     for strategy in w.strategies():

@@ -4,12 +4,12 @@ checks of exactly the properties the catalog says it violates."""
 from __future__ import annotations
 
 import pytest
+from contend.impl import catalog
+from contend.impl.locks.token import TokenLock
 
-from contend.battery import catalog_subjects, run_battery, user_subject
-from contend.checks import CheckOptions
-from contend.checks.locks import RoundTrips, SimulatedCrash, tap
-from impl import catalog
-from impl.locks.token import TokenLock
+from contend.check.battery import catalog_subjects, run_battery, user_subject
+from contend.check.faults import RoundTrips, SimulatedCrash, tap
+from contend.check.framework import CheckOptions
 
 FAMILIES = ("lock", "semaphore", "single_flight")
 IMPLS = [i for f in FAMILIES for i in catalog.family(f)]

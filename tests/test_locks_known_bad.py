@@ -5,13 +5,13 @@ from __future__ import annotations
 import time
 
 import pytest
+from contend.impl.locks.errors import LockNotOwnedError
+from contend.impl.locks.lock_with_timeout import TimeoutLock, get_lock, lock_with_timeout, rel_lock
+from contend.impl.locks.redis_objects import LockTimeout, RedisObjectsLease, RedisObjectsLock
+from contend.impl.locks.setnx_del import SetnxDelLock
+from contend.impl.locks.setnx_getset import Mutex, MutexLease
 
-from contend.burst import burst
-from impl.locks.errors import LockNotOwnedError
-from impl.locks.lock_with_timeout import TimeoutLock, get_lock, lock_with_timeout, rel_lock
-from impl.locks.redis_objects import LockTimeout, RedisObjectsLease, RedisObjectsLock
-from impl.locks.setnx_del import SetnxDelLock
-from impl.locks.setnx_getset import Mutex, MutexLease
+from contend.check.burst import burst
 
 
 @pytest.fixture

@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import pytest
+from contend.impl import catalog
+from contend.impl.locks.errors import LockNotOwnedError
+from contend.impl.locks.exists_then_set import ExistsThenSetLock
+from contend.impl.locks.incr_counter import CounterLock
+from contend.impl.locks.redis_objects import RedisObjectsLock
+from contend.impl.locks.semaphore import FairSemaphore, Semaphore
+from contend.impl.locks.set_nx_ex import SetNxExLock
+from contend.impl.locks.single_flight import ExclusiveAccess
 
-from contend.checks.locks import takes_clock
-from contend.protocols import check_factory_signature, check_object
-from impl import catalog
-from impl.locks.errors import LockNotOwnedError
-from impl.locks.exists_then_set import ExistsThenSetLock
-from impl.locks.incr_counter import CounterLock
-from impl.locks.redis_objects import RedisObjectsLock
-from impl.locks.semaphore import FairSemaphore, Semaphore
-from impl.locks.set_nx_ex import SetNxExLock
-from impl.locks.single_flight import ExclusiveAccess
+from contend.check.framework import takes_clock
+from contend.check.protocols import check_factory_signature, check_object
 
 LOCKS = catalog.family("lock") + catalog.family("semaphore")
 FLIGHTS = catalog.family("single_flight")

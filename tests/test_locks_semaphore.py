@@ -6,9 +6,8 @@ import threading
 import time
 
 import pytest
-
-from impl.locks.errors import LockError, LockNotOwnedError
-from impl.locks.semaphore import FairSemaphore, Semaphore
+from contend.impl.locks.errors import LockError, LockNotOwnedError
+from contend.impl.locks.semaphore import FairSemaphore, Semaphore
 
 
 @pytest.fixture

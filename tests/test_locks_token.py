@@ -6,11 +6,10 @@ import time
 
 import pytest
 import redis
-
-from impl.locks.errors import LockError, LockNotOwnedError, LockTimeoutError, StaleFencingTokenError
-from impl.locks.fenced import FencedLock, FencedResource
-from impl.locks.token import TokenLock
-from impl.roundtrip import LuaScript, call
+from contend.impl.locks.errors import LockError, LockNotOwnedError, LockTimeoutError, StaleFencingTokenError
+from contend.impl.locks.fenced import FencedLock, FencedResource
+from contend.impl.locks.token import TokenLock
+from contend.impl.roundtrip import LuaScript, call
 
 
 @pytest.fixture

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
-from models import CasRegisterModel, KvModel, RegistryByNameModel
-from models.base import UNKNOWN, Op
+from contend.models import CasRegisterModel, KvModel, RegistryByNameModel
+from contend.models.base import UNKNOWN, Op
 
 
 def same_step(a, b):

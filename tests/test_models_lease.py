@@ -1,7 +1,6 @@
 import pytest
-
-from models import UNKNOWN, LeaseModel, LeaseState, Op
-from models.lease import NOT_OWNER, OK, holder, token
+from contend.models import UNKNOWN, LeaseModel, LeaseState, Op
+from contend.models.lease import NOT_OWNER, OK, holder, token
 
 
 def outputs(model, calls, state=None):

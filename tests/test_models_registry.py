@@ -1,4 +1,4 @@
-from models import UNKNOWN, Op, RegistryModel
+from contend.models import UNKNOWN, Op, RegistryModel
 
 
 def run(ops):

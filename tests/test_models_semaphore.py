@@ -1,9 +1,8 @@
 import pytest
+from contend.models import UNKNOWN, Op, SemaphoreModel, SemaphoreState
+from contend.models.semaphore import NOT_OWNER, OK, holders, waiting
 from hypothesis import given
 from hypothesis import strategies as st
-
-from models import UNKNOWN, Op, SemaphoreModel, SemaphoreState
-from models.semaphore import NOT_OWNER, OK, holders, waiting
 
 
 def outputs(model, calls, state=None):

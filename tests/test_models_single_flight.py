@@ -1,7 +1,6 @@
 import pytest
-
-from models import UNKNOWN, FlightState, Op, SingleFlightModel
-from models.single_flight import (
+from contend.models import UNKNOWN, FlightState, Op, SingleFlightModel
+from contend.models.single_flight import (
     DUPLICATE,
     FAILED,
     LEADER_FAILED,

@@ -11,16 +11,16 @@ import pytest
 import redis
 
 from contend.errors import ContendError
-from contend.nemesis import (
+from contend.stress.board import HOLDING, IDLE, PHASE, Board
+from contend.stress.cluster import Cluster
+from contend.stress.nemesis import (
     ClientPause,
-    Cluster,
     Nemesis,
     NemesisContext,
     ServerKill,
     ServerPause,
     parse_nemeses,
 )
-from contend.workloads import HOLDING, IDLE, PHASE, Board
 from tests.test_server import wait_gone
 
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 import redis
-
-from impl.catalog import family
-from impl.connection import client_for_db
-from impl.registry import (
+from contend.impl.catalog import family
+from contend.impl.connection import client_for_db
+from contend.impl.registry import (
     MAX_NAME_BYTES,
     LuaRegistry,
     Registerer,
@@ -15,6 +14,7 @@ from impl.registry import (
     RetriesExhausted,
     WatchRegistry,
 )
+
 from tests.registry_helpers import build
 
 REGISTRIES = [pytest.param(i, id=i.name) for i in family("registry")]

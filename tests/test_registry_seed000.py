@@ -16,9 +16,9 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from contend.impl.catalog import family
 
-from contend.burst import burst
-from impl.catalog import family
+from contend.check.burst import burst
 from tests.registry_helpers import build, counter_value
 
 REGISTRIES = family("registry")

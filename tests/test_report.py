@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from contend.cli import main
-from contend.report import build_report, crossovers, load_sweep
+from contend.report.build import build_report, crossovers, load_sweep
 
 USERS = (1, 4, 16)
 CEILING = {1: 10_000.0, 4: 12_000.0, 16: 13_000.0}

@@ -6,6 +6,7 @@ import time
 
 import pytest
 import redis
+from contend.impl.registry import LuaRegistry, NaiveRegistry
 
 from contend.schedule import (
     BoundedPreemption,
@@ -18,7 +19,6 @@ from contend.schedule import (
     gate,
 )
 from contend.schedule.scheduler import compress, schedule_expression
-from impl.registry import LuaRegistry, NaiveRegistry
 
 
 def clients(target, n):

@@ -14,13 +14,13 @@ import time
 
 import pytest
 import redis
+from contend.impl.locks.errors import LeaderFailedError, LockNotOwnedError, SingleFlightTimeout
+from contend.impl.locks.exists_then_set import ExistsThenSetLock
+from contend.impl.locks.incr_counter import CounterLock
+from contend.impl.locks.set_nx_ex import SetNxExLock
+from contend.impl.locks.single_flight import ExclusiveAccess, SharedMemoryFlight, SingleFlight, digest
 
-from contend.burst import burst
-from impl.locks.errors import LeaderFailedError, LockNotOwnedError, SingleFlightTimeout
-from impl.locks.exists_then_set import ExistsThenSetLock
-from impl.locks.incr_counter import CounterLock
-from impl.locks.set_nx_ex import SetNxExLock
-from impl.locks.single_flight import ExclusiveAccess, SharedMemoryFlight, SingleFlight, digest
+from contend.check.burst import burst
 
 
 @pytest.fixture(name="new_client")

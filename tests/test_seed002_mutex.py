@@ -21,9 +21,8 @@ import time
 
 import pytest
 import redis
-
-from impl.locks.fenced import FencedLock, FencedResource
-from impl.locks.setnx_getset import (
+from contend.impl.locks.fenced import FencedLock, FencedResource
+from contend.impl.locks.setnx_getset import (
     DuplicateLockError,
     ExpiredLockError,
     HasNotLockError,
@@ -31,7 +30,7 @@ from impl.locks.setnx_getset import (
     Mutex,
     MutexError,
 )
-from impl.locks.token import TokenLock
+from contend.impl.locks.token import TokenLock
 
 PROCS, COUNTER = 20, 100
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from contend.binary import ENV_VAR, find_redis_server
 from contend.errors import ServerError
-from contend.server import EmbeddedRedis
+from contend.target.binary import ENV_VAR, find_redis_server
+from contend.target.server import EmbeddedRedis
 
 
 def wait_gone(pid: int, timeout: float = 10.0) -> bool:
@@ -137,7 +137,7 @@ def test_lookup_order(tmp_path, monkeypatch):
 ORPHAN_SCRIPT = textwrap.dedent(
     """
     import sys, time
-    from contend.server import EmbeddedRedis
+    from contend.target.server import EmbeddedRedis
     server = EmbeddedRedis().start()
     print(server.pid, server.dir, flush=True)
     if sys.argv[1] == "raise":

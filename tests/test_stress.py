@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from contend.checker import Outcome
 from contend.cli import main
-from contend.stress import StressOptions, StressResult, run_stress
+from contend.history.checker import Outcome
+from contend.stress.run import StressOptions, StressResult, run_stress
 from tests.test_server import wait_gone
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -260,7 +260,7 @@ def test_workers_and_server_die_with_a_killed_parent(tmp_path):
 
 def test_worker_clients_do_not_resend(contend_target):
     """A lost reply must surface (as info), not be retried behind the worker's back."""
-    from contend.workloads import connect
+    from contend.stress.workers import connect
 
     client = connect(contend_target.url, 0.5)
     try:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
-from contend.checker import Outcome, check_calls
-from contend.history import Record, pair
-from contend.stress import merge
-from contend.workloads import UNSENT, LockRunModel, critical_sections, lease_validity, registry_errors
+from contend.history.checker import Outcome, check_calls
+from contend.history.invariants import critical_sections, lease_validity, registry_errors
+from contend.history.models import LockRunModel
+from contend.history.records import UNSENT, Record, pair
+from contend.stress.run import merge
 
 MS = 1_000_000
 

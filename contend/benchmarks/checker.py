@@ -19,13 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from contend.checker import check_paired
-from contend.history import Record, dumps_jsonl, pair, parse_jsonl
-from contend.invariants import registry_ids
-from models.base import Model
-from models.cas_register import CasRegisterModel
-from models.kv import KvModel
-from models.registry_by_name import RegistryByNameModel
+from contend.history.checker import check_paired
+from contend.history.formats import dumps_jsonl, parse_jsonl
+from contend.history.invariants import registry_ids
+from contend.history.records import Record, pair
+from contend.models.base import Model
+from contend.models.cas_register import CasRegisterModel
+from contend.models.kv import KvModel
+from contend.models.registry_by_name import RegistryByNameModel
 
 #: (f, key, value) of the next operation, drawn from the generator's random source.
 NextOp = Callable[[random.Random], tuple[str, Any, Any]]

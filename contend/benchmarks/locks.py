@@ -17,11 +17,11 @@ from typing import Any
 
 import redis
 
-from contend.benchmarks import Rate, interleaved, measure_concurrent, raw_rates
-from contend.checks.locks import tap
-from contend.keyspace import Namespace
-from contend.target import Target
-from impl.catalog import Implementation, family
+from contend.benchmarks.rates import Rate, interleaved, measure_concurrent, raw_rates
+from contend.check.faults import tap
+from contend.impl.catalog import Implementation, family
+from contend.target.keyspace import Namespace
+from contend.target.target import Target
 
 TTL_MS = 10_000
 

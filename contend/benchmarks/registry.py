@@ -10,10 +10,10 @@ from typing import Any
 
 import redis
 
-from contend.benchmarks import Rate, interleaved, measure_concurrent, median_seconds, raw_rates
-from contend.keyspace import Namespace
-from contend.target import Target
-from impl.catalog import SEED_LAYOUT_DBS, Implementation, family
+from contend.benchmarks.rates import Rate, interleaved, measure_concurrent, median_seconds, raw_rates
+from contend.impl.catalog import SEED_LAYOUT_DBS, Implementation, family
+from contend.target.keyspace import Namespace
+from contend.target.target import Target
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from rich.table import Table
 
 from contend.benchmarks.locks import LockBench, bench_locks
 from contend.benchmarks.registry import RegistryBench, bench_registry
-from contend.commands import positive_float, positive_int
-from contend.target import open_target
+from contend.commands.arguments import positive_float, positive_int
+from contend.target.target import open_target
 
 FAMILIES = ("registry", "locks")
 #: Concurrent clients when --clients is not given.

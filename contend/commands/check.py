@@ -10,7 +10,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from contend.battery import (
+from contend.check.battery import (
     BATTERIES,
     catalog_subjects,
     evidence_lines,
@@ -20,11 +20,11 @@ from contend.battery import (
     user_subject,
     write_json,
 )
-from contend.checks import CheckOptions, CheckResult
-from contend.commands import positive_int
+from contend.check.framework import CheckOptions, CheckResult
+from contend.commands.arguments import positive_int
 from contend.errors import ContendError
-from contend.target import open_target
-from impl import catalog
+from contend.impl import catalog
+from contend.target.target import open_target
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -4,23 +4,19 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
-from contend.checker import Outcome, Verdict, check_paired
-from contend.commands import positive_float
-from contend.history import FORMATS, Call, HistoryError, pair, read_history
-from contend.invariants import Violation, fencing_tokens, lock_holds, registry_ids
-from models.base import Model
-from models.cas_register import CasRegisterModel
-from models.kv import KvModel
-from models.registry_by_name import RegistryByNameModel
-
-MODELS = ("cas-register", "kv", "registry", "mutex")
+from contend.commands.arguments import positive_float
+from contend.history.checker import Outcome, Verdict, check_paired
+from contend.history.formats import read_history
+from contend.history.invariants import Violation
+from contend.history.models import MODELS, model_for
+from contend.history.records import FORMATS, HistoryError, pair
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -80,7 +76,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         if verdict is None:
             err.print("[yellow]--html needs the search; skipped with --linear-only[/]")
         else:
-            from contend.timeline import write_timeline
+            from contend.history.timeline import write_timeline
 
             write_timeline(verdict, args.html, title=f"{args.file.name} · {args.model}")
     if args.json:
@@ -123,32 +119,3 @@ def _exit_code(verdict: Verdict | None, violations: Sequence[Violation]) -> int:
     if verdict is not None and verdict.outcome is Outcome.UNKNOWN:
         return 3
     return 0
-
-
-Invariant = Callable[[Sequence[Call]], list[Violation]]
-
-
-def model_for(
-    name: str, calls: Sequence[Call], *, lease_expiry: bool = False
-) -> tuple[Model[Any], list[Invariant]]:
-    """The model a --model name stands for, and the linear-time checks that go with it."""
-    if name == "cas-register":
-        return CasRegisterModel(), []
-    if name == "kv":
-        return KvModel(), []
-    if name == "registry":
-        return RegistryByNameModel(), [registry_ids]
-    if name == "mutex":
-        from contend.workloads import LockRunModel, critical_sections
-
-        fenced = any(
-            c.f == "acquire" and isinstance(c.output, int) and not isinstance(c.output, bool) for c in calls
-        )
-        # A stress run's lock history also holds the writes the lock protects (incr, read): the
-        # model checks the lock's own operations, and holds count up to the last write that landed.
-        writes = any(c.f == "incr" for c in calls)
-        checks: list[Invariant] = [critical_sections if writes else lock_holds]
-        if fenced:
-            checks.append(fencing_tokens)
-        return LockRunModel(fenced=fenced, spontaneous_expiry=lease_expiry), checks
-    raise ValueError(f"unknown model {name!r}")

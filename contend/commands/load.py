@@ -12,11 +12,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from contend.commands import positive_float, positive_int
-from contend.keyspace import new_run_id
+from contend.commands.arguments import positive_float, positive_int
 from contend.load import sweep as sw
 from contend.load.workloads import WORKLOADS
-from contend.target import open_target
+from contend.target.keyspace import new_run_id
+from contend.target.target import open_target
 
 
 def int_list(text: str) -> list[int]:
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         )
     out.print(f"raw data: {dest / sw.RAW_DIR}")
     if not args.no_report:
-        from contend.report import build_report
+        from contend.report.build import build_report
 
         built = build_report(dest / sw.RAW_DIR, dest)
         out.print(f"report: {built.html}  (and {built.markdown.name}, {len(built.plots)} plots)")

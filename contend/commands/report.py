@@ -23,7 +23,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    from contend.report import build_report
+    from contend.report.build import build_report
 
     built = build_report(args.sweep, args.out)
     broken = sum(1 for r in built.data.rows if not r.ok)

@@ -8,8 +8,8 @@ from typing import Any
 
 from rich.console import Console
 
-from contend.binary import find_redis_server
-from contend.server import EmbeddedRedis
+from contend.target.binary import find_redis_server
+from contend.target.server import EmbeddedRedis
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:

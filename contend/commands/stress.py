@@ -11,9 +11,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from contend.nemesis import NEMESES
-from contend.stress import Progress as RunProgress
-from contend.stress import StressOptions, StressResult, run_stress, stressable, validate
+from contend.stress.nemesis import NEMESES
+from contend.stress.run import Progress as RunProgress
+from contend.stress.run import StressOptions, StressResult, run_stress, stressable, validate
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -1,5 +1,6 @@
 """Load tests: the workloads Locust drives (loadtests/), the sweep behind `contend load`, and their figures.
 
-Nothing here imports Locust: Locust monkeypatches the standard library with
-gevent when imported, so it only ever runs in its own process.
+Only `harness` imports Locust, and only the locustfiles import `harness`:
+Locust monkeypatches the standard library with gevent when imported, so it
+only ever runs in its own process.
 """

@@ -8,8 +8,8 @@ from typing import Any
 
 import redis
 
+from contend.impl.locks.token import TokenLock
 from contend.load.metrics import Step
-from impl.locks.token import TokenLock
 
 
 class CountingPool(redis.ConnectionPool):

@@ -27,14 +27,14 @@ from typing import Any
 import redis
 
 from contend.errors import ContendError
-from contend.keyspace import Namespace
 from contend.load.ceiling import find_redis_benchmark, measure_ceiling
 from contend.load.workloads import LoadInputError, check_positive, workload
-from contend.target import Target
+from contend.target.keyspace import Namespace
+from contend.target.target import Target
 
 SWEEP_FILE = "sweep.json"
 RAW_DIR = "raw"
-#: A Locust exit code: the run's invariant broke (loadtests/_harness.py).
+#: A Locust exit code: the run's invariant broke (contend.load.harness).
 INVARIANT_BROKEN = 3
 
 #: The quick sweep runs the registry only; these are each workload's strategies when it is chosen
@@ -177,13 +177,12 @@ def default_processes() -> int:
 
 
 def loadtests_dir() -> Path:
-    """The repository's loadtests/ (contend is installed from a checkout)."""
-    here = Path(__file__).resolve().parents[2] / "loadtests"
-    if not (here / "_harness.py").is_file():
-        raise SweepError(
-            f"no locustfiles at {here}; `contend load` runs from a checkout of contend "
-            "(pip install -e .), where loadtests/ sits beside contend/"
-        )
+    """The locustfiles: the repository's loadtests/, installed as the package contend.loadtests."""
+    import contend.loadtests
+
+    here = Path(contend.loadtests.__file__).resolve().parent
+    if not (here / "registry.py").is_file():
+        raise SweepError(f"no locustfiles at {here}; reinstall contend (pip install .)")
     return here
 
 

@@ -30,13 +30,13 @@ from typing import Any, ClassVar
 import redis
 from redis.exceptions import WatchError
 
-import impl.registry.lock_first
+import contend.impl.registry.lock_first
 from contend.errors import ContendError
+from contend.impl import catalog
+from contend.impl.registry import RegistrationError, RegistryKeys
+from contend.impl.registry.base import text
 from contend.load.instrument import CURRENT_STEP, LockTimer, TimedTokenLock
 from contend.load.metrics import Step, Tally
-from impl import catalog
-from impl.registry import RegistrationError, RegistryKeys
-from impl.registry.base import text
 
 #: Environment variable that adds known-bad strategies (for tests that show a broken run fails).
 KNOWN_BAD_ENV = "CONTEND_LOAD_KNOWN_BAD"
@@ -303,7 +303,7 @@ class RegistryWorkload(Workload):
             kwargs = {"ttl_ms": ttl_ms, "timeout": LOCK_TIMEOUT}
             # The strategy builds its TokenLock inside register(); this subclass reports
             # wait and hold times to the current operation and otherwise behaves the same.
-            impl.registry.lock_first.TokenLock = TimedTokenLock  # type: ignore[misc]
+            contend.impl.registry.lock_first.TokenLock = TimedTokenLock  # type: ignore[misc]
         made: dict[int, Any] = {}
         rng = random.Random()
         counter = iter(range(1 << 62))

@@ -29,10 +29,10 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
-from contend.keyspace import Namespace
 from contend.schedule import DrawChooser, Scheduler, Status
 from contend.schedule.scheduler import schedule_expression
-from contend.target import Target
+from contend.target.keyspace import Namespace
+from contend.target.target import Target
 
 #: Connected clients left by finished examples, per server URL: an example takes
 #: them instead of connecting anew (a connect costs more than a whole step).

@@ -37,10 +37,10 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
+from contend.impl.locks.errors import LockError, LockNotOwnedError
 from contend.machines.base import ScheduledMachine
 from contend.schedule.scheduler import Step
-from contend.target import Target
-from impl.locks.errors import LockError, LockNotOwnedError
+from contend.target.target import Target
 
 TTL_MS = 10_000
 ACQUIRE_TIMEOUT = 0.2  # virtual seconds a blocking acquire keeps retrying

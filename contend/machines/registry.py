@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from contend.machines.base import ScheduledMachine
-from contend.target import Target
+from contend.target.target import Target
 
 NAMES = ("a", "b", "c")
 

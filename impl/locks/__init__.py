@@ -4,7 +4,7 @@ Every module offers the lock protocol through `factory(client, key, ttl_ms)`;
 which ones are known-bad, and why, is said in `impl.catalog`.
 """
 
-from impl.locks.errors import (
+from contend.impl.locks.errors import (
     LeaderFailedError,
     LockError,
     LockNotOwnedError,
@@ -13,10 +13,10 @@ from impl.locks.errors import (
     SingleFlightTimeout,
     StaleFencingTokenError,
 )
-from impl.locks.fenced import FencedLock, FencedResource
-from impl.locks.semaphore import FairSemaphore, Semaphore
-from impl.locks.single_flight import ExclusiveAccess, SingleFlight
-from impl.locks.token import TokenLock
+from contend.impl.locks.fenced import FencedLock, FencedResource
+from contend.impl.locks.semaphore import FairSemaphore, Semaphore
+from contend.impl.locks.single_flight import ExclusiveAccess, SingleFlight
+from contend.impl.locks.token import TokenLock
 
 __all__ = [
     "ExclusiveAccess",

@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import redis
-
-from impl.locks.polling import PollingLock
-from impl.locks.validation import check_key, check_ttl_ms
+from contend.impl.locks.polling import PollingLock
+from contend.impl.locks.validation import check_key, check_ttl_ms
 
 
 class ExistsThenSetLock(PollingLock):

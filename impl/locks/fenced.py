@@ -22,11 +22,10 @@ import secrets
 from typing import Any
 
 import redis
-
-from impl.locks.errors import StaleFencingTokenError
-from impl.locks.token import TokenLock
-from impl.locks.validation import check_key
-from impl.roundtrip import LuaScript
+from contend.impl.locks.errors import StaleFencingTokenError
+from contend.impl.locks.token import TokenLock
+from contend.impl.locks.validation import check_key
+from contend.impl.roundtrip import LuaScript
 
 
 class FencedLock(TokenLock):

@@ -19,9 +19,8 @@ from __future__ import annotations
 from typing import Any
 
 import redis
-
-from impl.locks.polling import PollingLock
-from impl.locks.validation import check_key, check_ttl_ms, check_ttl_seconds, seconds_to_ms
+from contend.impl.locks.polling import PollingLock
+from contend.impl.locks.validation import check_key, check_ttl_ms, check_ttl_seconds, seconds_to_ms
 
 
 class CounterLock(PollingLock):

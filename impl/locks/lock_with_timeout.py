@@ -22,9 +22,8 @@ import uuid
 from typing import Any
 
 import redis
-
-from impl.locks.polling import PollingLock
-from impl.locks.validation import check_key, check_ttl_ms, check_ttl_seconds, seconds_to_ms
+from contend.impl.locks.polling import PollingLock
+from contend.impl.locks.validation import check_key, check_ttl_ms, check_ttl_seconds, seconds_to_ms
 
 
 def get_lock(conn: redis.Redis, name: str, *, prefix: str = "lock:") -> bool:

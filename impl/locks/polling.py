@@ -10,8 +10,8 @@ import random
 import time
 from collections.abc import Callable
 
-from impl.locks.errors import LockError, LockNotOwnedError
-from impl.locks.validation import check_timeout
+from contend.impl.locks.errors import LockError, LockNotOwnedError
+from contend.impl.locks.validation import check_timeout
 
 
 def poll_acquire(

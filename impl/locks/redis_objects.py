@@ -34,11 +34,10 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import redis
-
-from impl.locks import clock as clock_module
-from impl.locks.errors import LockError, LockNotOwnedError, LockTimeoutError
-from impl.locks.polling import poll_acquire
-from impl.locks.validation import check_key, check_seconds, check_ttl_ms, check_ttl_seconds
+from contend.impl.locks import clock as clock_module
+from contend.impl.locks.errors import LockError, LockNotOwnedError, LockTimeoutError
+from contend.impl.locks.polling import poll_acquire
+from contend.impl.locks.validation import check_key, check_seconds, check_ttl_ms, check_ttl_seconds
 
 T = TypeVar("T")
 

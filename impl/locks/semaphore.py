@@ -26,11 +26,10 @@ import time
 from typing import Any
 
 import redis
-
-from impl.locks.errors import LockError, LockNotOwnedError
-from impl.locks.polling import poll_acquire
-from impl.locks.validation import check_count, check_key, check_timeout, check_ttl_ms
-from impl.roundtrip import LuaScript
+from contend.impl.locks.errors import LockError, LockNotOwnedError
+from contend.impl.locks.polling import poll_acquire
+from contend.impl.locks.validation import check_count, check_key, check_timeout, check_ttl_ms
+from contend.impl.roundtrip import LuaScript
 
 _NOW = """
 local t = redis.call('TIME')

@@ -21,10 +21,9 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-
-from impl.locks import clock as clock_module
-from impl.locks.polling import PollingLock
-from impl.locks.validation import check_key, check_ttl_ms
+from contend.impl.locks import clock as clock_module
+from contend.impl.locks.polling import PollingLock
+from contend.impl.locks.validation import check_key, check_ttl_ms
 
 
 class SetnxDelLock(PollingLock):

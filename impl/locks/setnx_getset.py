@@ -37,11 +37,16 @@ from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
 import redis
-
-from impl.locks import clock as clock_module
-from impl.locks import errors
-from impl.locks.polling import poll_acquire
-from impl.locks.validation import check_count, check_key, check_seconds, check_ttl_ms, check_ttl_seconds
+from contend.impl.locks import clock as clock_module
+from contend.impl.locks import errors
+from contend.impl.locks.polling import poll_acquire
+from contend.impl.locks.validation import (
+    check_count,
+    check_key,
+    check_seconds,
+    check_ttl_ms,
+    check_ttl_seconds,
+)
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -33,9 +33,8 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-
-from impl.locks.errors import LeaderFailedError, SingleFlightTimeout
-from impl.locks.validation import (
+from contend.impl.locks.errors import LeaderFailedError, SingleFlightTimeout
+from contend.impl.locks.validation import (
     check_key,
     check_seconds,
     check_timeout,

@@ -20,11 +20,10 @@ from types import TracebackType
 from typing import Any
 
 import redis
-
-from impl.locks.errors import LockError, LockNotOwnedError, LockTimeoutError
-from impl.locks.polling import poll_acquire
-from impl.locks.validation import check_key, check_ttl_ms
-from impl.roundtrip import LuaScript, call
+from contend.impl.locks.errors import LockError, LockNotOwnedError, LockTimeoutError
+from contend.impl.locks.polling import poll_acquire
+from contend.impl.locks.validation import check_key, check_ttl_ms
+from contend.impl.roundtrip import LuaScript, call
 
 
 class TokenLock:

@@ -5,14 +5,14 @@ answers `register`, `register_many`, `lookup`, `reverse` and `count`; the
 seed's own three-database layout lives in `impl.registry.seed_layout`.
 """
 
-from impl.registry.base import MAX_NAME_BYTES, RegistrationError, Registry, RetriesExhausted
-from impl.registry.keys import RegistryKeys
-from impl.registry.lock_first import LockFirstRegistry
-from impl.registry.lua import LuaRegistry
-from impl.registry.naive import NaiveRegistry
-from impl.registry.seed_layout import Registerer
-from impl.registry.seed_transaction import SeedTransactionRegistry
-from impl.registry.watch import WatchRegistry
+from contend.impl.registry.base import MAX_NAME_BYTES, RegistrationError, Registry, RetriesExhausted
+from contend.impl.registry.keys import RegistryKeys
+from contend.impl.registry.lock_first import LockFirstRegistry
+from contend.impl.registry.lua import LuaRegistry
+from contend.impl.registry.naive import NaiveRegistry
+from contend.impl.registry.seed_layout import Registerer
+from contend.impl.registry.seed_transaction import SeedTransactionRegistry
+from contend.impl.registry.watch import WatchRegistry
 
 __all__ = [
     "MAX_NAME_BYTES",

@@ -6,8 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis
-
-from impl.registry.keys import RegistryKeys
+from contend.impl.registry.keys import RegistryKeys
 
 #: The longest name a registry accepts, in UTF-8 bytes.
 MAX_NAME_BYTES = 1024

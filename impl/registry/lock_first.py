@@ -14,9 +14,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis
-
-from impl.locks.token import TokenLock
-from impl.registry.base import RegistrationError, Registry, check_name, check_names
+from contend.impl.locks.token import TokenLock
+from contend.impl.registry.base import RegistrationError, Registry, check_name, check_names
 
 
 class LockFirstRegistry(Registry):

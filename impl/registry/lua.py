@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import redis
-
-from impl.registry.base import Registry, check_name, check_names
-from impl.roundtrip import LuaScript
+from contend.impl.registry.base import Registry, check_name, check_names
+from contend.impl.roundtrip import LuaScript
 
 
 class LuaRegistry(Registry):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from impl.registry.base import RegistrationError, Registry, check_name
+from contend.impl.registry.base import RegistrationError, Registry, check_name
 
 
 class NaiveRegistry(Registry):

@@ -25,9 +25,8 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis
-
-from impl.connection import client_for_db, glob_escape
-from impl.registry.base import RegistrationError, check_id, check_name, check_names, text
+from contend.impl.connection import client_for_db, glob_escape
+from contend.impl.registry.base import RegistrationError, check_id, check_name, check_names, text
 
 SEED_STRATEGIES = ("seed_transaction", "naive", "lua")
 

@@ -19,8 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import redis
-
-from impl.registry.base import RegistrationError, Registry, check_name
+from contend.impl.registry.base import RegistrationError, Registry, check_name
 
 
 class SeedTransactionRegistry(Registry):

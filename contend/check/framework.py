@@ -8,6 +8,7 @@ of evidence when the implementation breaks a property.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -15,8 +16,8 @@ from typing import Any
 
 import redis
 
-from contend.keyspace import Namespace
-from contend.target import Target
+from contend.target.keyspace import Namespace
+from contend.target.target import Target
 
 
 class CheckFailed(AssertionError):
@@ -69,6 +70,28 @@ class Check:
     name: str
     description: str
     run: Callable[[CheckContext], str]  # returns a one-line detail on success
+
+
+@dataclass(frozen=True)
+class LockCheck(Check):
+    """A check that runs only for implementations it applies to."""
+
+    needs: str = ""  # a property the implementation must claim ("" : every implementation)
+    needs_clock: bool = False  # the factory must take an injectable `clock`
+
+    def applies(self, claims: frozenset[str], factory: Callable[..., Any]) -> bool:
+        """Should this check run for an implementation claiming `claims`, built by `factory`?"""
+        if self.needs and self.needs not in claims:
+            return False
+        return not self.needs_clock or takes_clock(factory)
+
+
+def takes_clock(factory: Callable[..., Any]) -> bool:
+    """Does the factory take an injectable `clock` (a client-clock algorithm)?"""
+    try:
+        return "clock" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 @dataclass(frozen=True)

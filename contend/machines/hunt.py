@@ -19,10 +19,10 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from contend.machines import family_machine
+from contend.impl.catalog import IMPLEMENTATIONS, Implementation
 from contend.machines.base import PropertyViolated, ScheduledMachine
-from contend.target import Target, open_target
-from impl.catalog import IMPLEMENTATIONS, Implementation
+from contend.machines.family import family_machine
+from contend.target.target import Target, open_target
 
 
 @dataclass

@@ -30,27 +30,39 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from contend.checker import Outcome, Verdict, check_calls
 from contend.errors import ContendError
-from contend.history import Call, Record, make_record, pair, write_jsonl
-from contend.invariants import Violation
-from contend.keyspace import Namespace, new_run_id
-from contend.nemesis import Cluster, Nemesis, NemesisContext, parse_nemeses, signal_process
-from contend.workloads import (
+from contend.history.checker import Outcome, Verdict, check_calls
+from contend.history.formats import write_jsonl
+from contend.history.invariants import (
+    Invariant,
+    Violation,
+    critical_sections,
+    fencing_tokens,
+    lease_validity,
+    locked_counter,
+    registry_errors,
+    registry_ids,
+)
+from contend.history.models import LockRunModel
+from contend.history.records import Call, Record, make_record, pair
+from contend.impl.catalog import IMPLEMENTATIONS, SEED_LAYOUT_DBS, Implementation, by_name
+from contend.models.base import Model
+from contend.models.registry import RegistryModel
+from contend.models.registry_by_name import RegistryByNameModel
+from contend.stress.board import FAIL, INFO, OK, READY, Board
+from contend.stress.cluster import Cluster
+from contend.stress.nemesis import Nemesis, NemesisContext, parse_nemeses
+from contend.stress.signals import signal_process
+from contend.stress.workers import (
     COUNTER_KEY,
-    FAIL,
     FAMILIES,
-    INFO,
-    OK,
-    READY,
-    Board,
     WorkerSpec,
-    Workload,
     acquire_timeout,
     connect,
+    is_fenced,
     worker_main,
 )
-from impl.catalog import IMPLEMENTATIONS, SEED_LAYOUT_DBS, Implementation, by_name
+from contend.target.keyspace import Namespace, new_run_id
 
 MAX_PROCS = 256
 #: How long workers may take to start (spawned interpreters import redis-py and the implementations).
@@ -58,6 +70,55 @@ START_TIMEOUT = 60.0
 TICK = 0.01
 #: Search budget (s) of a model that a more partitioned one can stand in for.
 WHOLE_BUDGET = 5.0
+
+
+@dataclass(frozen=True)
+class Workload:
+    """How a family's history is checked: the model, the calls it sees, the linear-time invariants."""
+
+    impl: Implementation
+    ttl_ms: int = 500
+
+    @property
+    def family(self) -> str:
+        return self.impl.family
+
+    @property
+    def fenced(self) -> bool:
+        return is_fenced(self.impl)
+
+    @property
+    def history_model(self) -> str:
+        """The `contend history check --model` that re-checks a kept history."""
+        return "registry" if self.family == "registry" else "mutex"
+
+    def models(self) -> list[Model[Any]]:
+        """The models to check against, strongest first; the next is used when one's search runs out of time.
+
+        A registry is checked whole first (ids 1..n without gaps are part of
+        its state), then name by name, which scales to any length.
+        """
+        if self.family == "registry":
+            return [RegistryModel(), RegistryByNameModel()]
+        return [LockRunModel(fenced=self.fenced, spontaneous_expiry=True)]
+
+    def invariants(self) -> list[Invariant]:
+        if self.family == "registry":
+            return [registry_ids, registry_errors]
+        checks: list[Invariant] = [
+            critical_sections,
+            lambda calls: lease_validity(calls, self.ttl_ms),
+            lambda calls: locked_counter(calls, amount=lambda c: 1),
+        ]
+        if self.fenced:
+            checks.append(fencing_tokens)
+        return checks
+
+    def invariant_names(self) -> list[str]:
+        if self.family == "registry":
+            return ["registry ids", "registry errors"]
+        names = ["critical sections", "lease validity", "locked counter"]
+        return [*names, "fencing tokens"] if self.fenced else names
 
 
 @dataclass
@@ -350,7 +411,7 @@ def run_stress(options: StressOptions, progress: Callable[[Progress], None] | No
         counts=counts,
     )
     if options.html:
-        from contend.timeline import write_timeline
+        from contend.history.timeline import write_timeline
 
         title = f"contend stress {workload.impl.name}"
         if options.nemeses:

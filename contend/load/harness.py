@@ -39,14 +39,14 @@ from locust import User, constant, events, task
 from locust.env import Environment
 from locust.runners import STATE_INIT, STATE_STOPPED, MasterRunner, WorkerRunner
 
-from contend.binary import find_redis_server
 from contend.errors import ContendError
-from contend.keyspace import Namespace, new_run_id
 from contend.load import workloads as wl
 from contend.load.instrument import counting_client, round_trips
 from contend.load.metrics import Step, Tally, bucket_ms
-from contend.server import EmbeddedRedis
-from contend.target import connect_url, mask_url
+from contend.target.binary import find_redis_server
+from contend.target.keyspace import Namespace, new_run_id
+from contend.target.server import EmbeddedRedis
+from contend.target.target import connect_url, mask_url
 
 log = logging.getLogger("contend")
 
@@ -160,9 +160,16 @@ def _whole(value: Any, option: str, hint: str) -> int:
     return wl.check_positive(number, option, hint)
 
 
+def parsed_options(environment: Environment) -> Any:
+    """Locust's parsed command line (the harness only runs where Locust parsed one)."""
+    if environment.parsed_options is None:
+        raise wl.LoadInputError("Locust started without parsed options; run it as `locust -f loadtests/`")
+    return environment.parsed_options
+
+
 def resolve(environment: Environment, workloads: tuple[str, ...] = ()) -> Settings:
     """Validate the options against the selected workloads; LoadInputError says what to change."""
-    options = environment.parsed_options
+    options = parsed_options(environment)
     names = list(workloads) or _workload_names(environment)
     if not names:
         raise wl.LoadInputError("no contend workload selected; run `locust -f loadtests/`")
@@ -233,7 +240,7 @@ class Coordinator:
     generator_cpu: float | None = None
 
     def start(self, environment: Environment) -> None:
-        options = environment.parsed_options
+        options = parsed_options(environment)
         settings = resolve(environment)
         url = settings.url
         if not url:
@@ -452,7 +459,7 @@ class Process:
     wall_started: float = 0.0
 
     def start(self, environment: Environment) -> None:
-        options = environment.parsed_options
+        options = parsed_options(environment)
         # The master's choices: workers may have loaded more user classes than the run uses.
         workloads = tuple(n for n in str(getattr(options, "contend_workloads", "")).split(",") if n)
         self.settings = dataclasses.replace(

@@ -1,4 +1,4 @@
-"""What stress workers do: each family's operations, how they are recorded, and how a run is checked.
+"""What stress workers do: each family's operations, and how they are recorded.
 
 A worker is one OS process with connections of its own. It performs operations
 in a loop and records each (Jepsen's convention: `invoke`, then `ok`, `fail` or
@@ -16,13 +16,9 @@ lock      acquire (single attempts, each an operation, polled with backoff), hol
           through FencedResource with the fencing token when the lock has one),
           release.
 
-A run's checks: the family's model (`Workload.models`), then its linear-time
-invariants, here for locks: `critical_sections` (two holders whose writes
-both landed), `lease_validity` (a lease lost before its TTL) and the
-counter's `locked_counter`.
-
-The parent sees each worker's phase and counters on a shared `Board`, which
-is also how it tells workers to start, to stop, and where the server is now.
+The parent sees each worker's phase and counters on a shared `Board`
+(`contend.stress.board`), which is also how it tells workers to start, to
+stop, and where the server is now.
 """
 
 from __future__ import annotations
@@ -35,7 +31,7 @@ import random
 import signal
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,102 +39,37 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from contend.history import Call
-from contend.invariants import Violation, fencing_tokens, locked_counter, registry_ids
-from impl.catalog import Implementation
-from impl.locks.errors import LockNotOwnedError, StaleFencingTokenError
-from impl.locks.fenced import FencedResource
-from impl.registry.base import RegistrationError
-from models.base import Model, Op, partition_by_key
-from models.lease import CLIENT_OPERATIONS, LeaseModel
-from models.registry import RegistryModel
-from models.registry_by_name import RegistryByNameModel
+from contend.history.records import UNSENT
+from contend.impl.catalog import Implementation
+from contend.impl.locks.errors import LockNotOwnedError, StaleFencingTokenError
+from contend.impl.locks.fenced import FencedResource
+from contend.impl.registry.base import RegistrationError
+from contend.stress.board import (
+    ACQUIRING,
+    BUSY,
+    DONE,
+    FAIL,
+    HOLDING,
+    IDLE,
+    INFO,
+    OK,
+    PHASE,
+    PROCESS,
+    READY,
+    RELEASING,
+    WRITES,
+    WRITING,
+    Board,
+)
 
 #: Families `contend stress` can drive.
 FAMILIES = ("registry", "lock")
-
-# Worker phases, as the parent reads them on the board.
-STARTING, IDLE, BUSY, ACQUIRING, HOLDING, WRITING, RELEASING, DONE = range(8)
-PHASE_NAMES = ("starting", "idle", "busy", "acquiring", "holding", "writing", "releasing", "done")
-
-# Per-worker cells, then the global ones.
-PHASE, PROCESS, OK, FAIL, INFO, WRITES, READY = range(7)
-FIELDS = 7
-GO, STOP, GENERATION = range(3)
-GLOBALS = 3
-URL_BYTES = 2048
 
 #: Seconds a worker waits after an operation ended in info (a lost connection) before the next.
 RECONNECT_PAUSE = 0.05
 
 #: Registry names live in a window behind each worker's next new name.
 RECENT = 32
-
-Invariant = Callable[[Sequence[Call]], list[Violation]]
-
-
-# --------------------------------------------------------------------------- the board
-
-
-class Board:
-    """Shared memory between the parent and its workers: phases, counters, start/stop, the server URL."""
-
-    def __init__(self, procs: int, cells: Any, url_cells: Any) -> None:
-        self.procs = procs
-        self.cells = cells
-        self.url_cells = url_cells
-
-    @classmethod
-    def create(cls, ctx: Any, procs: int, url: str) -> Board:
-        """A fresh board in shared memory of multiprocessing context `ctx`."""
-        board = cls(procs, ctx.RawArray("q", GLOBALS + procs * FIELDS), ctx.RawArray("c", URL_BYTES))
-        board.publish_url(url)
-        return board
-
-    def get(self, worker: int, field: int) -> int:
-        return int(self.cells[GLOBALS + worker * FIELDS + field])
-
-    def set(self, worker: int, field: int, value: int) -> None:
-        self.cells[GLOBALS + worker * FIELDS + field] = value
-
-    def add(self, worker: int, field: int, amount: int = 1) -> None:
-        self.cells[GLOBALS + worker * FIELDS + field] += amount
-
-    def total(self, field: int) -> int:
-        return sum(self.get(w, field) for w in range(self.procs))
-
-    @property
-    def go(self) -> int:
-        """The start time (monotonic ns) all workers wait for; 0 before."""
-        return int(self.cells[GO])
-
-    @go.setter
-    def go(self, value: int) -> None:
-        self.cells[GO] = value
-
-    @property
-    def stopped(self) -> bool:
-        return bool(self.cells[STOP])
-
-    def stop(self) -> None:
-        self.cells[STOP] = 1
-
-    @property
-    def generation(self) -> int:
-        """Bumped each time the server address changes (a failover)."""
-        return int(self.cells[GENERATION])
-
-    def publish_url(self, url: str) -> None:
-        data = url.encode()
-        if len(data) >= URL_BYTES:
-            raise ValueError(f"server URL longer than {URL_BYTES - 1} bytes")
-        self.url_cells.value = data
-        self.cells[GENERATION] += 1
-
-    @property
-    def url(self) -> str:
-        return bytes(self.url_cells.value).decode()
-
 
 # --------------------------------------------------------------------------- the worker
 
@@ -164,7 +95,7 @@ def worker_main(spec: WorkerSpec, cells: Any, url_cells: Any) -> None:
     """A worker process's entry point: wait for the start, run until the deadline or a stop."""
     _die_with_parent(spec.parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    from impl.catalog import by_name
+    from contend.impl.catalog import by_name
 
     board = Board(spec.procs, cells, url_cells)
     impl = by_name(spec.impl)
@@ -223,7 +154,6 @@ def connect(url: str, op_timeout: float, sent: list[int] | None = None) -> redis
 
 
 #: The error of an operation recorded as fail because nothing of it reached the server starts with this.
-UNSENT = "unsent: "
 
 
 class Worker:
@@ -468,221 +398,3 @@ def acquire_timeout(ttl_ms: int) -> float:
 def is_fenced(impl: Implementation) -> bool:
     """Does the lock hand out fencing tokens (so the counter goes through FencedResource)?"""
     return impl.model == "fenced-lease"
-
-
-# --------------------------------------------------------------------------- checking a run
-
-
-@dataclass(frozen=True)
-class Workload:
-    """How a family's history is checked: the model, the calls it sees, the linear-time invariants."""
-
-    impl: Implementation
-    ttl_ms: int = 500
-
-    @property
-    def family(self) -> str:
-        return self.impl.family
-
-    @property
-    def fenced(self) -> bool:
-        return is_fenced(self.impl)
-
-    @property
-    def history_model(self) -> str:
-        """The `contend history check --model` that re-checks a kept history."""
-        return "registry" if self.family == "registry" else "mutex"
-
-    def models(self) -> list[Model[Any]]:
-        """The models to check against, strongest first; the next is used when one's search runs out of time.
-
-        A registry is checked whole first (ids 1..n without gaps are part of
-        its state), then name by name, which scales to any length.
-        """
-        if self.family == "registry":
-            return [RegistryModel(), RegistryByNameModel()]
-        return [LockRunModel(fenced=self.fenced, spontaneous_expiry=True)]
-
-    def invariants(self) -> list[Invariant]:
-        if self.family == "registry":
-            return [registry_ids, registry_errors]
-        checks: list[Invariant] = [
-            critical_sections,
-            lambda calls: lease_validity(calls, self.ttl_ms),
-            lambda calls: locked_counter(calls, amount=lambda c: 1),
-        ]
-        if self.fenced:
-            checks.append(fencing_tokens)
-        return checks
-
-    def invariant_names(self) -> list[str]:
-        if self.family == "registry":
-            return ["registry ids", "registry errors"]
-        names = ["critical sections", "lease validity", "locked counter"]
-        return [*names, "fencing tokens"] if self.fenced else names
-
-
-class LockRunModel(LeaseModel):
-    """The lease model over a lock run's history: the counter's operations are left to the invariants."""
-
-    def partition(self, ops: Sequence[Op]) -> list[list[Op]]:
-        return partition_by_key([op for op in ops if op.f in (*CLIENT_OPERATIONS, "expire")])
-
-
-def registry_errors(calls: Sequence[Call]) -> list[Violation]:
-    """A registry never refuses a name: a register that failed (a definite error) is a spurious error."""
-    failed = [
-        c
-        for c in calls
-        if c.f in ("register", "register_many")
-        and c.status == "fail"
-        and not str(c.completion.error if c.completion else "").startswith(UNSENT)
-    ]
-    if not failed:
-        return []
-    first = failed[0]
-    error = first.completion.error if first.completion is not None else None
-    return [
-        Violation(
-            "registry errors",
-            f"{len(failed)} register call(s) failed, the first with {error or 'an error'} "
-            "(a correct registry never refuses a name)",
-            (first,),
-        )
-    ]
-
-
-@dataclass
-class Hold:
-    """A successful acquire, the critical-section writes its process made, and the release that ended it."""
-
-    acquire: Call
-    writes: list[Call]
-    release: Call | None = None
-
-
-def _holds(calls: Sequence[Call]) -> list[Hold]:
-    by_process: dict[Any, list[Call]] = {}
-    for c in calls:
-        if c.f in ("acquire", "release", "incr"):
-            by_process.setdefault(c.process, []).append(c)
-    holds: list[Hold] = []
-    for ops in by_process.values():
-        ops.sort(key=lambda c: (c.start, c.id))
-        current: Hold | None = None
-        for c in ops:
-            if c.f == "acquire":
-                current = None
-                if c.status == "ok" and c.end is not None and c.output is not False and c.output is not None:
-                    current = Hold(c, [])
-                    holds.append(current)
-            elif c.f == "incr" and current is not None:
-                current.writes.append(c)
-            elif c.f == "release" and current is not None:
-                current.release = c
-                current = None
-    return holds
-
-
-def critical_sections(calls: Sequence[Call]) -> list[Violation]:
-    """No two processes are in the critical section at once, counting only writes that took effect.
-
-    A process is surely inside from its acquire's return to the call of its
-    last write that took effect (ok) in that hold. Two such spans that overlap
-    mean two clients acted as holders at once and both their writes landed: a
-    lease that expired under a paused client, unfenced, does this. A write the
-    resource refused (a stale fencing token: fail) does not count.
-    """
-    spans: list[tuple[int, int, Call, Call]] = []
-    for hold in _holds(calls):
-        acquire = hold.acquire
-        landed = [w for w in hold.writes if w.status == "ok"]
-        if landed and acquire.end is not None:
-            last = max(landed, key=lambda w: w.start)
-            if last.start > acquire.end:
-                spans.append((acquire.end, last.start, acquire, last))
-    spans.sort(key=lambda s: (s[0], s[1]))
-    out: list[Violation] = []
-    reach: tuple[int, int, Call, Call] | None = None
-    reported = False  # one violation per span that others overlap, not one per overlapping span
-    for span in spans:
-        if reach is not None and span[0] < reach[1] and not reported:
-            reported = True
-            out.append(
-                Violation(
-                    "critical sections",
-                    f"process {span[2].process} acquired the lock and wrote while process "
-                    f"{reach[2].process}, holding it since earlier, had yet to write; both writes "
-                    "took effect (two holders at once)",
-                    (reach[2], span[2], reach[3]),
-                )
-            )
-        if reach is None or span[1] > reach[1]:
-            reach = span
-            reported = False
-    return out
-
-
-#: Slack for the server's millisecond expiry clock, in ns.
-LEASE_SLACK_NS = 5_000_000
-
-
-def lease_validity(calls: Sequence[Call], ttl_ms: int) -> list[Violation]:
-    """A lease lasts its TTL unless released: it is never lost early.
-
-    If p's acquire was called at t, its lease runs until at least t + ttl on the
-    server. It was lost early when, before then and before p released it,
-    another acquire (called after p's returned; by any process, p included)
-    succeeded, or p's own release found it gone ("not-owner"): a restart
-    without persistence, a failover, or a lock that is not exclusive.
-    """
-    ttl_ns = ttl_ms * 1_000_000
-    holds = sorted(_holds(calls), key=lambda h: h.acquire.end or 0)
-    out: list[Violation] = []
-    window: list[Hold] = []
-    lost: set[int] = set()  # one violation per lease, not one per later grant
-
-    def released_at(h: Hold) -> float:
-        r = h.release
-        return float("inf") if r is None or r.status == "fail" else r.start  # a failed release freed nothing
-
-    for hold in holds:
-        q = hold.acquire
-        assert q.end is not None
-        window = [h for h in window if h.acquire.start + ttl_ns > q.end + LEASE_SLACK_NS]
-        for h in window:
-            p = h.acquire
-            assert p.end is not None
-            if p.id not in lost and q.start > p.end and released_at(h) > q.end:
-                left = (p.start + ttl_ns - q.end) / 1e6
-                out.append(
-                    Violation(
-                        "lease validity",
-                        f"process {q.process} acquired the lock while process {p.process}'s lease "
-                        f"still had {left:.0f} ms of its {ttl_ms} ms to run and was not released (lost early)",
-                        (p, q),
-                    )
-                )
-                lost.add(p.id)
-                break
-        window.append(hold)
-    for h in holds:
-        p, r = h.acquire, h.release
-        if (
-            p.id not in lost
-            and r is not None
-            and r.status == "ok"
-            and r.output == "not-owner"
-            and r.end is not None
-            and r.end + LEASE_SLACK_NS < p.start + ttl_ns
-        ):
-            left = (p.start + ttl_ns - r.end) / 1e6
-            out.append(
-                Violation(
-                    "lease validity",
-                    f"process {p.process}'s release found its lease gone with {left:.0f} ms of its "
-                    f"{ttl_ms} ms still to run (lost early)",
-                    (p, r),
-                )
-            )
-    return out

@@ -8,21 +8,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contend.checks import Check, CheckContext, CheckOptions, CheckResult, run_check
-from contend.checks import locks as lock_checks
-from contend.checks import registry as registry_checks
-from contend.checks.schedule import schedule_check
-from contend.keyspace import Namespace
-from contend.protocols import ProtocolError, check_factory_signature, check_object, load_factory
-from contend.target import Target
-from impl import catalog
+from contend.check.framework import Check, CheckContext, CheckOptions, CheckResult, run_check
+from contend.check.locks import LOCK_CHECKS
+from contend.check.protocols import ProtocolError, check_factory_signature, check_object, load_factory
+from contend.check.registry import CHECKS as REGISTRY_CHECKS
+from contend.check.schedule import schedule_check
+from contend.check.semaphore import SEMAPHORE_CHECKS
+from contend.check.single_flight import SINGLE_FLIGHT_CHECKS
+from contend.impl import catalog
+from contend.target.keyspace import Namespace
+from contend.target.target import Target
 
 SCHEDULE = Check("schedule", "Hypothesis chooses the interleaving of round trips", schedule_check)
 BATTERIES: dict[str, list[Check]] = {
-    "registry": [*registry_checks.CHECKS, SCHEDULE],
-    "lock": [*lock_checks.LOCK_CHECKS, SCHEDULE],
-    "semaphore": [*lock_checks.SEMAPHORE_CHECKS, SCHEDULE],
-    "single_flight": [*lock_checks.SINGLE_FLIGHT_CHECKS, SCHEDULE],
+    "registry": [*REGISTRY_CHECKS, SCHEDULE],
+    "lock": [*LOCK_CHECKS, SCHEDULE],
+    "semaphore": [*SEMAPHORE_CHECKS, SCHEDULE],
+    "single_flight": [*SINGLE_FLIGHT_CHECKS, SCHEDULE],
 }
 
 #: What a user's implementation (--impl) is taken to claim, per family.

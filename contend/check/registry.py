@@ -7,9 +7,9 @@ import itertools
 import random
 from typing import Any
 
-from contend.burst import burst, errors_summary
-from contend.checks import Check, CheckContext, CheckFailed, expect, expect_rejected
-from models.registry import RegistryModel
+from contend.check.burst import burst, errors_summary
+from contend.check.framework import Check, CheckContext, CheckFailed, expect, expect_rejected
+from contend.models.registry import RegistryModel
 
 
 def _registry(ctx: CheckContext) -> Any:

@@ -15,9 +15,9 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from contend.checks import CheckContext, CheckFailed
-from contend.machines import family_machine
+from contend.check.framework import CheckContext, CheckFailed
 from contend.machines.base import PropertyViolated, ScheduledMachine
+from contend.machines.family import family_machine
 from contend.schedule.scheduler import compress, schedule_expression
 
 

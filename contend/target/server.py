@@ -28,8 +28,8 @@ from typing import Any, Literal
 
 import redis
 
-from contend.binary import RedisBinary, find_redis_server
 from contend.errors import ServerError
+from contend.target.binary import RedisBinary, find_redis_server
 
 Persistence = Literal["none", "aof", "rdb"]
 DIR_PREFIX = "contend-redis-"

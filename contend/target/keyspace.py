@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 import redis
 
 from contend.errors import NamespaceInUse
-from impl.connection import client_for_db, db_of, glob_escape
+from contend.impl.connection import client_for_db, db_of, glob_escape
 
 
 def new_run_id() -> str:

@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from contend.history import Call, HistoryError, Paired, Record, pair
-from models.base import Model, Op
+from contend.history.records import Call, HistoryError, Paired, Record, pair
+from contend.models.base import Model, Op
 
 Step = Callable[[Any], tuple[bool, Any]]
 

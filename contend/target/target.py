@@ -10,10 +10,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 
-from contend.binary import find_redis_server
 from contend.errors import TargetError
-from contend.keyspace import Namespace
-from contend.server import EmbeddedRedis, Persistence
+from contend.target.binary import find_redis_server
+from contend.target.keyspace import Namespace
+from contend.target.server import EmbeddedRedis, Persistence
 
 
 def mask_url(url: str) -> str:

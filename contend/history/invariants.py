@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from contend.history import Call
+from contend.history.records import UNSENT, Call
 
 INF = float("inf")
 
@@ -38,6 +38,10 @@ class Violation:
             "message": self.message,
             "calls": [{"id": c.id, "line": c.invoke.line, "describe": c.describe()} for c in self.calls],
         }
+
+
+#: A linear-time check: the violations it finds in a history's calls.
+Invariant = Callable[[Sequence[Call]], list[Violation]]
 
 
 # --------------------------------------------------------------------------- registry
@@ -320,3 +324,162 @@ def _who(c: Call) -> str:
 def _line(c: Call) -> str:
     r = c.invoke
     return f"line {r.line}" if r.line is not None else f"record {r.index}"
+
+
+def registry_errors(calls: Sequence[Call]) -> list[Violation]:
+    """A registry never refuses a name: a register that failed (a definite error) is a spurious error."""
+    failed = [
+        c
+        for c in calls
+        if c.f in ("register", "register_many")
+        and c.status == "fail"
+        and not str(c.completion.error if c.completion else "").startswith(UNSENT)
+    ]
+    if not failed:
+        return []
+    first = failed[0]
+    error = first.completion.error if first.completion is not None else None
+    return [
+        Violation(
+            "registry errors",
+            f"{len(failed)} register call(s) failed, the first with {error or 'an error'} "
+            "(a correct registry never refuses a name)",
+            (first,),
+        )
+    ]
+
+
+@dataclass
+class Hold:
+    """A successful acquire, the critical-section writes its process made, and the release that ended it."""
+
+    acquire: Call
+    writes: list[Call]
+    release: Call | None = None
+
+
+def _holds(calls: Sequence[Call]) -> list[Hold]:
+    by_process: dict[Any, list[Call]] = {}
+    for c in calls:
+        if c.f in ("acquire", "release", "incr"):
+            by_process.setdefault(c.process, []).append(c)
+    holds: list[Hold] = []
+    for ops in by_process.values():
+        ops.sort(key=lambda c: (c.start, c.id))
+        current: Hold | None = None
+        for c in ops:
+            if c.f == "acquire":
+                current = None
+                if c.status == "ok" and c.end is not None and c.output is not False and c.output is not None:
+                    current = Hold(c, [])
+                    holds.append(current)
+            elif c.f == "incr" and current is not None:
+                current.writes.append(c)
+            elif c.f == "release" and current is not None:
+                current.release = c
+                current = None
+    return holds
+
+
+def critical_sections(calls: Sequence[Call]) -> list[Violation]:
+    """No two processes are in the critical section at once, counting only writes that took effect.
+
+    A process is surely inside from its acquire's return to the call of its
+    last write that took effect (ok) in that hold. Two such spans that overlap
+    mean two clients acted as holders at once and both their writes landed: a
+    lease that expired under a paused client, unfenced, does this. A write the
+    resource refused (a stale fencing token: fail) does not count.
+    """
+    spans: list[tuple[int, int, Call, Call]] = []
+    for hold in _holds(calls):
+        acquire = hold.acquire
+        landed = [w for w in hold.writes if w.status == "ok"]
+        if landed and acquire.end is not None:
+            last = max(landed, key=lambda w: w.start)
+            if last.start > acquire.end:
+                spans.append((acquire.end, last.start, acquire, last))
+    spans.sort(key=lambda s: (s[0], s[1]))
+    out: list[Violation] = []
+    reach: tuple[int, int, Call, Call] | None = None
+    reported = False  # one violation per span that others overlap, not one per overlapping span
+    for span in spans:
+        if reach is not None and span[0] < reach[1] and not reported:
+            reported = True
+            out.append(
+                Violation(
+                    "critical sections",
+                    f"process {span[2].process} acquired the lock and wrote while process "
+                    f"{reach[2].process}, holding it since earlier, had yet to write; both writes "
+                    "took effect (two holders at once)",
+                    (reach[2], span[2], reach[3]),
+                )
+            )
+        if reach is None or span[1] > reach[1]:
+            reach = span
+            reported = False
+    return out
+
+
+#: Slack for the server's millisecond expiry clock, in ns.
+LEASE_SLACK_NS = 5_000_000
+
+
+def lease_validity(calls: Sequence[Call], ttl_ms: int) -> list[Violation]:
+    """A lease lasts its TTL unless released: it is never lost early.
+
+    If p's acquire was called at t, its lease runs until at least t + ttl on the
+    server. It was lost early when, before then and before p released it,
+    another acquire (called after p's returned; by any process, p included)
+    succeeded, or p's own release found it gone ("not-owner"): a restart
+    without persistence, a failover, or a lock that is not exclusive.
+    """
+    ttl_ns = ttl_ms * 1_000_000
+    holds = sorted(_holds(calls), key=lambda h: h.acquire.end or 0)
+    out: list[Violation] = []
+    window: list[Hold] = []
+    lost: set[int] = set()  # one violation per lease, not one per later grant
+
+    def released_at(h: Hold) -> float:
+        r = h.release
+        return float("inf") if r is None or r.status == "fail" else r.start  # a failed release freed nothing
+
+    for hold in holds:
+        q = hold.acquire
+        assert q.end is not None
+        window = [h for h in window if h.acquire.start + ttl_ns > q.end + LEASE_SLACK_NS]
+        for h in window:
+            p = h.acquire
+            assert p.end is not None
+            if p.id not in lost and q.start > p.end and released_at(h) > q.end:
+                left = (p.start + ttl_ns - q.end) / 1e6
+                out.append(
+                    Violation(
+                        "lease validity",
+                        f"process {q.process} acquired the lock while process {p.process}'s lease "
+                        f"still had {left:.0f} ms of its {ttl_ms} ms to run and was not released (lost early)",
+                        (p, q),
+                    )
+                )
+                lost.add(p.id)
+                break
+        window.append(hold)
+    for h in holds:
+        p, r = h.acquire, h.release
+        if (
+            p.id not in lost
+            and r is not None
+            and r.status == "ok"
+            and r.output == "not-owner"
+            and r.end is not None
+            and r.end + LEASE_SLACK_NS < p.start + ttl_ns
+        ):
+            left = (p.start + ttl_ns - r.end) / 1e6
+            out.append(
+                Violation(
+                    "lease validity",
+                    f"process {p.process}'s release found its lease gone with {left:.0f} ms of its "
+                    f"{ttl_ms} ms still to run (lost early)",
+                    (p, r),
+                )
+            )
+    return out

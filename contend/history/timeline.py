@@ -15,8 +15,8 @@ import html
 from pathlib import Path
 from typing import Any
 
-from contend.checker import Outcome, PartitionResult, Verdict
-from contend.history import Call, Record, show
+from contend.history.checker import Outcome, PartitionResult, Verdict
+from contend.history.records import Call, Record, show
 
 LANE = 24
 BAR = 16

@@ -1,0 +1,158 @@
+"""The semaphore battery's own checks: the semaphore model, exactly `limit` winners, FIFO for fair ones.
+
+A semaphore also runs the lock checks every lease shares (`contend.check.locks.COMMON`).
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import random
+import threading
+import time
+from typing import Any
+
+from contend.check.burst import burst, errors_summary
+from contend.check.faults import (
+    LONG_TTL,
+    MODEL_TTL,
+    Inconclusive,
+    own_clients,
+    tapped_client,
+    up_to_three_runs,
+)
+from contend.check.framework import Check, CheckContext, CheckFailed, LockCheck, expect
+from contend.check.locks import COMMON, bad_input_check
+from contend.impl.catalog import FIFO, MUTUAL_EXCLUSION
+from contend.models.base import UNKNOWN, Op
+from contend.models.semaphore import SemaphoreModel
+
+
+def semaphore_model_check(ctx: CheckContext) -> str:
+    """Random acquire/release by 5 clients on a semaphore of 3, with expiries, against models.semaphore."""
+    return up_to_three_runs(ctx, _semaphore_sequence)
+
+
+def _semaphore_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
+    rng = random.Random(ctx.options.seed)
+    key = ctx.namespace.key("model-n", attempt)
+    limit = 3
+    procs = [f"p{i}" for i in range(5)]
+    clients = {p: ctx.client() for p in procs}
+    fair = bool(getattr(ctx.factory(clients["p0"], key, MODEL_TTL, limit=limit), "fair", False))
+    model = SemaphoreModel(limit, fair=fair)
+    state = model.init()
+    held: dict[str, Any] = {}
+    renewed: dict[str, float] = {}
+    recent: collections.deque[str] = collections.deque(maxlen=8)
+    expiries = sorted(rng.sample(range(5, n), 3))
+    expired = 0
+    for step in range(n):
+        if expiries and step >= expiries[0] and state.holders:
+            expiries.pop(0)
+            time.sleep(MODEL_TTL / 1000 + 0.05)
+            for q in sorted(map(str, state.holders)):
+                _, state = model.apply(state, "expire", q)
+            renewed.clear()
+            recent.append("expire all")
+            expired += 1
+            continue
+        p = rng.choice(procs)
+        # One object is one permit, so a client holding one would take a second: the model's
+        # processes hold at most one, so a holder only releases.
+        f = "acquire" if rng.random() < 0.55 and p not in state.holders else "release"
+        output: Any
+        with expect(f"op {step}: {p} {f}"):
+            if f == "acquire":
+                lock = ctx.factory(clients[p], key, MODEL_TTL, limit=limit)
+                output = bool(lock.acquire(blocking=False))
+            else:
+                lock = held.pop(p, None) or ctx.factory(clients[p], key, MODEL_TTL, limit=limit)
+                try:
+                    lock.release()
+                    output = "ok"
+                except Exception:
+                    output = "not-owner"
+        done = time.monotonic()
+        expected, _ = model.apply(state, f, None, p)
+        if f == "release" and output == "ok" and expected != "ok":
+            output = UNKNOWN
+        recent.append(f"{p} {f} → {output!r}")
+        legal, nxt = model.step(state, Op(f, None, output, key, p))
+        if not legal:
+            if any(done - renewed.get(str(h), done) > MODEL_TTL * 0.7 / 1000 for h in state.holders):
+                raise Inconclusive
+            raise CheckFailed(
+                f"op {step}: {p} {f} returned {output!r}; the model says {expected!r} "
+                f"(state: {model.describe_state(state)}; last ops: {'; '.join(recent)})"
+            )
+        if f == "acquire" and output is True:
+            held[p] = lock
+            renewed[p] = done
+        state = nxt
+    return f"{n} operations by 5 clients on {limit} permits with {expired} expiries agree with the {model.name} model"
+
+
+def limit_check(ctx: CheckContext) -> str:
+    """Clients released together on a semaphore of 3: exactly 3 win, round after round."""
+    k, rounds, limit = ctx.options.burst_clients, max(1, ctx.options.burst_rounds // 4), 3
+    clients = [ctx.client() for _ in range(k)]
+    for r in range(rounds):
+        key = ctx.namespace.key("limit", r)
+        sems = [ctx.factory(c, key, LONG_TTL, limit=limit) for c in clients]
+        outcomes = burst([functools.partial(s.acquire, blocking=False) for s in sems])
+        if failed := errors_summary(outcomes):
+            raise CheckFailed(f"round {r + 1}: {failed}")
+        winners = [s for s, o in zip(sems, outcomes, strict=True) if o.value]
+        if len(winners) != limit:
+            raise CheckFailed(f"round {r + 1}: {k} clients at once on {limit} permits: {len(winners)} won")
+        for s in winners:
+            s.release()
+    return f"{rounds} rounds of {k} clients at once on {limit} permits: exactly {limit} won each time"
+
+
+# --- FIFO ---------------------------------------------------------------------------------------------
+
+
+def fifo_check(ctx: CheckContext) -> str:
+    """Six waiters queue one after another behind a holder; they must be granted in that order."""
+    key, n = ctx.namespace.key("fifo"), 6
+    holder = ctx.factory(ctx.client(), key, LONG_TTL)
+    with expect("the holder acquires"):
+        holder.acquire(blocking=False)
+    order: list[int] = []
+    guard = threading.Lock()
+    threads = []
+
+    def wait_turn(i: int, lock: Any) -> None:
+        if lock.acquire(blocking=True, timeout=10):
+            with guard:
+                order.append(i)
+            time.sleep(0.01)
+            lock.release()
+
+    with own_clients() as extra:
+        for i in range(n):
+            client, trips = tapped_client(ctx, extra)
+            lock = ctx.factory(client, key, LONG_TTL)
+            t = threading.Thread(target=wait_turn, args=(i, lock), daemon=True)
+            t.start()
+            threads.append(t)
+            deadline = time.monotonic() + 5
+            while trips.sent < 2 and time.monotonic() < deadline:  # its first request has been answered
+                time.sleep(0.001)
+        holder.release()
+        for t in threads:
+            t.join(15)
+    if order != list(range(n)):
+        raise CheckFailed(f"{n} waiters queued in order 0..{n - 1} were granted in order {order}")
+    return f"{n} queued waiters were granted in the order they asked"
+
+
+SEMAPHORE_CHECKS: list[Check] = [
+    *COMMON,
+    LockCheck("model-n", "random operations on 3 permits against the semaphore model", semaphore_model_check),
+    LockCheck("limit-n", "16 clients at once on 3 permits: exactly 3 win", limit_check, MUTUAL_EXCLUSION),
+    LockCheck("fifo", "queued waiters granted in order", fifo_check, FIFO),
+    LockCheck("bad-input", "bad TTLs and keys: ValueError; release without acquire raises", bad_input_check),
+]

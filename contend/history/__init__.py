@@ -1,0 +1,1 @@
+"""Recorded histories: records and their formats, the linearizability checker, invariants, timelines."""

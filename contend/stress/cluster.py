@@ -1,0 +1,190 @@
+"""The servers of a stress run: an embedded primary (and, for failover, a replica), or a --redis-url one.
+
+Every server a run starts is stopped by `Cluster.stop`; `heal` resumes any
+that a nemesis left paused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+
+import redis
+
+from contend.errors import ServerError
+from contend.stress.signals import wait_stopped
+from contend.target.binary import RedisBinary, find_redis_server
+from contend.target.server import EmbeddedRedis, Persistence
+from contend.target.target import connect_url
+
+
+class Cluster:
+    """The servers of a run: an embedded primary (and, for failover, a replica), or a --redis-url one.
+
+    `on_move(url)` is called when the primary's address changes (a failover).
+    """
+
+    def __init__(
+        self,
+        *,
+        redis_url: str | None = None,
+        redis_server: str | None = None,
+        persistence: Persistence = "none",
+        appendfsync: str = "always",
+        replica: bool = False,
+    ) -> None:
+        self.redis_url = redis_url
+        self.binary: RedisBinary | None = None if redis_url else find_redis_server(redis_server)
+        self.persistence: Persistence = persistence
+        self.appendfsync = appendfsync
+        self.want_replica = replica
+        self.primary: EmbeddedRedis | None = None
+        self.replica: EmbeddedRedis | None = None
+        #: Every server this run started, for `stop` and for the record of what ran.
+        self.started: list[EmbeddedRedis] = []
+        self.pids_seen: list[int] = []
+        self.description = ""
+        self.on_move: Callable[[str], None] = lambda url: None
+
+    @property
+    def owned(self) -> bool:
+        """Did this run start the server (so it may be paused with SIGSTOP, killed, failed over)?"""
+        return self.redis_url is None
+
+    @property
+    def url(self) -> str:
+        if self.redis_url:
+            return self.redis_url
+        assert self.primary is not None
+        return self.primary.url
+
+    def start(self) -> Cluster:
+        if self.redis_url:
+            self.description = connect_url(self.redis_url).description
+            return self
+        assert self.binary is not None
+        self.primary = EmbeddedRedis(
+            self.binary,
+            persistence=self.persistence,
+            appendfsync=self.appendfsync,  # type: ignore[arg-type]
+        )
+        self.started.append(self.primary)  # before start: Ctrl-C during it must still stop it
+        self.primary.start()
+        self._note()
+        self.description = self.primary.describe() + f" ({self.binary.source})"
+        if self.persistence != "none":
+            fsync = f", appendfsync {self.appendfsync}" if self.persistence == "aof" else ""
+            self.description += f", persistence {self.persistence}{fsync}"
+        if self.want_replica:
+            self.start_replica()
+            self.description += " with a replica"
+        return self
+
+    def control(self, server: EmbeddedRedis | None = None) -> redis.Redis:
+        """A short-lived client for the harness's own commands."""
+        if server is not None:
+            return server.client(socket_timeout=5)
+        return redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
+
+    def pids(self) -> list[int]:
+        """Process ids of every redis-server this run has started so far (restarts included)."""
+        self._note()
+        return list(self.pids_seen)
+
+    def _note(self) -> None:
+        for server in self.started:
+            if server.pid is not None and server.pid not in self.pids_seen:
+                self.pids_seen.append(server.pid)
+
+    def kill_primary(self) -> int | None:
+        """kill -9 the primary, keeping its directory; its pid."""
+        assert self.primary is not None
+        pid = self.primary.pid
+        self.primary.kill()
+        return pid
+
+    def restart_primary(self) -> EmbeddedRedis:
+        """Start the killed primary again, on its port and directory."""
+        assert self.primary is not None
+        self.primary.start()
+        self._note()
+        return self.primary
+
+    # Faults ---------------------------------------------------------------------------------
+    def start_replica(self, timeout: float = 10.0) -> EmbeddedRedis:
+        """Start a replica of the primary and wait until it has synced."""
+        assert self.primary is not None and self.binary is not None
+        replica = EmbeddedRedis(
+            self.binary,
+            persistence=self.persistence,
+            appendfsync=self.appendfsync,  # type: ignore[arg-type]
+            extra_args=["--replicaof", self.primary.host, str(self.primary.port)],
+        )
+        self.started.append(replica)
+        self.replica = replica.start()
+        self._note()
+        client = self.control(replica)
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                info = client.info("replication")
+                if info.get("master_link_status") == "up" and not info.get("master_sync_in_progress"):
+                    return replica
+                time.sleep(0.01)
+        finally:
+            client.close()
+        raise ServerError(
+            f"the replica on port {replica.port} did not sync with its master within {timeout} s"
+        )
+
+    def master_offset(self) -> int:
+        """The primary's replication offset: it grows with every write it accepts."""
+        client = self.control(self.primary)
+        try:
+            return int(client.info("replication").get("master_repl_offset", 0))
+        finally:
+            client.close()
+
+    def cut_replication(self) -> int:
+        """Pause the replica (so it cannot reconnect) and have the master drop it; the offset at the cut."""
+        assert self.replica is not None and self.replica.pid is not None
+        self.replica.pause()
+        wait_stopped(self.replica.pid)
+        client = self.control(self.primary)
+        try:
+            client.execute_command("CLIENT", "KILL", "TYPE", "replica")
+            return int(client.info("replication").get("master_repl_offset", 0))
+        finally:
+            client.close()
+
+    def promote(self) -> tuple[int | None, EmbeddedRedis]:
+        """kill -9 the primary, promote the replica, tell the workers; (the old pid, the new primary)."""
+        assert self.primary is not None and self.replica is not None
+        old, new = self.primary, self.replica
+        old_pid = old.pid
+        old.kill()
+        new.resume()
+        client = self.control(new)
+        try:
+            client.execute_command("REPLICAOF", "NO", "ONE")
+        finally:
+            client.close()
+        self.primary, self.replica = new, None
+        old.stop()
+        self.on_move(new.url)
+        return old_pid, new
+
+    def heal(self) -> None:
+        """SIGCONT every server this run started (a no-op for running ones)."""
+        for server in (self.primary, self.replica):
+            if server is not None and server.running:
+                with contextlib.suppress(ServerError, ProcessLookupError):
+                    server.resume()
+
+    def stop(self) -> None:
+        """Stop every server this run started (SIGCONT first: a stopped server ignores SIGTERM)."""
+        for server in reversed(self.started):
+            with contextlib.suppress(Exception):
+                server.stop()
+        self.replica = None

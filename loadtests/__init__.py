@@ -1,0 +1,1 @@
+"""The locustfiles: `locust -f loadtests/` runs them all; installed, they are `contend.loadtests`."""
