@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+
 from contend.impl import registry as reg
 from contend.impl.locks import (
     exists_then_set,

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from contend.impl.catalog import FIFO, IMPLEMENTATIONS, by_name
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from contend.impl.catalog import FIFO, IMPLEMENTATIONS, by_name
 from contend.machines.base import PropertyViolated
 from contend.machines.family import family_machine
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 import redis
-from contend.impl.catalog import SEED_LAYOUT_DBS
 
+from contend.impl.catalog import SEED_LAYOUT_DBS
 from contend.target.keyspace import Namespace
 
 

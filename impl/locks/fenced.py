@@ -22,6 +22,7 @@ import secrets
 from typing import Any
 
 import redis
+
 from contend.impl.locks.errors import StaleFencingTokenError
 from contend.impl.locks.token import TokenLock
 from contend.impl.locks.validation import check_key

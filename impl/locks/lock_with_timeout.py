@@ -22,6 +22,7 @@ import uuid
 from typing import Any
 
 import redis
+
 from contend.impl.locks.polling import PollingLock
 from contend.impl.locks.validation import check_key, check_ttl_ms, check_ttl_seconds, seconds_to_ms
 

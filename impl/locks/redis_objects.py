@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import redis
+
 from contend.impl.locks import clock as clock_module
 from contend.impl.locks.errors import LockError, LockNotOwnedError, LockTimeoutError
 from contend.impl.locks.polling import poll_acquire

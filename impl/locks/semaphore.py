@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 import redis
+
 from contend.impl.locks.errors import LockError, LockNotOwnedError
 from contend.impl.locks.polling import poll_acquire
 from contend.impl.locks.validation import check_count, check_key, check_timeout, check_ttl_ms

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 import redis
+
 from contend.impl.locks.polling import PollingLock
 from contend.impl.locks.validation import check_key, check_ttl_ms, check_ttl_seconds, seconds_to_ms
 

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
+
 from contend.impl.locks import clock as clock_module
 from contend.impl.locks.polling import PollingLock
 from contend.impl.locks.validation import check_key, check_ttl_ms

@@ -37,6 +37,7 @@ from types import TracebackType
 from typing import Any, ParamSpec, TypeVar
 
 import redis
+
 from contend.impl.locks import clock as clock_module
 from contend.impl.locks import errors
 from contend.impl.locks.polling import poll_acquire

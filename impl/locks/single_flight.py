@@ -33,6 +33,7 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
+
 from contend.impl.locks.errors import LeaderFailedError, SingleFlightTimeout
 from contend.impl.locks.validation import (
     check_key,

@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import Any
 
 import redis
+
 from contend.impl.locks.errors import LockError, LockNotOwnedError, LockTimeoutError
 from contend.impl.locks.polling import poll_acquire
 from contend.impl.locks.validation import check_key, check_ttl_ms

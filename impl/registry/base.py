@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis
+
 from contend.impl.registry.keys import RegistryKeys
 
 #: The longest name a registry accepts, in UTF-8 bytes.

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis
+
 from contend.impl.locks.token import TokenLock
 from contend.impl.registry.base import RegistrationError, Registry, check_name, check_names
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import redis
+
 from contend.impl.registry.base import Registry, check_name, check_names
 from contend.impl.roundtrip import LuaScript
 

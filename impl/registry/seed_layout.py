@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis
+
 from contend.impl.connection import client_for_db, glob_escape
 from contend.impl.registry.base import RegistrationError, check_id, check_name, check_names, text
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 import redis
+
 from contend.impl.registry.base import RegistrationError, Registry, check_name
 
 

@@ -15,8 +15,9 @@ from collections.abc import Iterable
 from typing import Any
 
 import redis
-from contend.impl.registry.base import Registry, RetriesExhausted, check_name, check_names
 from redis.exceptions import WatchError
+
+from contend.impl.registry.base import Registry, RetriesExhausted, check_name, check_names
 
 
 class WatchRegistry(Registry):

@@ -1,0 +1,31 @@
+"""`contend bench`: registry and lock figures as ratios to raw round trips."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from contend.cli import main
+
+
+@pytest.mark.slow
+def test_bench_registry_reports_ratios(capsys, tmp_path):
+    out = tmp_path / "bench.json"
+    code = main(
+        ["bench", "registry", "--seconds", "0.2", "--clients", "2", "--batch", "100", "--json", str(out)]
+    )
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert data["raw_one"]["ops"] > 0
+    names = {row["name"] for row in data["rows"]}
+    assert {"naive", "watch", "lock_first", "lua"} <= names
+    for row in data["rows"]:
+        assert row["one_ratio"] > 0 and row["batch_seconds"] > 0
+    assert "× raw" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_bench_locks_reports_the_token_target(capsys):
+    assert main(["bench", "locks", "--seconds", "0.2", "--clients", "2"]) == 0
+    assert "target ≥ 0.45×" in capsys.readouterr().out

@@ -1,0 +1,311 @@
+"""The linearizability search: its verdicts and evidence on Porcupine's, Knossos' and generated histories."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from pathlib import Path
+
+import pytest
+
+from contend.benchmarks.checker import cas_register_history, corrupt, kv_history, registry_history
+from contend.history.checker import Outcome, check_calls, check_history, search
+from contend.history.formats import read_history
+from contend.history.invariants import registry_ids
+from contend.history.records import Record, pair
+from contend.models.base import UNKNOWN, Op
+from contend.models.cas_register import CasRegisterModel
+from contend.models.kv import KvModel
+from contend.models.registry_by_name import RegistryByNameModel
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def ops(*spec, model=None):
+    """Records from (process, f, value, output, start, end) tuples; end None means info, output "fail" fail."""
+    records = []
+    for process, f, value, output, start, end in spec:
+        records.append(Record(process, "invoke", f, None, value, start))
+        if end is not None:
+            kind = "fail" if output == "fail" else "ok"
+            records.append(Record(process, kind, f, None, value if f != "read" else output, end))
+        elif output == "info":
+            records.append(Record(process, "info", f, None, None, 10**9))
+    records.sort(key=lambda r: r.time)
+    return [
+        Record(r.process, r.type, r.f, r.key, r.value, r.time, i, line=i + 1) for i, r in enumerate(records)
+    ]
+
+
+def verdict(records, model=None, timeout=5.0):
+    return check_history(records, model or CasRegisterModel(initial=0), timeout=timeout)
+
+
+# --------------------------------------------------------------------------- classic examples
+
+
+def test_porcupine_register_examples():
+    # 6.824 2017 quiz 2, section VII, as in Porcupine's TestRegisterModel.
+    good = ops((0, "write", 100, None, 0, 100), (1, "read", None, 100, 25, 75), (2, "read", None, 0, 30, 60))
+    assert verdict(good).outcome is Outcome.LINEARIZABLE
+    bad = ops((0, "write", 200, None, 0, 100), (1, "read", None, 200, 10, 30), (2, "read", None, 0, 40, 90))
+    v = verdict(bad)
+    assert v.outcome is Outcome.NOT_LINEARIZABLE
+    assert v.culprit is not None and v.culprit.process == 2
+
+
+def test_porcupine_zero_duration():
+    good = ops(
+        (0, "write", 100, None, 0, 100),
+        (1, "read", None, 100, 25, 75),
+        (2, "read", None, 0, 30, 30),
+        (3, "read", None, 0, 30, 30),
+    )
+    assert verdict(good).outcome is Outcome.LINEARIZABLE
+    bad = ops(
+        (0, "write", 200, None, 0, 100),
+        (1, "read", None, 200, 10, 10),
+        (2, "read", None, 200, 10, 10),
+        (3, "read", None, 0, 40, 90),
+    )
+    assert verdict(bad).outcome is Outcome.NOT_LINEARIZABLE
+
+
+def test_knossos_style_register_histories():
+    # A read of a value nobody wrote.
+    assert verdict(ops((0, "read", None, 7, 0, 1))).outcome is Outcome.NOT_LINEARIZABLE
+    # A stale read after a write completed.
+    stale = ops((0, "write", 1, None, 0, 10), (1, "read", None, 0, 20, 30))
+    assert verdict(stale).outcome is Outcome.NOT_LINEARIZABLE
+    # Reads concurrent with a write may see old then new ...
+    fine = ops((0, "write", 1, None, 0, 50), (1, "read", None, 0, 10, 20), (2, "read", None, 1, 30, 40))
+    assert verdict(fine).outcome is Outcome.LINEARIZABLE
+    # ... but not new then old (the new-old inversion).
+    inverted = ops((0, "write", 1, None, 0, 50), (1, "read", None, 1, 10, 20), (2, "read", None, 0, 30, 40))
+    assert verdict(inverted).outcome is Outcome.NOT_LINEARIZABLE
+    # cas: two concurrent successful cas from the same value cannot both succeed.
+    double = ops((0, "cas", [0, 1], True, 0, 10), (1, "cas", [0, 2], True, 1, 11))
+    assert verdict(double).outcome is Outcome.NOT_LINEARIZABLE
+    # A failed cas took no effect; an ok one did.
+    seq = ops(
+        (0, "cas", [5, 1], "fail", 0, 10), (1, "cas", [0, 2], True, 20, 30), (0, "read", None, 2, 40, 50)
+    )
+    assert verdict(seq).outcome is Outcome.LINEARIZABLE
+
+
+def test_info_operations_may_take_effect():
+    # The timed-out write must be considered effective: the later read sees it.
+    seen = ops((0, "write", 5, "info", 0, None), (1, "read", None, 5, 100, 110))
+    assert verdict(seen).outcome is Outcome.LINEARIZABLE
+    # ... or never: a read after it may still see the old value.
+    unseen = ops((0, "write", 5, "info", 0, None), (1, "read", None, 0, 100, 110))
+    assert verdict(unseen).outcome is Outcome.LINEARIZABLE
+    # ... but not before it was invoked.
+    early = ops((1, "read", None, 5, 0, 10), (0, "write", 5, "info", 20, None))
+    assert verdict(early).outcome is Outcome.NOT_LINEARIZABLE
+    # ... and once: after a read saw it and a write replaced it, it cannot reappear.
+    once = ops(
+        (0, "write", 5, "info", 0, None),
+        (1, "read", None, 5, 10, 20),
+        (1, "write", 6, None, 30, 40),
+        (1, "read", None, 5, 50, 60),
+    )
+    assert verdict(once).outcome is Outcome.NOT_LINEARIZABLE
+    # A timed-out cas that must have happened between two reads.
+    cas = ops(
+        (0, "write", 1, None, 0, 10),
+        (1, "cas", [1, 2], "info", 20, None),
+        (2, "read", None, 1, 30, 40),
+        (2, "read", None, 2, 50, 60),
+    )
+    assert verdict(cas).outcome is Outcome.LINEARIZABLE
+
+
+def test_failed_operations_take_no_effect():
+    failed = ops((0, "write", 5, "fail", 0, 10), (1, "read", None, 5, 20, 30))
+    assert verdict(failed).outcome is Outcome.NOT_LINEARIZABLE
+
+
+def test_jepsen_etcd_logs():
+    bad = check_history(read_history(DATA / "etcd_000.log"), CasRegisterModel(), timeout=10)
+    assert bad.outcome is Outcome.NOT_LINEARIZABLE
+    culprit = bad.culprit
+    assert culprit is not None and culprit.invoke.line == 85 and culprit.f == "read" and culprit.output == 2
+    (part,) = bad.partitions
+    assert len(part.linearization) == len(part.states) > 20
+    assert part.culprit_op == Op("read", None, 2, None, 11)
+    good = check_history(read_history(DATA / "etcd_002.log"), CasRegisterModel(), timeout=10)
+    assert good.outcome is Outcome.LINEARIZABLE
+
+
+def test_partitions_by_key_report_the_bad_one():
+    v = check_history(read_history(DATA / "cas_independent.edn"), CasRegisterModel(), timeout=5)
+    assert v.outcome is Outcome.NOT_LINEARIZABLE and v.checked == 2
+    (part,) = v.partitions
+    assert part.key == 2
+    assert part.culprit is not None and part.culprit.invoke.line == 17
+    assert [r.f for r in v.nemesis] == ["start", "start"]
+    doc = v.to_json()
+    assert doc["culprit"]["line"] == 17 and doc["partitions"][0]["key"] == 2
+    assert doc["partitions"][0]["longest_prefix"][-1]["state_after"] == "7"
+
+
+def test_kv_histories():
+    assert check_history(read_history(DATA / "kv_ok.edn"), KvModel()).outcome is Outcome.LINEARIZABLE
+    bad = check_history(read_history(DATA / "kv_bad.edn"), KvModel())
+    assert bad.outcome is Outcome.NOT_LINEARIZABLE
+    assert [p.key for p in bad.partitions] == ["x"]
+
+
+def test_budget_spent_gives_unknown():
+    # n concurrent writes and a read of a value never written: refuting it visits every
+    # subset of the writes, 2**n configurations.
+    def history(n):
+        spec = [(k, "write", k, None, k, 1000 + k) for k in range(n)]
+        spec.append((n, "read", None, 999, n, 2000))
+        return ops(*spec)
+
+    small = verdict(history(6), timeout=10)
+    assert small.outcome is Outcome.NOT_LINEARIZABLE
+    big = verdict(history(22), timeout=0.2)
+    assert big.outcome is Outcome.UNKNOWN
+    assert big.partitions[0].seconds < 2
+    assert "budget" in big.partitions[0].explain()
+
+
+def test_not_linearizable_wins_over_unknown():
+    spec = [(k, "write", k, None, k, 1000 + k) for k in range(22)]
+    spec.append((22, "read", None, 999, 22, 2000))
+    records = ops(*spec)
+    records = [Record(r.process, r.type, r.f, "hard", r.value, r.time, r.index, line=r.line) for r in records]
+    records += [
+        Record(100, "invoke", "read", "easy", None, 5000, len(records)),
+        Record(100, "ok", "read", "easy", 3, 5001, len(records) + 1),
+    ]
+    v = check_history(records, CasRegisterModel(initial=0), timeout=0.2)
+    assert v.outcome is Outcome.NOT_LINEARIZABLE
+    assert {p.outcome for p in v.partitions} == {Outcome.NOT_LINEARIZABLE, Outcome.UNKNOWN}
+
+
+def test_unknown_operation_is_bad_input():
+    from contend.history.records import HistoryError
+
+    records = [
+        Record(0, "invoke", "frobnicate", None, 1, 0, 0, line=1),
+        Record(0, "ok", "frobnicate", None, 1, 1, 1),
+    ]
+    with pytest.raises(HistoryError, match="line 1: frobnicate"):
+        check_history(records, CasRegisterModel())
+
+
+def test_registry_by_name():
+    model = RegistryByNameModel()
+    good = pair(read_history(DATA / "registry.jsonl"))
+    v = check_calls(good.calls, model)
+    assert v.outcome is Outcome.NOT_LINEARIZABLE
+    assert v.culprit is not None and v.culprit.invoke.line == 7
+
+    def reg(*spec):
+        records = []
+        for k, (p, f, name, out, start, end) in enumerate(spec):
+            records.append(Record(p, "invoke", f, None, name, start, 2 * k))
+            records.append(Record(p, "info" if out is UNKNOWN else "ok", f, None, out, end, 2 * k + 1))
+        return sorted(records, key=lambda r: r.time or 0)
+
+    # A lookup racing the register may miss it; after the register completed it may not.
+    racing = reg((0, "register", "a", 1, 0, 10), (1, "lookup", "a", None, 5, 8))
+    assert check_history(racing, model).outcome is Outcome.LINEARIZABLE
+    late = reg((0, "register", "a", 1, 0, 10), (1, "lookup", "a", None, 20, 30))
+    assert check_history(late, model).outcome is Outcome.NOT_LINEARIZABLE
+    # A register whose reply was lost may still have assigned an id, seen later.
+    lost = reg(
+        (0, "register", "a", UNKNOWN, 0, 10**6),
+        (1, "lookup", "a", 4, 20, 30),
+        (1, "register", "a", 4, 40, 50),
+    )
+    assert check_history(lost, model).outcome is Outcome.LINEARIZABLE
+    unstable = reg((0, "register", "a", 1, 0, 10), (1, "register", "a", 2, 20, 30))
+    assert check_history(unstable, model).outcome is Outcome.NOT_LINEARIZABLE
+
+
+# --------------------------------------------------------------------------- against brute force
+
+
+def brute_force(model, items):
+    """Linearizable? By trying every order of every subset of the info operations."""
+    definite = [k for k, (_, _, end) in enumerate(items) if end is not None]
+    info = [k for k, (_, _, end) in enumerate(items) if end is None]
+    for r in range(len(info) + 1):
+        for chosen in itertools.combinations(info, r):
+            for order in itertools.permutations(definite + list(chosen)):
+                if not all(
+                    items[b][2] is None or items[b][2] >= items[a][1]
+                    for x, a in enumerate(order)
+                    for b in order[x + 1 :]
+                ):
+                    continue
+                state = model.init()
+                for k in order:
+                    legal, state = model.step(state, items[k][0])
+                    if not legal:
+                        break
+                else:
+                    return True
+    return False
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_search_agrees_with_brute_force(seed):
+    rng = random.Random(seed)
+    model = CasRegisterModel(initial=0)
+    disagreements = []
+    outcomes = set()
+    for _ in range(150):
+        items = []
+        for _ in range(rng.randint(1, 6)):
+            start = rng.randrange(20)
+            end = None if rng.random() < 0.2 else start + rng.randrange(8)
+            kind = rng.random()
+            if kind < 0.4:
+                op = Op("read", None, rng.randrange(3) if end is not None else UNKNOWN)
+            elif kind < 0.75:
+                op = Op("write", rng.randrange(3), None if end is not None else UNKNOWN)
+            else:
+                op = Op(
+                    "cas",
+                    (rng.randrange(3), rng.randrange(3)),
+                    rng.random() < 0.6 if end is not None else UNKNOWN,
+                )
+            items.append((op, start, end))
+        expected = brute_force(model, items)
+        got = search(
+            [model.compile_step(op) for op, _, _ in items],
+            [s for _, s, _ in items],
+            [e for _, _, e in items],
+            model.init(),
+        )[0]
+        outcomes.add(got)
+        if (got is Outcome.LINEARIZABLE) != expected:
+            disagreements.append(items)
+    assert not disagreements, disagreements[:2]
+    assert outcomes == {Outcome.LINEARIZABLE, Outcome.NOT_LINEARIZABLE}
+
+
+# --------------------------------------------------------------------------- generated histories
+
+
+def test_generated_histories():
+    model = CasRegisterModel()
+    cas = cas_register_history(processes=5, operations=400, seed=3, info_rate=0.05)
+    assert check_history(cas, model, timeout=10).outcome is Outcome.LINEARIZABLE
+    bad = corrupt(cas, "read", lambda r: 99)
+    assert check_history(bad, model, timeout=10).outcome is Outcome.NOT_LINEARIZABLE
+    kv = kv_history(operations=600, keys=3)
+    assert check_history(kv, KvModel(), timeout=10).outcome is Outcome.LINEARIZABLE
+    reg = registry_history(operations=3000, names=300, info_rate=0.02)
+    v = check_history(reg, RegistryByNameModel(), timeout=10)
+    assert v.outcome is Outcome.LINEARIZABLE and v.checked > 100
+    assert registry_ids(pair(reg).calls) == []
+
+
+# --------------------------------------------------------------------------- linear-time invariants

@@ -1,0 +1,132 @@
+"""The locustfiles, run headless by Locust in its own process (Locust must never be imported here).
+
+Each workload's short run must keep its invariant; a known-bad strategy must
+make the run exit non-zero; bad options are one line and exit code 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import redis
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def locust(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 90
+) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEND_", "LOCUST_"))}
+    return subprocess.run(
+        [sys.executable, "-m", "locust", *args],
+        cwd=ROOT,
+        env={**clean, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def headless(locustfile: str, *args: str, users: int = 4, seconds: int = 3) -> list[str]:
+    return [
+        "-f",
+        f"loadtests/{locustfile}",
+        "--headless",
+        "-u",
+        str(users),
+        "-r",
+        str(users),
+        "-t",
+        f"{seconds}s",
+        *args,
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("locustfile", "strategy"),
+    [("registry.py", "lock_first"), ("counter.py", "watch"), ("transfer.py", "fine_locks")],
+)
+def test_each_workload_keeps_its_invariant(contend_target, ns, tmp_path, locustfile, strategy):
+    summary = tmp_path / "summary.json"
+    done = locust(
+        *headless(locustfile),
+        "--redis-url", contend_target.url, "--key-namespace", ns.prefix, "--strategy", strategy,
+        "--contend-json", str(summary), "--csv", str(tmp_path / "run"),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(summary.read_text())
+    assert result["ok"]
+    (workload,) = result["workloads"].values()
+    assert workload["ok"], workload["verdict"]
+    assert workload["contend"]["commits"] > 100
+    assert workload["contend"]["users"] == 4
+    # Every finished operation is a Locust request; one cut short at the end (at most one per user) is not.
+    assert workload["locust"]["requests"] >= workload["contend"]["commits"] - 4
+    # Microsecond resolution: sub-millisecond medians survive, in the stats and in the CSV.
+    assert 0 < workload["locust"]["p50_ms"] < 100
+    assert (tmp_path / "run_stats.csv").is_file()
+    if strategy != "watch":
+        assert workload["contend"]["lock_wait_mean_ms"] is not None
+    assert ns.count() == 0, "the run namespace is deleted at the end"
+
+
+@pytest.mark.slow
+def test_a_known_bad_strategy_fails_the_run(contend_target, ns, tmp_path):
+    summary = tmp_path / "summary.json"
+    done = locust(
+        *headless("counter.py", users=8),
+        "--redis-url", contend_target.url, "--key-namespace", ns.prefix, "--strategy", "naive",
+        "--contend-json", str(summary),
+        env={"CONTEND_LOAD_KNOWN_BAD": "1"},
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "INVARIANT BROKEN" in done.stderr and "lost updates" in done.stderr
+    assert not json.loads(summary.read_text())["ok"]
+    assert ns.count() == 0
+
+
+@pytest.mark.slow
+def test_no_arguments_start_and_stop_an_embedded_server(tmp_path):
+    summary = tmp_path / "summary.json"
+    done = locust(*headless("counter.py", users=2, seconds=2), "--contend-json", str(summary))
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(summary.read_text())
+    assert result["ok"] and result["redis"].startswith("embedded")
+    port = int(result["redis"].split(" at ")[1].split(":")[1].split()[0])
+    with pytest.raises(redis.ConnectionError):
+        redis.Redis(port=port, socket_connect_timeout=1).ping()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--strategy", "nope"], "--strategy 'nope' is unknown to the counter workload"),
+        (["--hot-keys", "0"], "--hot-keys must be a whole number > 0, got 0"),
+        (["--ttl-ms", "-1"], "--ttl-ms must be a whole number > 0"),
+        (["--redis-url", "redis://127.0.0.1:1/0"], "cannot reach Redis at redis://127.0.0.1:1/0"),
+    ],
+)
+def test_bad_options_are_one_line_and_exit_2(args, message):
+    done = locust(*headless("counter.py", seconds=1), *args, timeout=30)
+    assert done.returncode == 2
+    lines = [line for line in done.stderr.splitlines() if line.startswith("contend:")]
+    assert len(lines) == 1 and message in lines[0], done.stderr
+
+
+@pytest.mark.slow
+def test_a_namespace_that_holds_keys_is_refused(contend_target, client, ns):
+    client.set(ns.key("mine"), "user data")
+    done = locust(
+        *headless("counter.py", seconds=1), "--redis-url", contend_target.url, "--key-namespace", ns.prefix,
+        timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "already holds keys" in done.stderr
+    assert client.get(ns.key("mine")) == b"user data"

@@ -1,0 +1,56 @@
+"""Load figures without Locust: bucketing, percentiles, Jain's index, tallies that merge."""
+
+from __future__ import annotations
+
+import pytest
+
+from contend.load.metrics import Distribution, Step, Tally, bucket_ms, jain_index, percentile
+
+
+def test_bucketing_keeps_microseconds():
+    assert bucket_ms(0.123456) == 0.123
+    assert bucket_ms(0.0004) == 0.0  # below a microsecond
+    assert bucket_ms(0.0016) == 0.002
+    assert bucket_ms(1.23456) == 1.23
+    assert bucket_ms(147.3) == 147
+    assert bucket_ms(3432) == 3430
+    assert bucket_ms(0) == 0.0
+
+
+def test_percentile_and_jain():
+    hist = {0.1: 50, 0.2: 49, 9.0: 1}
+    assert percentile(hist, 0.5) == 0.1
+    assert percentile(hist, 0.99) == 0.2
+    assert percentile(hist, 1.0) == 9.0
+    assert percentile({}, 0.5) == 0.0
+    assert jain_index([5, 5, 5, 5]) == pytest.approx(1.0)
+    assert jain_index([10, 0, 0, 0]) == pytest.approx(0.25)
+    assert jain_index([]) is None
+
+
+def test_tallies_merge_and_round_trip_through_json():
+    a, b = Tally("counter", "watch"), Tally("counter", "watch")
+    a.user("1.1")
+    b.user("2.1")
+    a.record("1.1", Step(keys=("k",), committed=True, retries=2, lock_wait=0.001, deltas={"k": 1}))
+    b.record("2.1", Step(keys=("k",), committed=True, deltas={"k": 1}))
+    b.record("2.1", Step(keys=("k",)), unknown=True)
+    b.record("2.1", Step(keys=("k",)), failed=True)
+    merged = Tally.from_json(a.to_json())
+    merged.merge(Tally.from_json(b.to_json()))
+    assert (merged.commits, merged.unknown, merged.failed, merged.retries) == (2, 1, 1, 2)
+    assert merged.key_counts("k") == (2, 1)
+    assert merged.processes == 2
+    summary = merged.summary()
+    assert summary["users"] == 2 and summary["jain_index"] == pytest.approx(1.0)
+    assert summary["retries_per_commit"] == 1.0
+    assert summary["lock_wait_mean_ms"] == pytest.approx(1.0)
+
+
+def test_distribution_percentiles_in_ms():
+    d = Distribution()
+    for seconds in (0.0001, 0.0002, 0.0003, 0.05):
+        d.add(seconds)
+    assert d.count == 4 and d.max == 0.05
+    assert d.percentile_ms(0.5) == 0.2
+    assert Distribution.from_json(d.to_json()) == d

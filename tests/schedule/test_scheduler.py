@@ -1,0 +1,281 @@
+"""The controlled scheduler: one round trip at a time, deterministic, virtual time, replay."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+
+from contend.impl.registry import LuaRegistry, NaiveRegistry
+from contend.schedule import (
+    BoundedPreemption,
+    PCTChooser,
+    RandomWalk,
+    ReplayChooser,
+    ReplayDiverged,
+    Scheduler,
+    SchedulerError,
+    gate,
+)
+from contend.schedule.scheduler import compress, schedule_expression
+
+
+def clients(target, n):
+    made = [target.client() for _ in range(n)]
+    for c in made:
+        c.ping()
+    return made
+
+
+def register_race(target, ns, cls, chooser, name="a"):
+    """Two clients register one name; returns (outcomes, trace text, schedule)."""
+    conns = clients(target, 2)
+    with Scheduler() as s:
+        regs = [cls(c, ns.child(name)) for c in conns]
+        for c in conns:
+            s.add_client(connection=c)
+        for i, reg in enumerate(regs):
+            s.start(i, lambda reg=reg: reg.register(name), f"register({name!r})")
+        s.run_all(chooser)
+        outcomes = [c.outcome for c in s.clients]
+        text, schedule = s.format_trace(), list(s.schedule)
+    for c in conns:
+        c.close()
+    return outcomes, text, schedule
+
+
+RACE = [0, 1, 0, 0, 1, 1, 0]  # c0 HGET, c1 HGET, c0 INCR, c0 HSETNX, c1 INCR, c1 HSETNX (fails), c0 ...
+
+
+def test_a_replayed_schedule_exposes_the_naive_race(contend_target, ns):
+    outcomes, text, schedule = register_race(contend_target, ns, NaiveRegistry, ReplayChooser(RACE))
+    errors = [o.error for o in outcomes if o.error]
+    assert len(errors) == 1 and "Failed to register" in str(errors[0])
+    assert schedule == RACE
+    assert "c1   HSETNX" in text and "→  0" in text
+
+
+def test_the_same_schedule_gives_the_same_outcome(contend_target, ns):
+    first = register_race(contend_target, ns, NaiveRegistry, ReplayChooser(RACE), name="x")
+    again = register_race(contend_target, ns, NaiveRegistry, ReplayChooser(RACE), name="y")
+    assert [(o.value, type(o.error)) for o in first[0]] == [(o.value, type(o.error)) for o in again[0]]
+    assert first[1].replace(":x:", ":y:").replace("'x'", "'y'").replace(" x ", " y ") == again[1]
+
+
+def test_exactly_one_round_trip_per_step(contend_target, ns):
+    conns = clients(contend_target, 1)
+    with Scheduler() as s:
+        s.add_client(connection=conns[0])
+        key = ns.key("k")
+        s.start(0, lambda: [conns[0].incr(key) for _ in range(3)], "three INCRs")
+        steps = []
+        while s.runnable():
+            steps.append(s.step(0))
+    assert [st.sent for st in steps] == [[["INCRBY", key, "1"]]] * 3
+    assert [st.replies for st in steps] == [[1], [2], [3]]
+    conns[0].close()
+
+
+def test_multi_exec_is_one_atomic_step(contend_target, ns):
+    conns = clients(contend_target, 1)
+    key = ns.key("k")
+
+    def transaction():
+        with conns[0].pipeline() as pipe:
+            pipe.incr(key).incr(key).execute()
+
+    with Scheduler() as s:
+        s.add_client(connection=conns[0])
+        s.start(0, transaction, "MULTI/EXEC")
+        steps = [s.step(0) for _ in range(len(s.runnable()))]
+    assert len(steps) == 1
+    assert [cmd[0] for cmd in steps[0].sent] == ["MULTI", "INCRBY", "INCRBY", "EXEC"]
+    conns[0].close()
+
+
+@pytest.mark.parametrize(("split", "expected_steps"), [(False, 1), (True, 3)])
+def test_plain_pipelines_can_be_split(contend_target, ns, split, expected_steps):
+    conns = clients(contend_target, 1)
+    key = ns.key("k")
+
+    def pipeline():
+        with conns[0].pipeline(transaction=False) as pipe:
+            return pipe.incr(key).incr(key).get(key).execute()
+
+    with Scheduler(split_pipelines=split) as s:
+        s.add_client(connection=conns[0])
+        s.start(0, pipeline, "pipeline")
+        s.run_all(lambda current, ready: ready[0])
+        assert s.clients[0].outcome.value == [1, 2, b"2"]
+        assert len(s.schedule) == expected_steps
+    conns[0].close()
+
+
+def test_sleeps_are_virtual(contend_target):
+    conns = clients(contend_target, 1)
+    with Scheduler() as s:
+        s.add_client(connection=conns[0])
+
+        def slow():
+            start = time.monotonic()
+            time.sleep(30)
+            conns[0].ping()
+            return time.monotonic() - start
+
+        began = gate.REAL_MONOTONIC()
+        s.start(0, slow, "sleep 30 s")
+        s.run_all(lambda current, ready: ready[0])
+        assert s.clients[0].outcome.value >= 30
+    assert gate.REAL_MONOTONIC() - began < 5, "a virtual 30 s sleep must not take real time"
+    assert time.sleep is gate.REAL_SLEEP, "closing the scheduler restores time"
+    conns[0].close()
+
+
+def test_blocking_pop_is_polled_not_blocked(contend_target, ns):
+    conns = clients(contend_target, 2)
+    key = ns.key("queue")
+    with Scheduler() as s:
+        for c in conns:
+            s.add_client(connection=c)
+        s.start(0, lambda: conns[0].blpop([key], timeout=60), "BLPOP 60 s")
+        s.step(0)  # the first poll finds nothing
+        s.start(1, lambda: conns[1].rpush(key, "job"), "RPUSH")
+        s.run_all(lambda current, ready: ready[-1])
+        assert s.clients[0].outcome.value == [key.encode(), b"job"]
+        s.start(0, lambda: conns[0].blpop([key], timeout=2), "BLPOP 2 s on an empty list")
+        began = gate.REAL_MONOTONIC()
+        s.run_all(lambda current, ready: ready[0])
+        assert s.clients[0].outcome.ok and s.clients[0].outcome.value is None
+        assert gate.REAL_MONOTONIC() - began < 2
+    for c in conns:
+        c.close()
+
+
+def test_third_party_code_redis_py_lock(contend_target, ns):
+    """redis-py's own Lock, unmodified: blocking acquire with sleeps and a Lua release."""
+    conns = clients(contend_target, 2)
+    key = ns.key("lock")
+    locks = [c.lock(key, timeout=10, sleep=0.1, blocking_timeout=5) for c in conns]
+    order = []
+
+    def critical(i):
+        with locks[i]:
+            order.append(("in", i))
+            order.append(("out", i))
+
+    with Scheduler() as s:
+        for c in conns:
+            s.add_client(connection=c)
+        for i in range(2):
+            s.start(i, lambda i=i: critical(i), "with lock")
+        s.run_all(RandomWalk(seed=7))
+        assert all(c.outcome.ok for c in s.clients)
+    assert order in (
+        [("in", 0), ("out", 0), ("in", 1), ("out", 1)],
+        [("in", 1), ("out", 1), ("in", 0), ("out", 0)],
+    )
+    for c in conns:
+        c.close()
+
+
+def test_a_crashed_client_sends_nothing_more(contend_target, ns):
+    conns = clients(contend_target, 1)
+    key = ns.key("k")
+
+    def with_cleanup():
+        try:
+            conns[0].set(key, "taken")
+            conns[0].set(ns.key("after"), "never")
+        finally:
+            conns[0].delete(key)  # a dead process runs no finally block
+
+    with Scheduler() as s:
+        s.add_client(connection=conns[0])
+        s.start(0, with_cleanup, "set, then clean up")
+        s.step(0)
+        s.crash(0)
+        assert s.runnable() == []
+        with pytest.raises(SchedulerError, match="crashed, not idle"):
+            s.start(0, lambda: None, "again")
+    assert conns[0].get(key) == b"taken"
+    assert conns[0].get(ns.key("after")) is None
+    conns[0].close()
+
+
+def test_skewed_wall_clock(contend_target):
+    conns = clients(contend_target, 2)
+    with Scheduler() as s:
+        for c in conns:
+            s.add_client(connection=c)
+        s.skew(1, 100)
+        for i in range(2):
+            s.start(i, time.time, "time.time()")
+        assert s.clients[1].outcome.value - s.clients[0].outcome.value == pytest.approx(100)
+    for c in conns:
+        c.close()
+
+
+def test_replay_that_diverges_says_so(contend_target, ns):
+    with pytest.raises(ReplayDiverged, match="names client 5"):
+        register_race(contend_target, ns, LuaRegistry, ReplayChooser([5]))
+
+
+def test_pct_and_random_walk_are_deterministic_per_seed(contend_target, ns):
+    for chooser_for in (lambda: PCTChooser(2, depth=2, max_steps=8, seed=3), lambda: RandomWalk(seed=3)):
+        first = register_race(contend_target, ns, NaiveRegistry, chooser_for(), name="p")
+        again = register_race(contend_target, ns, NaiveRegistry, chooser_for(), name="q")
+        assert first[2] == again[2]
+
+
+def test_bounded_preemption_finds_the_race_and_clears_lua(contend_target, ns):
+    fresh = iter(range(10_000))
+
+    def failures(cls, bound):
+        search = BoundedPreemption(bound)
+        bad = runs = 0
+        while (chooser := search.next_run()) is not None:
+            outcomes, _, _ = register_race(contend_target, ns, cls, chooser, name=f"n{next(fresh)}")
+            runs += 1
+            values = {o.value for o in outcomes}
+            bad += any(o.error for o in outcomes) or len(values) != 1
+        return bad, runs
+
+    assert failures(NaiveRegistry, 0) == (0, 2)  # no preemption: c0 then c1, or c1 then c0
+    bad, runs = failures(NaiveRegistry, 1)
+    assert bad >= 1 and runs > 1
+    assert failures(LuaRegistry, 2)[0] == 0
+
+
+def test_compress_shows_a_polling_loop_once():
+    from contend.schedule.scheduler import Step
+
+    steps = [Step(i, "c0", [["GET", "k"]], [None]) for i in range(10)]
+    lines = compress(steps)
+    assert len(lines) == 2 and "9 more times" in lines[1]
+    assert schedule_expression([1] + [2] * 10) == "[1] + [2] * 10"
+
+
+def test_uninstrumented_threads_pass_through(contend_target):
+    conn = contend_target.client()
+    with Scheduler():
+        assert conn.ping()  # the test's own thread is no scheduled client
+    conn.close()
+
+
+def test_a_client_blocked_elsewhere_is_reported(contend_target):
+    import threading
+
+    blocker = threading.Event()
+    with Scheduler(yield_timeout=0.5) as s:
+        s.add_client()
+        with pytest.raises(SchedulerError, match="did not reach its next round trip"):
+            s.start(0, blocker.wait, "wait on a threading.Event")
+        blocker.set()
+
+
+def test_the_gate_reads_what_a_round_trip_sends():
+    assert gate.decode_packed([b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"]) == [["GET", "k"]]
+    conn = redis.connection.Connection()
+    packed = conn.pack_commands([("MULTI",), ("SET", "k", "v", "NX"), ("EXEC",)])
+    assert gate.decode_packed(packed) == [["MULTI"], ["SET", "k", "v", "NX"], ["EXEC"]]
