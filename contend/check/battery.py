@@ -64,7 +64,7 @@ class Subject:
 
 
 @dataclass
-class Row:
+class ResultRow:
     subject: Subject
     results: list[CheckResult] = field(default_factory=list)
 
@@ -133,11 +133,11 @@ def run_battery(
     options: CheckOptions,
     run_namespace: Namespace,
     on_result: Callable[[Subject, CheckResult], None] = lambda s, r: None,
-) -> list[Row]:
+) -> list[ResultRow]:
     """Run each subject's family battery, one fresh namespace per check, cleaned after it."""
     rows = []
     for subject in subjects:
-        row = Row(subject)
+        row = ResultRow(subject)
         for check in subject.checks():
             ns = Namespace(run_namespace.client, run_namespace.key(subject.name, check.name), dbs=subject.dbs)
             ctx = CheckContext(target, ns, subject.factory, options, subject.dbs, subject)
@@ -151,7 +151,7 @@ def run_battery(
     return rows
 
 
-def write_json(rows: Sequence[Row], path: Path, server: str) -> None:
+def write_json(rows: Sequence[ResultRow], path: Path, server: str) -> None:
     data = {
         "server": server,
         "rows": [
@@ -171,7 +171,7 @@ def write_json(rows: Sequence[Row], path: Path, server: str) -> None:
     path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
-def results_table(rows: Sequence[Row]) -> Any:
+def results_table(rows: Sequence[ResultRow]) -> Any:
     """Rich tables, one per family: implementation × check, then the verdict.
 
     An empty cell is a check that does not apply (a property not claimed, a
@@ -190,7 +190,7 @@ def results_table(rows: Sequence[Row]) -> Any:
     return tables[0] if len(tables) == 1 else Group(*tables)
 
 
-def _family_table(rows: Sequence[Row], title: str) -> Any:
+def _family_table(rows: Sequence[ResultRow], title: str) -> Any:
     from rich.table import Table
 
     seen = {r.check for row in rows for r in row.results}
@@ -229,7 +229,7 @@ def _family_table(rows: Sequence[Row], title: str) -> Any:
     return table
 
 
-def evidence_lines(rows: Sequence[Row]) -> list[str]:
+def evidence_lines(rows: Sequence[ResultRow]) -> list[str]:
     """One line per failed check: what broke, for the table's reader."""
     lines = []
     for row in rows:

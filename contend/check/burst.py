@@ -14,7 +14,7 @@ from typing import Any
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CallResult:
     """What one callable returned, or the exception it raised."""
 
     value: Any = None
@@ -25,17 +25,17 @@ class Outcome:
         return self.error is None
 
 
-def burst(calls: Sequence[Callable[[], Any]], timeout: float = 60.0) -> list[Outcome]:
+def burst(calls: Sequence[Callable[[], Any]], timeout: float = 60.0) -> list[CallResult]:
     """Run every call in its own thread, all released by one barrier; outcomes in order."""
     barrier = threading.Barrier(len(calls))
-    outcomes: list[Outcome] = [Outcome() for _ in calls]
+    outcomes: list[CallResult] = [CallResult() for _ in calls]
 
     def run(i: int, call: Callable[[], Any]) -> None:
         try:
             barrier.wait(timeout)
-            outcomes[i] = Outcome(value=call())
+            outcomes[i] = CallResult(value=call())
         except BaseException as exc:
-            outcomes[i] = Outcome(error=exc)
+            outcomes[i] = CallResult(error=exc)
 
     threads = [threading.Thread(target=run, args=(i, c), daemon=True) for i, c in enumerate(calls)]
     for t in threads:
@@ -47,7 +47,7 @@ def burst(calls: Sequence[Callable[[], Any]], timeout: float = 60.0) -> list[Out
     return outcomes
 
 
-def errors_summary(outcomes: Sequence[Outcome]) -> str:
+def errors_summary(outcomes: Sequence[CallResult]) -> str:
     """'3 of 16 raised RegistrationError: Failed to register ...' or ''."""
     failed = [o.error for o in outcomes if o.error is not None]
     if not failed:

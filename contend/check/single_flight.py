@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from contend.check.burst import Outcome, burst, errors_summary
+from contend.check.burst import CallResult, burst, errors_summary
 from contend.check.faults import FAULT_TTL, SimulatedCrash, own_clients, tapped_client
 from contend.check.framework import Check, CheckContext, CheckFailed, LockCheck, expect_rejected
 from contend.check.locks import BAD_TTLS
@@ -43,7 +43,7 @@ def _api(calls: _Calls, seconds: float = 0.2) -> Callable[[], int]:
     return call
 
 
-def _shared_results(outcomes: list[Outcome], what: str) -> None:
+def _shared_results(outcomes: list[CallResult], what: str) -> None:
     if failed := errors_summary(outcomes):
         raise CheckFailed(f"{what}: {failed}")
     got = [o.value for o in outcomes]
@@ -111,7 +111,7 @@ def slow_leader_check(ctx: CheckContext) -> str:
     leader = ctx.factory(ctx.client(), key, ttl)
     late = [ctx.factory(ctx.client(), key, ttl) for _ in range(4)]
     started = threading.Event()
-    got: list[Outcome] = []
+    got: list[CallResult] = []
 
     def slow() -> int:
         calls.add()
@@ -121,9 +121,9 @@ def slow_leader_check(ctx: CheckContext) -> str:
 
     def lead() -> None:
         try:
-            got.append(Outcome(value=leader.call(slow)))
+            got.append(CallResult(value=leader.call(slow)))
         except Exception as exc:
-            got.append(Outcome(error=exc))
+            got.append(CallResult(error=exc))
 
     thread = threading.Thread(target=lead, daemon=True)
     thread.start()

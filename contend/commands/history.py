@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from contend.commands.arguments import positive_float
-from contend.history.checker import Outcome, Verdict, check_paired
+from contend.history.checker import Linearizability, Verdict, check_paired
 from contend.history.formats import read_history
 from contend.history.invariants import Violation
 from contend.history.models import MODELS, model_for
@@ -114,8 +114,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _exit_code(verdict: Verdict | None, violations: Sequence[Violation]) -> int:
-    if violations or (verdict is not None and verdict.outcome is Outcome.NOT_LINEARIZABLE):
+    if violations or (verdict is not None and verdict.outcome is Linearizability.NOT_LINEARIZABLE):
         return 1
-    if verdict is not None and verdict.outcome is Outcome.UNKNOWN:
+    if verdict is not None and verdict.outcome is Linearizability.UNKNOWN:
         return 3
     return 0

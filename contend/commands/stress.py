@@ -12,8 +12,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from contend.stress.nemesis import NEMESES
-from contend.stress.run import Progress as RunProgress
-from contend.stress.run import StressOptions, StressResult, run_stress, stressable, validate
+from contend.stress.run import RunProgress, StressOptions, StressResult, run_stress, stressable, validate
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:

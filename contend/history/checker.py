@@ -28,10 +28,10 @@ from typing import Any
 from contend.history.records import Call, HistoryError, Paired, Record, pair
 from contend.models.base import Model, Op
 
-Step = Callable[[Any], tuple[bool, Any]]
+Transition = Callable[[Any], tuple[bool, Any]]
 
 
-class Outcome(enum.Enum):
+class Linearizability(enum.Enum):
     """The verdict of a check, with the CLI's exit code."""
 
     LINEARIZABLE = "linearizable"
@@ -54,7 +54,7 @@ class PartitionResult:
     """
 
     key: Any
-    outcome: Outcome
+    outcome: Linearizability
     calls: list[Call]
     linearization: list[Call]
     states: list[str]
@@ -66,9 +66,9 @@ class PartitionResult:
     def explain(self) -> str:
         """Two or three lines a person can act on."""
         where = "" if self.key is None else f" (key {self.key!r})"
-        if self.outcome is Outcome.LINEARIZABLE:
+        if self.outcome is Linearizability.LINEARIZABLE:
             return f"partition{where}: linearizable, {len(self.calls)} operations"
-        if self.outcome is Outcome.UNKNOWN:
+        if self.outcome is Linearizability.UNKNOWN:
             return (
                 f"partition{where}: unknown after {self.seconds:.2f} s and {self.explored} steps "
                 f"({len(self.calls)} operations); the search budget was spent"
@@ -90,7 +90,7 @@ class PartitionResult:
 class Verdict:
     """The whole history's verdict; `partitions` holds the ones that are not linearizable or unknown."""
 
-    outcome: Outcome
+    outcome: Linearizability
     model: str
     calls: list[Call]
     nemesis: list[Record]
@@ -105,7 +105,9 @@ class Verdict:
     @property
     def culprit(self) -> Call | None:
         """The first operation that cannot be linearized (earliest among failing partitions)."""
-        bad = [p.culprit for p in self.partitions if p.outcome is Outcome.NOT_LINEARIZABLE and p.culprit]
+        bad = [
+            p.culprit for p in self.partitions if p.outcome is Linearizability.NOT_LINEARIZABLE and p.culprit
+        ]
         return min(bad, key=lambda c: (c.end if c.end is not None else c.start, c.id)) if bad else None
 
     def summary(self) -> str:
@@ -197,11 +199,11 @@ def check_calls(
         ops.append(op)
     position = {id(op): k for k, op in enumerate(ops)}
     groups = model.partition(ops)
-    compile_step: Callable[[Op], Step] | None = getattr(model, "compile_step", None)
+    compile_step: Callable[[Op], Transition] | None = getattr(model, "compile_step", None)
     init = model.init
     failing: list[PartitionResult] = []
     kept: dict[Any, list[Call]] = {}
-    outcome = Outcome.LINEARIZABLE
+    outcome = Linearizability.LINEARIZABLE
     covered = 0
     for group in groups:
         if not group:
@@ -217,13 +219,13 @@ def check_calls(
         result = check_partition(
             part_calls, group, model, timeout=timeout, compile_step=compile_step, init=init
         )
-        if result.outcome is Outcome.NOT_LINEARIZABLE:
+        if result.outcome is Linearizability.NOT_LINEARIZABLE:
             failing.append(result)
-            outcome = Outcome.NOT_LINEARIZABLE
-        elif result.outcome is Outcome.UNKNOWN:
+            outcome = Linearizability.NOT_LINEARIZABLE
+        elif result.outcome is Linearizability.UNKNOWN:
             failing.append(result)
-            if outcome is Outcome.LINEARIZABLE:
-                outcome = Outcome.UNKNOWN
+            if outcome is Linearizability.LINEARIZABLE:
+                outcome = Linearizability.UNKNOWN
         elif keep_linearizations:
             kept[result.key] = result.linearization
     return Verdict(
@@ -247,7 +249,7 @@ def check_partition(
     model: Model[Any],
     *,
     timeout: float | None = None,
-    compile_step: Callable[[Op], Step] | None = None,
+    compile_step: Callable[[Op], Transition] | None = None,
     init: Callable[[], Any] | None = None,
     keep: bool = True,
 ) -> PartitionResult:
@@ -257,7 +259,7 @@ def check_partition(
     """
     started = time.perf_counter()
     if compile_step is not None:
-        steps: list[Step] = []
+        steps: list[Transition] = []
         for c, op in zip(calls, ops, strict=True):
             try:
                 steps.append(compile_step(op))
@@ -278,8 +280,8 @@ def check_partition(
         key=ops[0].key if ops else None,
         outcome=found,
         calls=list(calls),
-        linearization=[calls[i] for i in order] if found is not Outcome.LINEARIZABLE or keep else [],
-        states=[describe(s) for s in states] if found is not Outcome.LINEARIZABLE else [],
+        linearization=[calls[i] for i in order] if found is not Linearizability.LINEARIZABLE or keep else [],
+        states=[describe(s) for s in states] if found is not Linearizability.LINEARIZABLE else [],
         culprit=calls[culprit] if culprit is not None else None,
         culprit_op=ops[culprit] if culprit is not None else None,
         explored=explored,
@@ -307,7 +309,7 @@ def _undominated(seen: list[int], maybe: int) -> bool:
     return True
 
 
-def _bind(step: Callable[[Any, Op], tuple[bool, Any]], op: Op) -> Step:
+def _bind(step: Callable[[Any, Op], tuple[bool, Any]], op: Op) -> Transition:
     return lambda state: step(state, op)
 
 
@@ -319,12 +321,12 @@ CLOCK_EVERY = 4096
 
 
 def search(
-    steps: Sequence[Step],
+    steps: Sequence[Transition],
     starts: Sequence[int],
     ends: Sequence[int | None],
     init: Any,
     deadline: float | None = None,
-) -> tuple[Outcome, list[int], list[Any], int | None, int]:
+) -> tuple[Linearizability, list[int], list[Any], int | None, int]:
     """The WGL search over operations 0..n-1 with call times `starts` and return times `ends`.
 
     `steps[i](state) -> (legal, next_state)`; `ends[i]` None means the
@@ -342,7 +344,7 @@ def search(
             events.append((end, 1, i))
             remaining += 1
     if not remaining:
-        return Outcome.LINEARIZABLE, [], [], None, 0
+        return Linearizability.LINEARIZABLE, [], [], None, 0
     # Calls sort before returns at the same time: equal timestamps overlap.
     events.sort()
     size = len(events)
@@ -445,14 +447,20 @@ def search(
                         remaining -= 1
                         if not remaining:
                             order = [op_of[e] for e in stack_entries]
-                            return Outcome.LINEARIZABLE, order, [], None, explored + CLOCK_EVERY - clock
+                            return (
+                                Linearizability.LINEARIZABLE,
+                                order,
+                                [],
+                                None,
+                                explored + CLOCK_EVERY - clock,
+                            )
                         entry = nxt[head]
                         clock -= 1
                         if not clock:
                             clock = CLOCK_EVERY
                             explored += CLOCK_EVERY
                             if deadline is not None and perf() > deadline:
-                                return Outcome.UNKNOWN, best_ops, best_states, None, explored
+                                return Linearizability.UNKNOWN, best_ops, best_states, None, explored
                         continue
                 entry = nxt[entry]
             elif entry < limit:
@@ -488,7 +496,7 @@ def search(
                             clock = CLOCK_EVERY
                             explored += CLOCK_EVERY
                             if deadline is not None and perf() > deadline:
-                                return Outcome.UNKNOWN, best_ops, best_states, None, explored
+                                return Linearizability.UNKNOWN, best_ops, best_states, None, explored
                         continue
                 entry = nxt[entry]
             else:
@@ -520,14 +528,14 @@ def search(
                     clock = CLOCK_EVERY
                     explored += CLOCK_EVERY
                     if deadline is not None and perf() > deadline:
-                        return Outcome.UNKNOWN, best_ops, best_states, None, explored
+                        return Linearizability.UNKNOWN, best_ops, best_states, None, explored
     except Exception as exc:
         if i >= 0:
             raise _StepError(i, exc) from exc
         raise
     culprit = ret_of[best_pos]
     return (
-        Outcome.NOT_LINEARIZABLE,
+        Linearizability.NOT_LINEARIZABLE,
         best_ops,
         best_states,
         culprit if culprit >= 0 else None,
@@ -536,8 +544,8 @@ def search(
 
 
 def _sequential(
-    steps: Sequence[Step], order: list[int], state: Any
-) -> tuple[Outcome, list[int], list[Any], int | None, int]:
+    steps: Sequence[Transition], order: list[int], state: Any
+) -> tuple[Linearizability, list[int], list[Any], int | None, int]:
     """No two operations overlap: the only linearization is the order they ran in."""
     states: list[Any] = []
     for k, i in enumerate(order):
@@ -546,9 +554,9 @@ def _sequential(
         except Exception as exc:
             raise _StepError(i, exc) from exc
         if not legal:
-            return Outcome.NOT_LINEARIZABLE, order[:k], states, i, k + 1
+            return Linearizability.NOT_LINEARIZABLE, order[:k], states, i, k + 1
         states.append(state)
-    return Outcome.LINEARIZABLE, order, [], None, len(order)
+    return Linearizability.LINEARIZABLE, order, [], None, len(order)
 
 
 # --------------------------------------------------------------------------- helpers

@@ -15,7 +15,7 @@ import html
 from pathlib import Path
 from typing import Any
 
-from contend.history.checker import Outcome, PartitionResult, Verdict
+from contend.history.checker import Linearizability, PartitionResult, Verdict
 from contend.history.records import Call, Record, show
 
 LANE = 24
@@ -46,7 +46,7 @@ def render_timeline(
     verdict: Verdict, *, title: str = "contend history check", max_calls: int = MAX_CALLS
 ) -> str:
     """The HTML page, as a string."""
-    failing = next((p for p in verdict.partitions if p.outcome is Outcome.NOT_LINEARIZABLE), None)
+    failing = next((p for p in verdict.partitions if p.outcome is Linearizability.NOT_LINEARIZABLE), None)
     focus = failing or (verdict.partitions[0] if verdict.partitions else None)
     calls, note = _window(verdict.calls, focus.culprit if focus else None, max_calls)
     nemesis = verdict.nemesis
@@ -83,7 +83,7 @@ def render_timeline(
         '<span><i class="swatch" style="border-left:2px dashed #bf8700"></i>nemesis</span></p>'
     )
     parts.append(f'<div class="scroll">{svg}</div>')
-    if focus is not None and focus.outcome is Outcome.NOT_LINEARIZABLE:
+    if focus is not None and focus.outcome is Linearizability.NOT_LINEARIZABLE:
         parts.append(_prefix_table(focus))
     parts.append("</body></html>")
     return "\n".join(parts)

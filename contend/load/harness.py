@@ -42,7 +42,7 @@ from locust.runners import STATE_INIT, STATE_STOPPED, MasterRunner, WorkerRunner
 from contend.errors import ContendError
 from contend.load import workloads as wl
 from contend.load.instrument import counting_client, round_trips
-from contend.load.metrics import Step, Tally, bucket_ms
+from contend.load.metrics import OperationMetrics, Tally, bucket_ms
 from contend.target.binary import find_redis_server
 from contend.target.keyspace import Namespace, new_run_id
 from contend.target.server import EmbeddedRedis
@@ -569,7 +569,7 @@ class ContendUser(User):
 
     @task
     def operate(self) -> None:
-        step = Step()
+        step = OperationMetrics()
         before = round_trips(self.redis)
         start = time.perf_counter()
         error: Exception | None = None

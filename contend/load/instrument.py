@@ -9,7 +9,7 @@ from typing import Any
 import redis
 
 from contend.impl.locks.token import TokenLock
-from contend.load.metrics import Step
+from contend.load.metrics import OperationMetrics
 
 
 class CountingPool(redis.ConnectionPool):
@@ -46,7 +46,9 @@ def round_trips(client: redis.Redis) -> int:
 
 
 #: The operation running in this thread or greenlet, for locks taken inside library code.
-CURRENT_STEP: contextvars.ContextVar[Step | None] = contextvars.ContextVar("contend_step", default=None)
+CURRENT_STEP: contextvars.ContextVar[OperationMetrics | None] = contextvars.ContextVar(
+    "contend_step", default=None
+)
 
 
 class LockTimer:
@@ -56,7 +58,7 @@ class LockTimer:
     taken lock, or a fair semaphore's poll of its place in line).
     """
 
-    def __init__(self, lock: Any, client: redis.Redis, step: Step | None) -> None:
+    def __init__(self, lock: Any, client: redis.Redis, step: OperationMetrics | None) -> None:
         self.lock = lock
         self.client = client
         self.step = step

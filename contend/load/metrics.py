@@ -98,7 +98,7 @@ class Distribution:
 
 
 @dataclass
-class Step:
+class OperationMetrics:
     """What one operation did: filled in by the operation as it goes.
 
     `keys` are set before the first round trip, so an operation cut short (its
@@ -142,7 +142,9 @@ class Tally:
         """Count a user that took part, even if it never commits."""
         self.per_user.setdefault(user_id, 0)
 
-    def record(self, user_id: str, step: Step, *, failed: bool = False, unknown: bool = False) -> None:
+    def record(
+        self, user_id: str, step: OperationMetrics, *, failed: bool = False, unknown: bool = False
+    ) -> None:
         """Add one finished (or cut-short, `unknown`) operation."""
         self.requests += 1
         self.retries += step.retries

@@ -36,7 +36,7 @@ from contend.impl import catalog
 from contend.impl.registry import RegistrationError, RegistryKeys
 from contend.impl.registry.base import text
 from contend.load.instrument import CURRENT_STEP, LockTimer, TimedTokenLock
-from contend.load.metrics import Step, Tally
+from contend.load.metrics import OperationMetrics, Tally
 
 #: Environment variable that adds known-bad strategies (for tests that show a broken run fails).
 KNOWN_BAD_ENV = "CONTEND_LOAD_KNOWN_BAD"
@@ -72,14 +72,14 @@ class Strategy:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class InvariantResult:
     """The end-of-run invariant check: `ok`, and one line per finding."""
 
     ok: bool
     lines: tuple[str, ...]
 
 
-Operation = Callable[[Step], None]
+Operation = Callable[[OperationMetrics], None]
 
 
 def backoff(attempt: int) -> None:
@@ -93,7 +93,7 @@ def known_bad_enabled() -> bool:
     return os.environ.get(KNOWN_BAD_ENV, "") not in ("", "0")
 
 
-class Workload:
+class LoadWorkload:
     """Base class: a name, its strategies, and setup / operation / check."""
 
     name = "abstract"
@@ -128,7 +128,7 @@ class Workload:
     ) -> Operation:
         raise NotImplementedError
 
-    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> Verdict:
+    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> InvariantResult:
         raise NotImplementedError
 
 
@@ -142,7 +142,7 @@ def _lock_strategies() -> dict[str, tuple[Strategy, Callable[..., Any]]]:
     return found
 
 
-class CounterWorkload(Workload):
+class CounterWorkload(LoadWorkload):
     """Seed 002's `ham`: GET the counter, SET it one higher, under some protection."""
 
     name = "counter"
@@ -175,18 +175,18 @@ class CounterWorkload(Workload):
         keys = self.keys(prefix, hot_keys)
         rng = random.Random()
 
-        def pick(step: Step) -> str:
+        def pick(step: OperationMetrics) -> str:
             key = keys[rng.randrange(hot_keys)]
             step.keys = (key,)
             return key
 
-        def commit(step: Step, key: str) -> None:
+        def commit(step: OperationMetrics, key: str) -> None:
             step.committed = True
             step.deltas = {key: 1}
 
         if strategy == "watch":
 
-            def watch(step: Step) -> None:
+            def watch(step: OperationMetrics) -> None:
                 key = pick(step)
                 for attempt in range(WATCH_ATTEMPTS):
                     backoff(attempt)
@@ -206,7 +206,7 @@ class CounterWorkload(Workload):
             return watch
         if strategy == "incr":
 
-            def incr(step: Step) -> None:
+            def incr(step: OperationMetrics) -> None:
                 key = pick(step)
                 client.incr(key)
                 commit(step, key)
@@ -215,7 +215,7 @@ class CounterWorkload(Workload):
         if strategy == "lua":
             script = client.register_script(self.LUA)
 
-            def lua(step: Step) -> None:
+            def lua(step: OperationMetrics) -> None:
                 key = pick(step)
                 script(keys=[key])
                 commit(step, key)
@@ -223,7 +223,7 @@ class CounterWorkload(Workload):
             return lua
         if strategy == "naive":
 
-            def naive(step: Step) -> None:
+            def naive(step: OperationMetrics) -> None:
                 key = pick(step)
                 value = int(client.get(key) or 0)
                 client.set(key, value + 1)
@@ -233,7 +233,7 @@ class CounterWorkload(Workload):
         assert kind == LOCK
         factory = _lock_strategies()[strategy][1]
 
-        def locked(step: Step) -> None:
+        def locked(step: OperationMetrics) -> None:
             key = pick(step)
             timer = LockTimer(factory(client, f"{key}:lock", ttl_ms), client, step)
             if not timer.acquire(LOCK_TIMEOUT):
@@ -247,7 +247,7 @@ class CounterWorkload(Workload):
 
         return locked
 
-    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> Verdict:
+    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> InvariantResult:
         problems: list[str] = []
         keys = self.keys(prefix, hot_keys)
         values = [int(v or 0) for v in client.mget(keys)]
@@ -262,9 +262,9 @@ class CounterWorkload(Workload):
                 )
                 problems.append(f"{key} is {value} but {ok} increments succeeded{extra}: {what}")
         if problems:
-            return Verdict(False, tuple(problems))
+            return InvariantResult(False, tuple(problems))
         cut = f" ({tally.unknown} cut short at the end)" if tally.unknown else ""
-        return Verdict(
+        return InvariantResult(
             True,
             (
                 f"{hot_keys} counter(s) hold {sum(values)} in total = {tally.commits} successful increments{cut}",
@@ -272,7 +272,7 @@ class CounterWorkload(Workload):
         )
 
 
-class RegistryWorkload(Workload):
+class RegistryWorkload(LoadWorkload):
     """Register a new name (user id + sequence number) in one of `hot_keys` registries."""
 
     name = "registry"
@@ -308,7 +308,7 @@ class RegistryWorkload(Workload):
         rng = random.Random()
         counter = iter(range(1 << 62))
 
-        def register(step: Step) -> None:
+        def register(step: OperationMetrics) -> None:
             i = rng.randrange(hot_keys)
             reg = made.get(i)
             if reg is None:
@@ -329,7 +329,7 @@ class RegistryWorkload(Workload):
 
         return register
 
-    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> Verdict:
+    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> InvariantResult:
         problems: list[str] = []
         names_total = 0
         for keys in self.registries(prefix, hot_keys):
@@ -354,15 +354,15 @@ class RegistryWorkload(Workload):
                     + (f" (and {maybe} more may have)" if maybe else "")
                 )
         if problems:
-            return Verdict(False, tuple(problems))
-        return Verdict(
+            return InvariantResult(False, tuple(problems))
+        return InvariantResult(
             True,
             (f"{hot_keys} registr{'y' if hot_keys == 1 else 'ies'} hold {names_total} names with unique, "
              f"gap-free ids = {tally.commits} successful registrations",),
         )  # fmt: skip
 
 
-class TransferWorkload(Workload):
+class TransferWorkload(LoadWorkload):
     """Move 1..100 from one account to another; `hot_keys`+1 accounts, so 1 hot key is one pair."""
 
     name = "transfer"
@@ -402,12 +402,12 @@ class TransferWorkload(Workload):
         keys = self.keys(prefix, hot_keys)
         rng = random.Random()
 
-        def pick(step: Step) -> tuple[str, str, int]:
+        def pick(step: OperationMetrics) -> tuple[str, str, int]:
             a, b = rng.sample(keys, 2)
             step.keys = (a, b)
             return a, b, rng.randint(1, 100)
 
-        def moved(step: Step, a: str, b: str, amount: int) -> None:
+        def moved(step: OperationMetrics, a: str, b: str, amount: int) -> None:
             step.committed = True
             step.deltas = {a: -amount, b: amount}
 
@@ -424,7 +424,7 @@ class TransferWorkload(Workload):
 
         if strategy == "watch":
 
-            def watch(step: Step) -> None:
+            def watch(step: OperationMetrics) -> None:
                 a, b, amount = pick(step)
                 for attempt in range(WATCH_ATTEMPTS):
                     backoff(attempt)
@@ -450,7 +450,7 @@ class TransferWorkload(Workload):
         if strategy == "lua":
             script = client.register_script(self.LUA)
 
-            def lua(step: Step) -> None:
+            def lua(step: OperationMetrics) -> None:
                 a, b, amount = pick(step)
                 if script(keys=[a, b], args=[amount]):
                     moved(step, a, b, amount)
@@ -460,7 +460,7 @@ class TransferWorkload(Workload):
             return lua
         coarse = f"{prefix}:lock"
 
-        def locked(step: Step) -> None:
+        def locked(step: OperationMetrics) -> None:
             a, b, amount = pick(step)
             names = [coarse] if strategy == "coarse_lock" else [f"{k}:lock" for k in sorted((a, b))]
             timers: list[LockTimer] = []
@@ -480,7 +480,7 @@ class TransferWorkload(Workload):
 
         return locked
 
-    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> Verdict:
+    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> InvariantResult:
         keys = self.keys(prefix, hot_keys)
         balances = {k: int(v or 0) for k, v in zip(keys, client.mget(keys), strict=True)}
         expected = self.INITIAL * len(keys)
@@ -501,19 +501,19 @@ class TransferWorkload(Workload):
                 )
                 break
         if problems:
-            return Verdict(False, tuple(problems))
-        return Verdict(
+            return InvariantResult(False, tuple(problems))
+        return InvariantResult(
             True,
             (f"{len(keys)} accounts still hold {expected} in total after {tally.commits} transfers",),
         )
 
 
-WORKLOADS: dict[str, Workload] = {
+WORKLOADS: dict[str, LoadWorkload] = {
     w.name: w for w in (RegistryWorkload(), CounterWorkload(), TransferWorkload())
 }
 
 
-def workload(name: str) -> Workload:
+def workload(name: str) -> LoadWorkload:
     """The workload called `name`; LoadInputError listing the known ones."""
     try:
         return WORKLOADS[name]

@@ -39,7 +39,7 @@ from hypothesis.stateful import precondition, rule
 
 from contend.impl.locks.errors import LockError, LockNotOwnedError
 from contend.machines.base import ScheduledMachine
-from contend.schedule.scheduler import Step
+from contend.schedule.scheduler import TraceEntry
 from contend.target.target import Target
 
 TTL_MS = 10_000
@@ -265,7 +265,7 @@ class LockMachine(ScheduledMachine):
             )
 
 
-def _takes_a_place(step: Step) -> bool:
+def _takes_a_place(step: TraceEntry) -> bool:
     """A round trip that can put a client in line: not a script load or a NOSCRIPT retry."""
     if not step.sent or str(step.sent[0][0]).upper() == "SCRIPT":
         return False

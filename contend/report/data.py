@@ -27,7 +27,7 @@ class NotASweep(ContendError):
 
 
 @dataclass(frozen=True)
-class Row:
+class SweepRow:
     """One point of the sweep: a workload, strategy, user count and hot-key count."""
 
     workload: str
@@ -67,7 +67,7 @@ class SweepData:
     meta: dict[str, Any]
     ceiling: dict[int, float]
     ceiling_method: str
-    rows: list[Row] = field(default_factory=list)
+    rows: list[SweepRow] = field(default_factory=list)
 
     @property
     def workloads(self) -> list[str]:
@@ -83,13 +83,13 @@ class SweepData:
     def users(self) -> list[int]:
         return sorted({r.users for r in self.rows})
 
-    def series(self, workload: str, strategy: str, hot_keys: int) -> list[Row]:
+    def series(self, workload: str, strategy: str, hot_keys: int) -> list[SweepRow]:
         return sorted(
             (r for r in self.rows if (r.workload, r.strategy, r.hot_keys) == (workload, strategy, hot_keys)),
             key=lambda r: r.users,
         )
 
-    def get(self, workload: str, strategy: str, users: int, hot_keys: int) -> Row | None:
+    def get(self, workload: str, strategy: str, users: int, hot_keys: int) -> SweepRow | None:
         for r in self.rows:
             if (r.workload, r.strategy, r.users, r.hot_keys) == (workload, strategy, users, hot_keys):
                 return r
@@ -129,7 +129,7 @@ def load_sweep(path: Path) -> SweepData:
     return data
 
 
-def _row(raw: Path, point: dict[str, Any], ceiling: dict[int, float]) -> Row:
+def _row(raw: Path, point: dict[str, Any], ceiling: dict[int, float]) -> SweepRow:
     workload, strategy = point["workload"], point["strategy"]
     summary: dict[str, Any] = {}
     summary_path = raw / point["summary"]
@@ -144,7 +144,7 @@ def _row(raw: Path, point: dict[str, Any], ceiling: dict[int, float]) -> Row:
     commits = int(figures.get("commits") or 0)
     rate = locust.get("requests_per_s")
     committed = rate * commits / requests if rate is not None and requests else None
-    return Row(
+    return SweepRow(
         workload=workload,
         strategy=strategy,
         kind=point.get("kind", ""),

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 from matplotlib.axes import Axes
 
-from contend.report.data import LOCK, OPTIMISTIC, Row, SweepData
+from contend.report.data import LOCK, OPTIMISTIC, SweepData, SweepRow
 
 DPI = 80
 PANEL = (4.2, 3.2)
@@ -43,7 +43,7 @@ def _lines(
     data: SweepData,
     workload: str,
     hot: int,
-    value: Callable[[Row], float | None],
+    value: Callable[[SweepRow], float | None],
     colors: dict[str, str],
     *,
     kinds: tuple[str, ...] | None = None,

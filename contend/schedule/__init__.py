@@ -9,14 +9,21 @@ from contend.schedule.choosers import (
     ReplayChooser,
     ReplayDiverged,
 )
-from contend.schedule.scheduler import ClientCrashed, Outcome, Scheduler, SchedulerError, Status, Step
+from contend.schedule.scheduler import (
+    ClientCrashed,
+    OperationResult,
+    Scheduler,
+    SchedulerError,
+    Status,
+    TraceEntry,
+)
 
 __all__ = [
     "BoundedPreemption",
     "Chooser",
     "ClientCrashed",
     "DrawChooser",
-    "Outcome",
+    "OperationResult",
     "PCTChooser",
     "RandomWalk",
     "ReplayChooser",
@@ -24,5 +31,5 @@ __all__ = [
     "Scheduler",
     "SchedulerError",
     "Status",
-    "Step",
+    "TraceEntry",
 ]

@@ -44,7 +44,7 @@ class Status(enum.Enum):
 
 
 @dataclass
-class Step:
+class TraceEntry:
     """One scheduling step: which client, what it sent, what came back."""
 
     index: int
@@ -63,7 +63,7 @@ class Step:
 
 
 @dataclass
-class Outcome:
+class OperationResult:
     """How a client's operation ended."""
 
     value: Any = None
@@ -88,7 +88,7 @@ class ClientHandle:
         self.skew = 0.0
         self.operation: str = ""
         self.connection: Any = None
-        self.outcome = Outcome()
+        self.outcome = OperationResult()
         self._work: Callable[[], Any] | None = None
         self._has_work = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"contend-client-{name}", daemon=True)
@@ -136,11 +136,11 @@ class ClientHandle:
             self.scheduler._wait_for_turn(self)
             try:
                 value = work()
-                outcome = Outcome(value=value, done=True)
+                outcome = OperationResult(value=value, done=True)
             except ClientCrashed:
-                outcome = Outcome(error=None, done=False)
+                outcome = OperationResult(error=None, done=False)
             except BaseException as exc:
-                outcome = Outcome(error=exc, done=True)
+                outcome = OperationResult(error=exc, done=True)
             self.scheduler._finish(self, outcome)
 
     def _submit(self, work: Callable[[], Any] | None) -> None:
@@ -165,11 +165,11 @@ class Scheduler:
         self.wall_base = gate.REAL_TIME()
         self.mono_base = gate.REAL_MONOTONIC()
         self.clients: list[ClientHandle] = []
-        self.trace: list[Step] = []
+        self.trace: list[TraceEntry] = []
         self.schedule: list[int] = []  # the client index of every step, for replay
         self._cv = threading.Condition()
         self._turn: ClientHandle | None = None
-        self._current_step: Step | None = None
+        self._current_step: TraceEntry | None = None
         self._closed = False
         #: Called with the number of seconds when the clock jumps (not for the cost of a step).
         self.on_jump: Callable[[float], None] | None = None
@@ -189,9 +189,9 @@ class Scheduler:
         if client.status is not Status.IDLE:
             raise SchedulerError(f"client {client.name} is {client.status.value}, not idle")
         client.operation = label or getattr(operation, "__name__", "operation")
-        client.outcome = Outcome()
+        client.outcome = OperationResult()
         self.trace.append(
-            Step(len(self.trace), client.name, [], vtime=self.vclock, note=f"starts {client.operation}")
+            TraceEntry(len(self.trace), client.name, [], vtime=self.vclock, note=f"starts {client.operation}")
         )
         client._submit(operation)
         self._run(client, note=None)
@@ -205,12 +205,12 @@ class Scheduler:
             ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= self.vclock]
         return ready
 
-    def step(self, index: int) -> Step:
+    def step(self, index: int) -> TraceEntry:
         """Let client `index` perform one round trip (or wake from its sleep)."""
         client = self.clients[index]
         if index not in self.runnable():
             raise SchedulerError(f"client {client.name} cannot step: it is {client.status.value}")
-        step = Step(len(self.trace), client.name, [], vtime=self.vclock)
+        step = TraceEntry(len(self.trace), client.name, [], vtime=self.vclock)
         if client.status is Status.READY:
             step.sent = client.pending
         self.trace.append(step)
@@ -225,7 +225,7 @@ class Scheduler:
         client = self.clients[index]
         was = client.status
         client.status = Status.CRASHED
-        self.trace.append(Step(len(self.trace), client.name, [], vtime=self.vclock, note="crashed"))
+        self.trace.append(TraceEntry(len(self.trace), client.name, [], vtime=self.vclock, note="crashed"))
         if was in (Status.READY, Status.SLEEPING):
             self._run(client, note=None)  # unwinds with ClientCrashed
         if client.connection is not None:
@@ -236,12 +236,16 @@ class Scheduler:
         client = self.clients[index]
         client.skew += seconds
         self.trace.append(
-            Step(len(self.trace), client.name, [], vtime=self.vclock, note=f"clock skewed by {seconds:+g} s")
+            TraceEntry(
+                len(self.trace), client.name, [], vtime=self.vclock, note=f"clock skewed by {seconds:+g} s"
+            )
         )
 
     def advance(self, seconds: float, note: str = "") -> None:
         """Move the virtual clock forward (sleepers whose time has come become runnable)."""
-        self.trace.append(Step(len(self.trace), "--", [], vtime=self.vclock, note=note or f"+{seconds:g} s"))
+        self.trace.append(
+            TraceEntry(len(self.trace), "--", [], vtime=self.vclock, note=note or f"+{seconds:g} s")
+        )
         self._jump(seconds)
 
     def _jump(self, seconds: float) -> None:
@@ -251,7 +255,7 @@ class Scheduler:
 
     def note(self, text: str) -> None:
         """Put a harness event (an expiry, a pause) in the trace."""
-        self.trace.append(Step(len(self.trace), "--", [], vtime=self.vclock, note=text))
+        self.trace.append(TraceEntry(len(self.trace), "--", [], vtime=self.vclock, note=text))
 
     def idle(self, index: int) -> bool:
         return self.clients[index].status in (Status.IDLE, Status.CRASHED)
@@ -327,7 +331,7 @@ class Scheduler:
             while self._turn is not client:
                 self._cv.wait()
 
-    def _finish(self, client: ClientHandle, outcome: Outcome) -> None:
+    def _finish(self, client: ClientHandle, outcome: OperationResult) -> None:
         with self._cv:
             client.outcome = outcome
             if client.status is not Status.CRASHED:
@@ -355,7 +359,7 @@ class Scheduler:
 _TOKEN = re.compile(r"\b[0-9a-f]{16,}\b|\b\d{9,}\.\d+\b")
 
 
-def compress(steps: list[Step], min_repeats: int = 3) -> list[str]:
+def compress(steps: list[TraceEntry], min_repeats: int = 3) -> list[str]:
     """Readable lines for `steps`, a block of 1 or 2 steps repeated (a polling loop) shown once."""
     texts = [step.describe() for step in steps]
     # Compare without the "#index" and with random tokens blanked: a retry loop repeats.

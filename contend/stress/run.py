@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from contend.errors import ContendError
-from contend.history.checker import Outcome, Verdict, check_calls
+from contend.history.checker import Linearizability, Verdict, check_calls
 from contend.history.formats import write_jsonl
 from contend.history.invariants import (
     Invariant,
@@ -73,7 +73,7 @@ WHOLE_BUDGET = 5.0
 
 
 @dataclass(frozen=True)
-class Workload:
+class StressWorkload:
     """How a family's history is checked: the model, the calls it sees, the linear-time invariants."""
 
     impl: Implementation
@@ -147,7 +147,7 @@ class StressOptions:
 
 
 @dataclass
-class Progress:
+class RunProgress:
     """What a progress display shows while a run is under way."""
 
     elapsed: float
@@ -164,7 +164,7 @@ class StressResult:
     """A finished run: where its files are and what the check found."""
 
     options: StressOptions
-    workload: Workload
+    workload: StressWorkload
     target: str
     run_dir: Path
     history: Path
@@ -179,9 +179,9 @@ class StressResult:
     @property
     def exit_code(self) -> int:
         """0 valid, 1 a violation, 3 unknown (a partition's search budget ran out)."""
-        if self.violations or self.verdict.outcome is Outcome.NOT_LINEARIZABLE:
+        if self.violations or self.verdict.outcome is Linearizability.NOT_LINEARIZABLE:
             return 1
-        return 3 if self.verdict.outcome is Outcome.UNKNOWN else 0
+        return 3 if self.verdict.outcome is Linearizability.UNKNOWN else 0
 
     @property
     def outcome(self) -> str:
@@ -189,7 +189,7 @@ class StressResult:
 
     def headline(self) -> str:
         """One line: the verdict and its first piece of evidence."""
-        if self.verdict.outcome is Outcome.NOT_LINEARIZABLE:
+        if self.verdict.outcome is Linearizability.NOT_LINEARIZABLE:
             culprit = self.verdict.culprit
             what = f": cannot linearize {culprit.describe()}" if culprit else ""
             return f"VIOLATION — not linearizable ({self.verdict.model}){what}"
@@ -233,7 +233,7 @@ def stressable() -> list[Implementation]:
     return [i for i in IMPLEMENTATIONS if i.family in FAMILIES]
 
 
-def validate(options: StressOptions) -> Workload:
+def validate(options: StressOptions) -> StressWorkload:
     """Check the options before anything starts; ContendError (exit 2) says what to change."""
     names = ", ".join(i.name for i in stressable())
     try:
@@ -266,13 +266,13 @@ def validate(options: StressOptions) -> Workload:
             "--persistence configures the embedded server; a --redis-url server keeps its own settings"
         )
     options.nemeses = parse_nemeses(options.nemeses, redis_url=options.redis_url)
-    return Workload(impl, options.ttl_ms)
+    return StressWorkload(impl, options.ttl_ms)
 
 
 # --------------------------------------------------------------------------- the run
 
 
-def run_stress(options: StressOptions, progress: Callable[[Progress], None] | None = None) -> StressResult:
+def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] | None = None) -> StressResult:
     """Run, record, check. KeyboardInterrupt propagates after everything is stopped (the history so far is kept)."""
     workload = validate(options)
     started = time.perf_counter()
@@ -393,7 +393,7 @@ def run_stress(options: StressOptions, progress: Callable[[Progress], None] | No
             shutil.rmtree(run_dir, ignore_errors=True)
 
     if progress is not None:
-        progress(Progress(options.duration, options.duration, 0, 0, 0, "", checking=True))
+        progress(RunProgress(options.duration, options.duration, 0, 0, 0, "", checking=True))
     verdict, violations, calls = check_records(records, workload, timeout=options.check_timeout)
     nemesis_records = [r for r in records if r.process == "nemesis"]
     counts = {s: sum(1 for c in calls if c.status == s) for s in ("ok", "fail", "info")}
@@ -461,8 +461,8 @@ def _wait_ready(workers: Sequence[BaseProcess], board: Board) -> None:
     )
 
 
-def _progress(board: Board, elapsed: float, duration: float, nemesis: str) -> Progress:
-    return Progress(
+def _progress(board: Board, elapsed: float, duration: float, nemesis: str) -> RunProgress:
+    return RunProgress(
         min(elapsed, duration), duration, board.total(OK), board.total(FAIL), board.total(INFO), nemesis
     )
 
@@ -489,7 +489,7 @@ def _stop_workers(workers: Sequence[BaseProcess]) -> None:
             p.join(2)
 
 
-def _final_read(url: str, namespace: str, workload: Workload, op_timeout: float) -> dict[str, Any]:
+def _final_read(url: str, namespace: str, workload: StressWorkload, op_timeout: float) -> dict[str, Any]:
     """Read the lock-protected counter once everything has stopped (a read for locked_counter)."""
     key = f"{namespace}:{COUNTER_KEY}"
     invoke = time.monotonic_ns()
@@ -550,7 +550,7 @@ def merge(
 
 
 def check_records(
-    records: Sequence[Record], workload: Workload, *, timeout: float | None = 30.0
+    records: Sequence[Record], workload: StressWorkload, *, timeout: float | None = 30.0
 ) -> tuple[Verdict, list[Violation], list[Call]]:
     """Linearizability against the family's model(s), and the family's invariants; (verdict, violations, calls).
 
@@ -565,7 +565,7 @@ def check_records(
         last = k == len(models) - 1
         budget = timeout if last or timeout is None else min(timeout, WHOLE_BUDGET)
         verdict = check_calls(calls, model, timeout=budget, nemesis=paired.nemesis)
-        if verdict.outcome is not Outcome.UNKNOWN:
+        if verdict.outcome is not Linearizability.UNKNOWN:
             break
     assert verdict is not None
     violations = [v for check in workload.invariants() for v in check(calls)]

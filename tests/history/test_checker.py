@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from contend.benchmarks.checker import cas_register_history, corrupt, kv_history, registry_history
-from contend.history.checker import Outcome, check_calls, check_history, search
+from contend.history.checker import Linearizability, check_calls, check_history, search
 from contend.history.formats import read_history
 from contend.history.invariants import registry_ids
 from contend.history.records import Record, pair
@@ -47,10 +47,10 @@ def verdict(records, model=None, timeout=5.0):
 def test_porcupine_register_examples():
     # 6.824 2017 quiz 2, section VII, as in Porcupine's TestRegisterModel.
     good = ops((0, "write", 100, None, 0, 100), (1, "read", None, 100, 25, 75), (2, "read", None, 0, 30, 60))
-    assert verdict(good).outcome is Outcome.LINEARIZABLE
+    assert verdict(good).outcome is Linearizability.LINEARIZABLE
     bad = ops((0, "write", 200, None, 0, 100), (1, "read", None, 200, 10, 30), (2, "read", None, 0, 40, 90))
     v = verdict(bad)
-    assert v.outcome is Outcome.NOT_LINEARIZABLE
+    assert v.outcome is Linearizability.NOT_LINEARIZABLE
     assert v.culprit is not None and v.culprit.process == 2
 
 
@@ -61,48 +61,48 @@ def test_porcupine_zero_duration():
         (2, "read", None, 0, 30, 30),
         (3, "read", None, 0, 30, 30),
     )
-    assert verdict(good).outcome is Outcome.LINEARIZABLE
+    assert verdict(good).outcome is Linearizability.LINEARIZABLE
     bad = ops(
         (0, "write", 200, None, 0, 100),
         (1, "read", None, 200, 10, 10),
         (2, "read", None, 200, 10, 10),
         (3, "read", None, 0, 40, 90),
     )
-    assert verdict(bad).outcome is Outcome.NOT_LINEARIZABLE
+    assert verdict(bad).outcome is Linearizability.NOT_LINEARIZABLE
 
 
 def test_knossos_style_register_histories():
     # A read of a value nobody wrote.
-    assert verdict(ops((0, "read", None, 7, 0, 1))).outcome is Outcome.NOT_LINEARIZABLE
+    assert verdict(ops((0, "read", None, 7, 0, 1))).outcome is Linearizability.NOT_LINEARIZABLE
     # A stale read after a write completed.
     stale = ops((0, "write", 1, None, 0, 10), (1, "read", None, 0, 20, 30))
-    assert verdict(stale).outcome is Outcome.NOT_LINEARIZABLE
+    assert verdict(stale).outcome is Linearizability.NOT_LINEARIZABLE
     # Reads concurrent with a write may see old then new ...
     fine = ops((0, "write", 1, None, 0, 50), (1, "read", None, 0, 10, 20), (2, "read", None, 1, 30, 40))
-    assert verdict(fine).outcome is Outcome.LINEARIZABLE
+    assert verdict(fine).outcome is Linearizability.LINEARIZABLE
     # ... but not new then old (the new-old inversion).
     inverted = ops((0, "write", 1, None, 0, 50), (1, "read", None, 1, 10, 20), (2, "read", None, 0, 30, 40))
-    assert verdict(inverted).outcome is Outcome.NOT_LINEARIZABLE
+    assert verdict(inverted).outcome is Linearizability.NOT_LINEARIZABLE
     # cas: two concurrent successful cas from the same value cannot both succeed.
     double = ops((0, "cas", [0, 1], True, 0, 10), (1, "cas", [0, 2], True, 1, 11))
-    assert verdict(double).outcome is Outcome.NOT_LINEARIZABLE
+    assert verdict(double).outcome is Linearizability.NOT_LINEARIZABLE
     # A failed cas took no effect; an ok one did.
     seq = ops(
         (0, "cas", [5, 1], "fail", 0, 10), (1, "cas", [0, 2], True, 20, 30), (0, "read", None, 2, 40, 50)
     )
-    assert verdict(seq).outcome is Outcome.LINEARIZABLE
+    assert verdict(seq).outcome is Linearizability.LINEARIZABLE
 
 
 def test_info_operations_may_take_effect():
     # The timed-out write must be considered effective: the later read sees it.
     seen = ops((0, "write", 5, "info", 0, None), (1, "read", None, 5, 100, 110))
-    assert verdict(seen).outcome is Outcome.LINEARIZABLE
+    assert verdict(seen).outcome is Linearizability.LINEARIZABLE
     # ... or never: a read after it may still see the old value.
     unseen = ops((0, "write", 5, "info", 0, None), (1, "read", None, 0, 100, 110))
-    assert verdict(unseen).outcome is Outcome.LINEARIZABLE
+    assert verdict(unseen).outcome is Linearizability.LINEARIZABLE
     # ... but not before it was invoked.
     early = ops((1, "read", None, 5, 0, 10), (0, "write", 5, "info", 20, None))
-    assert verdict(early).outcome is Outcome.NOT_LINEARIZABLE
+    assert verdict(early).outcome is Linearizability.NOT_LINEARIZABLE
     # ... and once: after a read saw it and a write replaced it, it cannot reappear.
     once = ops(
         (0, "write", 5, "info", 0, None),
@@ -110,7 +110,7 @@ def test_info_operations_may_take_effect():
         (1, "write", 6, None, 30, 40),
         (1, "read", None, 5, 50, 60),
     )
-    assert verdict(once).outcome is Outcome.NOT_LINEARIZABLE
+    assert verdict(once).outcome is Linearizability.NOT_LINEARIZABLE
     # A timed-out cas that must have happened between two reads.
     cas = ops(
         (0, "write", 1, None, 0, 10),
@@ -118,29 +118,29 @@ def test_info_operations_may_take_effect():
         (2, "read", None, 1, 30, 40),
         (2, "read", None, 2, 50, 60),
     )
-    assert verdict(cas).outcome is Outcome.LINEARIZABLE
+    assert verdict(cas).outcome is Linearizability.LINEARIZABLE
 
 
 def test_failed_operations_take_no_effect():
     failed = ops((0, "write", 5, "fail", 0, 10), (1, "read", None, 5, 20, 30))
-    assert verdict(failed).outcome is Outcome.NOT_LINEARIZABLE
+    assert verdict(failed).outcome is Linearizability.NOT_LINEARIZABLE
 
 
 def test_jepsen_etcd_logs():
     bad = check_history(read_history(DATA / "etcd_000.log"), CasRegisterModel(), timeout=10)
-    assert bad.outcome is Outcome.NOT_LINEARIZABLE
+    assert bad.outcome is Linearizability.NOT_LINEARIZABLE
     culprit = bad.culprit
     assert culprit is not None and culprit.invoke.line == 85 and culprit.f == "read" and culprit.output == 2
     (part,) = bad.partitions
     assert len(part.linearization) == len(part.states) > 20
     assert part.culprit_op == Op("read", None, 2, None, 11)
     good = check_history(read_history(DATA / "etcd_002.log"), CasRegisterModel(), timeout=10)
-    assert good.outcome is Outcome.LINEARIZABLE
+    assert good.outcome is Linearizability.LINEARIZABLE
 
 
 def test_partitions_by_key_report_the_bad_one():
     v = check_history(read_history(DATA / "cas_independent.edn"), CasRegisterModel(), timeout=5)
-    assert v.outcome is Outcome.NOT_LINEARIZABLE and v.checked == 2
+    assert v.outcome is Linearizability.NOT_LINEARIZABLE and v.checked == 2
     (part,) = v.partitions
     assert part.key == 2
     assert part.culprit is not None and part.culprit.invoke.line == 17
@@ -151,9 +151,9 @@ def test_partitions_by_key_report_the_bad_one():
 
 
 def test_kv_histories():
-    assert check_history(read_history(DATA / "kv_ok.edn"), KvModel()).outcome is Outcome.LINEARIZABLE
+    assert check_history(read_history(DATA / "kv_ok.edn"), KvModel()).outcome is Linearizability.LINEARIZABLE
     bad = check_history(read_history(DATA / "kv_bad.edn"), KvModel())
-    assert bad.outcome is Outcome.NOT_LINEARIZABLE
+    assert bad.outcome is Linearizability.NOT_LINEARIZABLE
     assert [p.key for p in bad.partitions] == ["x"]
 
 
@@ -166,9 +166,9 @@ def test_budget_spent_gives_unknown():
         return ops(*spec)
 
     small = verdict(history(6), timeout=10)
-    assert small.outcome is Outcome.NOT_LINEARIZABLE
+    assert small.outcome is Linearizability.NOT_LINEARIZABLE
     big = verdict(history(22), timeout=0.2)
-    assert big.outcome is Outcome.UNKNOWN
+    assert big.outcome is Linearizability.UNKNOWN
     assert big.partitions[0].seconds < 2
     assert "budget" in big.partitions[0].explain()
 
@@ -183,8 +183,8 @@ def test_not_linearizable_wins_over_unknown():
         Record(100, "ok", "read", "easy", 3, 5001, len(records) + 1),
     ]
     v = check_history(records, CasRegisterModel(initial=0), timeout=0.2)
-    assert v.outcome is Outcome.NOT_LINEARIZABLE
-    assert {p.outcome for p in v.partitions} == {Outcome.NOT_LINEARIZABLE, Outcome.UNKNOWN}
+    assert v.outcome is Linearizability.NOT_LINEARIZABLE
+    assert {p.outcome for p in v.partitions} == {Linearizability.NOT_LINEARIZABLE, Linearizability.UNKNOWN}
 
 
 def test_unknown_operation_is_bad_input():
@@ -202,7 +202,7 @@ def test_registry_by_name():
     model = RegistryByNameModel()
     good = pair(read_history(DATA / "registry.jsonl"))
     v = check_calls(good.calls, model)
-    assert v.outcome is Outcome.NOT_LINEARIZABLE
+    assert v.outcome is Linearizability.NOT_LINEARIZABLE
     assert v.culprit is not None and v.culprit.invoke.line == 7
 
     def reg(*spec):
@@ -214,18 +214,18 @@ def test_registry_by_name():
 
     # A lookup racing the register may miss it; after the register completed it may not.
     racing = reg((0, "register", "a", 1, 0, 10), (1, "lookup", "a", None, 5, 8))
-    assert check_history(racing, model).outcome is Outcome.LINEARIZABLE
+    assert check_history(racing, model).outcome is Linearizability.LINEARIZABLE
     late = reg((0, "register", "a", 1, 0, 10), (1, "lookup", "a", None, 20, 30))
-    assert check_history(late, model).outcome is Outcome.NOT_LINEARIZABLE
+    assert check_history(late, model).outcome is Linearizability.NOT_LINEARIZABLE
     # A register whose reply was lost may still have assigned an id, seen later.
     lost = reg(
         (0, "register", "a", UNKNOWN, 0, 10**6),
         (1, "lookup", "a", 4, 20, 30),
         (1, "register", "a", 4, 40, 50),
     )
-    assert check_history(lost, model).outcome is Outcome.LINEARIZABLE
+    assert check_history(lost, model).outcome is Linearizability.LINEARIZABLE
     unstable = reg((0, "register", "a", 1, 0, 10), (1, "register", "a", 2, 20, 30))
-    assert check_history(unstable, model).outcome is Outcome.NOT_LINEARIZABLE
+    assert check_history(unstable, model).outcome is Linearizability.NOT_LINEARIZABLE
 
 
 # --------------------------------------------------------------------------- against brute force
@@ -285,10 +285,10 @@ def test_search_agrees_with_brute_force(seed):
             model.init(),
         )[0]
         outcomes.add(got)
-        if (got is Outcome.LINEARIZABLE) != expected:
+        if (got is Linearizability.LINEARIZABLE) != expected:
             disagreements.append(items)
     assert not disagreements, disagreements[:2]
-    assert outcomes == {Outcome.LINEARIZABLE, Outcome.NOT_LINEARIZABLE}
+    assert outcomes == {Linearizability.LINEARIZABLE, Linearizability.NOT_LINEARIZABLE}
 
 
 # --------------------------------------------------------------------------- generated histories
@@ -297,14 +297,14 @@ def test_search_agrees_with_brute_force(seed):
 def test_generated_histories():
     model = CasRegisterModel()
     cas = cas_register_history(processes=5, operations=400, seed=3, info_rate=0.05)
-    assert check_history(cas, model, timeout=10).outcome is Outcome.LINEARIZABLE
+    assert check_history(cas, model, timeout=10).outcome is Linearizability.LINEARIZABLE
     bad = corrupt(cas, "read", lambda r: 99)
-    assert check_history(bad, model, timeout=10).outcome is Outcome.NOT_LINEARIZABLE
+    assert check_history(bad, model, timeout=10).outcome is Linearizability.NOT_LINEARIZABLE
     kv = kv_history(operations=600, keys=3)
-    assert check_history(kv, KvModel(), timeout=10).outcome is Outcome.LINEARIZABLE
+    assert check_history(kv, KvModel(), timeout=10).outcome is Linearizability.LINEARIZABLE
     reg = registry_history(operations=3000, names=300, info_rate=0.02)
     v = check_history(reg, RegistryByNameModel(), timeout=10)
-    assert v.outcome is Outcome.LINEARIZABLE and v.checked > 100
+    assert v.outcome is Linearizability.LINEARIZABLE and v.checked > 100
     assert registry_ids(pair(reg).calls) == []
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contend.load.metrics import Distribution, Step, Tally, bucket_ms, jain_index, percentile
+from contend.load.metrics import Distribution, OperationMetrics, Tally, bucket_ms, jain_index, percentile
 
 
 def test_bucketing_keeps_microseconds():
@@ -32,10 +32,12 @@ def test_tallies_merge_and_round_trip_through_json():
     a, b = Tally("counter", "watch"), Tally("counter", "watch")
     a.user("1.1")
     b.user("2.1")
-    a.record("1.1", Step(keys=("k",), committed=True, retries=2, lock_wait=0.001, deltas={"k": 1}))
-    b.record("2.1", Step(keys=("k",), committed=True, deltas={"k": 1}))
-    b.record("2.1", Step(keys=("k",)), unknown=True)
-    b.record("2.1", Step(keys=("k",)), failed=True)
+    a.record(
+        "1.1", OperationMetrics(keys=("k",), committed=True, retries=2, lock_wait=0.001, deltas={"k": 1})
+    )
+    b.record("2.1", OperationMetrics(keys=("k",), committed=True, deltas={"k": 1}))
+    b.record("2.1", OperationMetrics(keys=("k",)), unknown=True)
+    b.record("2.1", OperationMetrics(keys=("k",)), failed=True)
     merged = Tally.from_json(a.to_json())
     merged.merge(Tally.from_json(b.to_json()))
     assert (merged.commits, merged.unknown, merged.failed, merged.retries) == (2, 1, 1, 2)

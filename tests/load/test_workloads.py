@@ -7,7 +7,7 @@ import pytest
 import contend.impl.registry.lock_first
 from contend.load import workloads as wl
 from contend.load.instrument import counting_client
-from contend.load.metrics import Step, Tally
+from contend.load.metrics import OperationMetrics, Tally
 
 
 @pytest.mark.parametrize("name", ["registry", "counter", "transfer"])
@@ -28,7 +28,7 @@ def test_every_correct_strategy_keeps_the_invariant_when_run_serially(
         try:
             op = w.operation(user, prefix, strategy, 2, 5000, "u1")
             for _ in range(20):
-                step = Step()
+                step = OperationMetrics()
                 op(step)
                 tally.record("u1", step)
         finally:
@@ -44,7 +44,9 @@ def test_checks_catch_a_lost_update_and_a_leak(client, ns):
     client.set(f"{prefix}:ham:0", 7)
     tally = Tally("counter", "watch")
     for _ in range(9):
-        tally.record("u", Step(keys=(f"{prefix}:ham:0",), committed=True, deltas={f"{prefix}:ham:0": 1}))
+        tally.record(
+            "u", OperationMetrics(keys=(f"{prefix}:ham:0",), committed=True, deltas={f"{prefix}:ham:0": 1})
+        )
     verdict = counter.check(client, prefix, 1, tally)
     assert not verdict.ok and "2 lost updates" in verdict.lines[0]
 
@@ -63,8 +65,8 @@ def test_unknown_outcomes_widen_what_the_check_accepts(client, ns):
     client.set(key, 3)
     tally = Tally("counter", "watch")
     for _ in range(2):
-        tally.record("u", Step(keys=(key,), committed=True, deltas={key: 1}))
-    tally.record("u", Step(keys=(key,)), unknown=True)
+        tally.record("u", OperationMetrics(keys=(key,), committed=True, deltas={key: 1}))
+    tally.record("u", OperationMetrics(keys=(key,)), unknown=True)
     assert counter.check(client, prefix, 1, tally).ok  # 2 certain + 1 that took effect
 
 

@@ -248,9 +248,9 @@ def test_bounded_preemption_finds_the_race_and_clears_lua(contend_target, ns):
 
 
 def test_compress_shows_a_polling_loop_once():
-    from contend.schedule.scheduler import Step
+    from contend.schedule.scheduler import TraceEntry
 
-    steps = [Step(i, "c0", [["GET", "k"]], [None]) for i in range(10)]
+    steps = [TraceEntry(i, "c0", [["GET", "k"]], [None]) for i in range(10)]
     lines = compress(steps)
     assert len(lines) == 2 and "9 more times" in lines[1]
     assert schedule_expression([1] + [2] * 10) == "[1] + [2] * 10"

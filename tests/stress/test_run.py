@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from contend.cli import main
-from contend.history.checker import Outcome
+from contend.history.checker import Linearizability
 from contend.history.records import pair
 from contend.stress.run import StressOptions, StressResult, merge, run_stress
 from tests.target.test_server import wait_gone
@@ -50,7 +50,7 @@ def nemesis_lines(result: StressResult, f: str) -> list[str]:
 def test_naive_registry_is_not_linearizable_under_plain_concurrency(tmp_path, capsys):
     result = stress(tmp_path, "naive", procs=4, duration=1.0)
     assert result.exit_code == 1
-    assert result.verdict.outcome is Outcome.NOT_LINEARIZABLE
+    assert result.verdict.outcome is Linearizability.NOT_LINEARIZABLE
     assert result.verdict.culprit is not None and result.verdict.culprit.f == "register"
     assert {v.check for v in result.violations} >= {"registry errors"}
     # The history is kept, and `contend history check` agrees.
@@ -68,7 +68,7 @@ def test_token_lease_lets_two_holders_overlap_under_client_pause(tmp_path):
     paused = nemesis_lines(result, "client-pause")
     assert any(f"process {overlaps[0].calls[0].process} " in line for line in paused if "start" in line)
     # The lease itself behaved as a lease: its model allows the expiry under the pause.
-    assert result.verdict.outcome is Outcome.LINEARIZABLE
+    assert result.verdict.outcome is Linearizability.LINEARIZABLE
 
 
 def test_fenced_resource_rejects_the_paused_holders_write(tmp_path):
@@ -119,7 +119,7 @@ def test_correct_registries_stay_linearizable_under_client_and_server_pauses(tmp
 def test_failover_loses_acknowledged_writes(tmp_path):
     result = stress(tmp_path, "lua", nemeses=("failover",), interval=0.3)
     assert result.exit_code == 1
-    assert result.verdict.outcome is Outcome.NOT_LINEARIZABLE or any(
+    assert result.verdict.outcome is Linearizability.NOT_LINEARIZABLE or any(
         "not unique" in v.message for v in result.violations
     )
     (stop,) = [line for line in nemesis_lines(result, "failover") if line.startswith("stop")][:1]
