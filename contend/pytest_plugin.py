@@ -6,6 +6,10 @@
 * `contend_namespace`: a fresh key namespace, deleted (SCAN + UNLINK) after the test.
 * `contend_private_server`: a server of the test's own, for tests that pause,
   kill or restart it; stopped after the test.
+* `contend_scheduler`: a controlled scheduler (`contend.schedule.Scheduler`):
+  add clients with a connection each, start operations, and choose who makes
+  the next round trip; closed (its client threads stopped, redis-py and time
+  unpatched) after the test.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from contend.schedule.scheduler import Scheduler
 from contend.target.keyspace import Namespace
 from contend.target.server import EmbeddedRedis
 from contend.target.target import Target, open_target
@@ -67,3 +72,10 @@ def contend_private_server() -> Iterator[EmbeddedRedis]:
     """An embedded server for this test alone."""
     with EmbeddedRedis() as server:
         yield server
+
+
+@pytest.fixture
+def contend_scheduler() -> Iterator[Scheduler]:
+    """A controlled scheduler for this test; give each client a connection of its own."""
+    with Scheduler() as scheduler:
+        yield scheduler

@@ -33,7 +33,7 @@ UNIQUE_IDS = "unique-ids"  # distinct names get distinct ids
 STABLE_IDS = "stable-ids"  # the same name always gets the same id
 GAP_FREE = "gap-free"  # ids are exactly 1..n
 TABLES_AGREE = "tables-agree"  # forward and inverse tables are mirror images
-NO_SPURIOUS_ERRORS = "no-spurious-errors"  # concurrent registration never fails
+NO_SPURIOUS_ERRORS = "no-spurious-errors"  # concurrent operations never fail (registration, a lock's acquire)
 REGISTRY_PROPERTIES = frozenset({UNIQUE_IDS, STABLE_IDS, GAP_FREE, TABLES_AGREE, NO_SPURIOUS_ERRORS})
 
 # Properties a lock or semaphore can claim (checked by contend's lock batteries).
@@ -44,6 +44,9 @@ CRASH_LIVENESS = "crash-liveness"  # a holder that dies at any round trip blocks
 FENCING = "fencing"  # every grant carries a larger token; a paused holder's late write is refused
 FIFO = "fifo"  # waiters are granted in the order they asked
 LOCK_PROPERTIES = frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, CRASH_LIVENESS, FENCING, FIFO})
+
+# Every implementation: its operations finish (no livelock, no deadlock) once the schedule lets them.
+PROGRESS = "progress"
 
 # Properties a single-flight can claim.
 RUNS_ONCE = "runs-once"  # concurrent callers of one key run the function once

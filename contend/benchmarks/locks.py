@@ -18,9 +18,9 @@ from typing import Any
 import redis
 
 from contend.benchmarks.rates import Rate, interleaved, measure_concurrent, raw_rates
-from contend.check.faults import tap
 from contend.impl.catalog import Implementation, family
 from contend.target.keyspace import Namespace
+from contend.target.tap import tap
 from contend.target.target import Target
 
 TTL_MS = 10_000

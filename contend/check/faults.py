@@ -1,4 +1,5 @@
-"""Fault tooling for the lock batteries: crashes at a chosen round trip, extra clients, what a lock left behind.
+"""Fault tooling for the lock batteries: crashes at a chosen round trip (through the round-trip
+tap, `contend.target.tap`), extra clients, what a lock left behind.
 
 Faults are real: time passes (short TTLs, real sleeps), a client "crashes"
 by having its connection refuse the next round trip (`SimulatedCrash`), a
@@ -8,61 +9,18 @@ clock is skewed through the factory's `clock` argument.
 from __future__ import annotations
 
 import contextlib
-import threading
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import redis
 
 from contend.check.framework import CheckContext, CheckFailed
 from contend.impl.connection import glob_escape
+from contend.target.tap import RoundTrips, tap
 
 #: Lease lengths (ms). Short, so expiry is a real event that costs little time.
 MODEL_TTL = 250
 FAULT_TTL = 200
 LONG_TTL = 5_000
-
-
-class SimulatedCrash(BaseException):
-    """The client died here. A BaseException, so no lock code catches it and carries on."""
-
-
-class RoundTrips:
-    """Counts a client's round trips (one packed send each) and can crash it after a budget."""
-
-    def __init__(self) -> None:
-        self.sent = 0
-        self.budget: int | None = None
-        self._lock = threading.Lock()
-
-    def spend(self) -> None:
-        with self._lock:
-            if self.budget is not None:
-                if self.budget <= 0:
-                    raise SimulatedCrash(f"simulated crash before round trip {self.sent + 1}")
-                self.budget -= 1
-            self.sent += 1
-
-    def crash_after(self, round_trips: int) -> None:
-        """Let `round_trips` more round trips through, then crash on every one after."""
-        with self._lock:
-            self.budget = round_trips
-
-
-def tap(client: redis.Redis) -> RoundTrips:
-    """Count (and make crashable) every round trip of `client`'s future connections."""
-    trips = RoundTrips()
-    pool = client.connection_pool
-    base = pool.connection_class
-
-    def send_packed_command(self: Any, command: Any, check_health: bool = True) -> None:
-        trips.spend()
-        base.send_packed_command(self, command, check_health)
-
-    pool.connection_class = type(
-        f"Tapped{base.__name__}", (base,), {"send_packed_command": send_packed_command}
-    )
-    return trips
 
 
 def tapped_client(ctx: CheckContext, clients: list[redis.Redis]) -> tuple[redis.Redis, RoundTrips]:

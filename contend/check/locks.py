@@ -27,7 +27,6 @@ from contend.check.faults import (
     LONG_TTL,
     MODEL_TTL,
     Inconclusive,
-    SimulatedCrash,
     key_state,
     own_clients,
     tapped_client,
@@ -44,6 +43,7 @@ from contend.impl.catalog import (
 from contend.impl.locks.fenced import FencedResource
 from contend.models.base import UNKNOWN, Op
 from contend.models.lease import LeaseModel
+from contend.target.tap import SimulatedCrash
 
 # --- the lease model, step by step ----------------------------------------------------------------
 

@@ -12,26 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from contend.check.framework import CheckContext, CheckFailed
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
+from contend.machines.settings import machine_settings
 from contend.schedule.scheduler import compress, schedule_expression
-
-
-def schedule_settings(max_examples: int, shrink: bool) -> settings:
-    return settings(
-        max_examples=max_examples,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        report_multiple_bugs=False,
-        stateful_step_count=20,
-        suppress_health_check=list(HealthCheck),
-        phases=[Phase.explicit, Phase.generate, *([Phase.shrink] if shrink else [])],
-    )
 
 
 def schedule_check(ctx: CheckContext) -> str:
@@ -46,7 +33,7 @@ def schedule_check(ctx: CheckContext) -> str:
         return last[0]
 
     try:
-        run_state_machine_as_test(factory, settings=schedule_settings(examples, options.shrink))  # type: ignore[arg-type]
+        run_state_machine_as_test(factory, settings=machine_settings(examples, shrink=options.shrink))  # type: ignore[arg-type]
     except PropertyViolated as exc:
         trace = last[0].scheduler if last else None
         steps = [s for s in trace.trace if s.sent or s.note] if trace else []

@@ -11,12 +11,13 @@ from collections.abc import Callable
 from typing import Any
 
 from contend.check.burst import CallResult, burst, errors_summary
-from contend.check.faults import FAULT_TTL, SimulatedCrash, own_clients, tapped_client
+from contend.check.faults import FAULT_TTL, own_clients, tapped_client
 from contend.check.framework import Check, CheckContext, CheckFailed, LockCheck, expect_rejected
 from contend.check.locks import BAD_TTLS
 from contend.impl.catalog import LEADER_FAILURE, RUNS_ONCE, SHARED_RESULT
 from contend.models.base import Op
 from contend.models.single_flight import FAILED, LEADER_FAILED, TIMEOUT, SingleFlightModel
+from contend.target.tap import SimulatedCrash
 
 
 class _Calls:

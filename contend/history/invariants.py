@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from contend.history.records import UNSENT, Call
 
 INF = float("inf")
+
+#: A hold: (from, until, the acquire, the call that ends it), times in ns (until may be INF).
+_Span = tuple[float, float, Call, Call | None]
 
 
 @dataclass(frozen=True)
@@ -183,7 +186,7 @@ def lock_holds(
     for c in calls:
         if c.f in (acquire, release):
             by_process.setdefault(c.process, []).append(c)
-    intervals: dict[Any, list[tuple[float, float, Call, Call | None]]] = {}
+    intervals: dict[Any, list[_Span]] = {}
     for ops in by_process.values():
         ops.sort(key=lambda c: c.start)
         for k, c in enumerate(ops):
@@ -194,21 +197,30 @@ def lock_holds(
             intervals.setdefault(c.key, []).append((c.end, until, c, rel))
     out: list[Violation] = []
     for key, spans in intervals.items():
-        spans.sort(key=lambda s: (s[0], s[1]))
-        reach: tuple[float, float, Call, Call | None] | None = None
-        for span in spans:
-            if reach is not None and span[0] < reach[1]:
-                lock = "" if key is None else f" {key!r}"
-                out.append(
-                    Violation(
-                        "lock holds",
-                        f"{_who(span[2])} acquired lock{lock} while {_who(reach[2])} still held it",
-                        (reach[2], span[2]),
-                    )
+        for reach, span, _ in overlapping(spans):
+            lock = "" if key is None else f" {key!r}"
+            out.append(
+                Violation(
+                    "lock holds",
+                    f"{_who(span[2])} acquired lock{lock} while {_who(reach[2])} still held it",
+                    (reach[2], span[2]),
                 )
-            if reach is None or span[1] > reach[1]:
-                reach = span
+            )
     return out
+
+
+def overlapping(spans: Sequence[_Span]) -> Iterator[tuple[_Span, _Span, bool]]:
+    """(reach, span, first) for each span that starts before `reach`, the earlier span that ends
+    last, has ended; `first` is True for the first such span since `reach` took that place."""
+    reach: _Span | None = None
+    first = True
+    for span in sorted(spans, key=lambda s: (s[0], s[1])):
+        if reach is not None and span[0] < reach[1]:
+            yield reach, span, first
+            first = False
+        if reach is None or span[1] > reach[1]:
+            reach = span
+            first = True
 
 
 def _token(output: Any) -> int | None:
@@ -390,7 +402,7 @@ def critical_sections(calls: Sequence[Call]) -> list[Violation]:
     lease that expired under a paused client, unfenced, does this. A write the
     resource refused (a stale fencing token: fail) does not count.
     """
-    spans: list[tuple[int, int, Call, Call]] = []
+    spans: list[_Span] = []
     for hold in _holds(calls):
         acquire = hold.acquire
         landed = [w for w in hold.writes if w.status == "ok"]
@@ -398,25 +410,18 @@ def critical_sections(calls: Sequence[Call]) -> list[Violation]:
             last = max(landed, key=lambda w: w.start)
             if last.start > acquire.end:
                 spans.append((acquire.end, last.start, acquire, last))
-    spans.sort(key=lambda s: (s[0], s[1]))
     out: list[Violation] = []
-    reach: tuple[int, int, Call, Call] | None = None
-    reported = False  # one violation per span that others overlap, not one per overlapping span
-    for span in spans:
-        if reach is not None and span[0] < reach[1] and not reported:
-            reported = True
+    for reach, span, first in overlapping(spans):
+        if first:  # one violation per span that others overlap, not one per overlapping span
             out.append(
                 Violation(
                     "critical sections",
                     f"process {span[2].process} acquired the lock and wrote while process "
                     f"{reach[2].process}, holding it since earlier, had yet to write; both writes "
                     "took effect (two holders at once)",
-                    (reach[2], span[2], reach[3]),
+                    tuple(c for c in (reach[2], span[2], reach[3]) if c is not None),
                 )
             )
-        if reach is None or span[1] > reach[1]:
-            reach = span
-            reported = False
     return out
 
 

@@ -10,39 +10,15 @@ import redis
 
 from contend.impl.locks.token import TokenLock
 from contend.load.metrics import OperationMetrics
-
-
-class CountingPool(redis.ConnectionPool):
-    """A connection pool that counts round trips: one per packet of commands sent.
-
-    A pipeline or MULTI/EXEC block is one round trip, like a single command.
-    """
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.round_trips = 0
-
-    def make_connection(self) -> Any:
-        conn = super().make_connection()
-        send = conn.send_packed_command
-
-        def counted(command: Any, check_health: bool = True) -> None:
-            self.round_trips += 1
-            send(command, check_health)
-
-        conn.send_packed_command = counted  # type: ignore[method-assign]
-        return conn
+from contend.target.tap import round_trips, tap
 
 
 def counting_client(url: str, **kwargs: Any) -> redis.Redis:
-    """A client whose `connection_pool.round_trips` counts what it sent."""
+    """A client whose round trips are counted (read them with `round_trips`)."""
     kwargs.setdefault("socket_connect_timeout", 5)
-    return redis.Redis(connection_pool=CountingPool.from_url(url, **kwargs))
-
-
-def round_trips(client: redis.Redis) -> int:
-    """Round trips `client` has sent so far (0 for a client that does not count)."""
-    return int(getattr(client.connection_pool, "round_trips", 0))
+    client = redis.Redis.from_url(url, **kwargs)
+    tap(client)
+    return client
 
 
 #: The operation running in this thread or greenlet, for locks taken inside library code.

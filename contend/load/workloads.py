@@ -148,6 +148,7 @@ class CounterWorkload(LoadWorkload):
     name = "counter"
     summary = "read-modify-write counter (seed 002's ham)"
 
+    # KEYS[1]: the counter. The counter one higher, as INCR would give it (GET and SET: the same steps).
     LUA = """
     local v = tonumber(redis.call('GET', KEYS[1]) or '0') + 1
     redis.call('SET', KEYS[1], v)
@@ -369,6 +370,8 @@ class TransferWorkload(LoadWorkload):
     summary = "two-key transfer (Redis in Action's marketplace)"
 
     INITIAL = 1_000_000
+    # KEYS[1]: the account debited, KEYS[2]: the account credited. ARGV[1]: the amount.
+    # 1 when moved, 0 when the first account holds less than the amount (nothing written).
     LUA = """
     local a = tonumber(redis.call('GET', KEYS[1]))
     local b = tonumber(redis.call('GET', KEYS[2]))

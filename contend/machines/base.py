@@ -29,6 +29,7 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
+from contend.impl.catalog import PROGRESS
 from contend.schedule import DrawChooser, Scheduler, Status
 from contend.schedule.scheduler import schedule_expression
 from contend.target.keyspace import Namespace
@@ -49,7 +50,15 @@ def _take_connection(target: Target) -> redis.Redis:
 
 
 class PropertyViolated(AssertionError):
-    """A family property broke; the message names it and the evidence."""
+    """A family property broke: `property` is its catalog name, `detail` the evidence."""
+
+    def __init__(self, prop: str, detail: str) -> None:
+        super().__init__(f"{prop}: {detail}")
+        self.property = prop
+        self.detail = detail
+
+    def __reduce__(self) -> tuple[type[PropertyViolated], tuple[str, str]]:
+        return type(self), (self.property, self.detail)
 
 
 class ScheduledMachine(RuleBasedStateMachine):
@@ -81,17 +90,27 @@ class ScheduledMachine(RuleBasedStateMachine):
         self.setup_clients()
 
     # Subclasses --------------------------------------------------------------------
+    # The hooks below are called by the machine itself, not declared as Hypothesis
+    # @invariants: one `advance` rule takes several steps, and an invariant runs only
+    # after a whole rule, so a violation would surface steps after the one that caused
+    # it (and a planned crash would fire late). Each hook runs at the step it concerns.
     def setup_clients(self) -> None:
         """Build the implementation's objects, one per client."""
 
+    def after_step(self) -> None:
+        """React to the step just taken: bookkeeping, and events planned for this point
+        (a crash after a client's k-th round trip). Runs before `check_step`."""
+
     def completed(self, index: int) -> None:
-        """Client `index` just finished an operation (its outcome is in the scheduler)."""
+        """Client `index` just finished an operation: check what it returned (its outcome is in
+        the scheduler)."""
 
     def check_step(self) -> None:
         """Properties that must hold after every step."""
 
     def check_quiescent(self) -> None:
-        """Properties that must hold when no operation is in flight."""
+        """Properties that must hold when no operation is in flight (at teardown): between
+        rules, clients are mid-operation, so these cannot be @invariants either."""
 
     # Helpers ------------------------------------------------------------------------
     def idle_clients(self) -> list[int]:
@@ -108,11 +127,12 @@ class ScheduledMachine(RuleBasedStateMachine):
         self.scheduler.start(index, operation, label)
         self._after_progress(index)
 
-    def fail(self, message: str) -> None:
+    def fail(self, prop: str, detail: str) -> None:
+        """Report that property `prop` (a catalog name) broke, with `detail` as the evidence."""
         self.failed = True
         note("interleaving (step, client, what it sent → what came back):\n" + self.scheduler.format_trace())
         note(f"schedule for ReplayChooser: {schedule_expression(self.scheduler.schedule)}")
-        raise PropertyViolated(message)
+        raise PropertyViolated(prop, detail)
 
     def _after_progress(self, index: int) -> None:
         last = self.scheduler.trace[-1] if self.scheduler.trace else None
@@ -123,6 +143,7 @@ class ScheduledMachine(RuleBasedStateMachine):
         if client.status is Status.IDLE and index in self.in_flight:
             del self.in_flight[index]
             self.completed(index)
+        self.after_step()
         self.check_step()
 
     def _time_passes(self, seconds: float) -> None:
@@ -201,4 +222,4 @@ class ScheduledMachine(RuleBasedStateMachine):
                 self.current = ready[0]
             self.scheduler.step(self.current)
             self._after_progress(self.current)
-        self.fail(f"operations still running after {max_steps} steps: no progress (livelock or deadlock)")
+        self.fail(PROGRESS, f"operations still running after {max_steps} steps (livelock or deadlock)")

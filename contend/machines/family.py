@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from contend.impl.catalog import CRASH_LIVENESS, SAFE_RELEASE
 from contend.machines.base import ScheduledMachine
 
 
@@ -19,7 +20,7 @@ def family_machine(impl: Any) -> type[ScheduledMachine]:
     if impl.family == "semaphore":
         # Leases are judged on the server's clock (TIME in the scripts), which the
         # virtual clock cannot move: crash liveness is the battery's to check.
-        claims = frozenset(impl.claims) - {"crash-liveness", "safe-release"}
+        claims = frozenset(impl.claims) - {CRASH_LIVENESS, SAFE_RELEASE}
         return locks.machine_for(_with_claims(impl, claims), limit=2)
     if impl.family == "single_flight":
         return single_flight.machine_for(impl)

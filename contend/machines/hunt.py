@@ -16,12 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from contend.impl.catalog import IMPLEMENTATIONS, Implementation
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
+from contend.machines.settings import machine_settings
 from contend.target.target import Target, open_target
 
 
@@ -44,20 +44,6 @@ class HuntResult:
         return max(self.times) if self.times else float("nan")
 
 
-def hunt_settings(max_examples: int, shrink: bool) -> settings:
-    phases = [Phase.generate, Phase.shrink] if shrink else [Phase.generate]
-    return settings(
-        max_examples=max_examples,
-        deadline=None,
-        database=None,
-        derandomize=False,
-        report_multiple_bugs=False,
-        stateful_step_count=20,
-        suppress_health_check=list(HealthCheck),
-        phases=phases,
-    )
-
-
 def run_once(
     machine: type[ScheduledMachine], target: Target, seed: int, max_examples: int, shrink: bool
 ) -> tuple[float, PropertyViolated | None, ScheduledMachine | None]:
@@ -72,7 +58,8 @@ def run_once(
     factory._hypothesis_internal_use_seed = seed  # type: ignore[attr-defined]
     start = time.perf_counter()
     try:
-        run_state_machine_as_test(factory, settings=hunt_settings(max_examples, shrink))  # type: ignore[arg-type]
+        chosen = machine_settings(max_examples, shrink=shrink, derandomize=False)
+        run_state_machine_as_test(factory, settings=chosen)  # type: ignore[arg-type]
     except PropertyViolated as exc:
         return time.perf_counter() - start, exc, last[-1] if last else None
     return time.perf_counter() - start, None, None

@@ -37,6 +37,15 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
+from contend.impl.catalog import (
+    CLOCK_SKEW_SAFE,
+    CRASH_LIVENESS,
+    FENCING,
+    FIFO,
+    MUTUAL_EXCLUSION,
+    NO_SPURIOUS_ERRORS,
+    SAFE_RELEASE,
+)
 from contend.impl.locks.errors import LockError, LockNotOwnedError
 from contend.machines.base import ScheduledMachine
 from contend.schedule.scheduler import TraceEntry
@@ -115,8 +124,9 @@ class LockMachine(ScheduledMachine):
         self.scheduler.skew(index, (2 if ahead else -2) * self.ttl)
         self.skew_total += 2 * self.ttl
 
-    def check_step(self) -> None:
-        """Carry out planned crashes: a client dies once it has made its round trips."""
+    def after_step(self) -> None:
+        """Note places in line, and carry out planned crashes: a client dies once it has made its
+        round trips."""
         self.note_first_round_trips()
         for index, (since, round_trips) in list(self.crash_plan.items()):
             name = self.scheduler.clients[index].name
@@ -165,10 +175,11 @@ class LockMachine(ScheduledMachine):
             # else escaping acquire is.
             if outcome.error is not None and not isinstance(outcome.error, LockError):
                 self.fail(
-                    f"{client.name} {client.operation} raised {type(outcome.error).__name__}: {outcome.error}"
+                    NO_SPURIOUS_ERRORS,
+                    f"{client.name} {client.operation} raised {type(outcome.error).__name__}: {outcome.error}",
                 )
             granted = bool(outcome.value) and outcome.error is None
-            if granted and "fifo" in self.claims:
+            if granted and FIFO in self.claims:
                 self.check_order(index)
             if granted:
                 self.acquired(index)
@@ -196,8 +207,9 @@ class LockMachine(ScheduledMachine):
             waiting = ", ".join(names[w] for w in ahead)
             held = ", ".join(names[h] for h in sorted(holders)) or "nobody"
             self.fail(
-                f"fifo: {names[index]} was granted while {waiting}, which asked before it, "
-                f"still waited for a slot ({held} holding, limit {self.limit})"
+                FIFO,
+                f"{names[index]} was granted while {waiting}, which asked before it, "
+                f"still waited for a slot ({held} holding, limit {self.limit})",
             )
 
     def acquired(self, index: int) -> None:
@@ -206,18 +218,19 @@ class LockMachine(ScheduledMachine):
         if len(others) >= self.limit:
             held = ", ".join(self.scheduler.clients[o].name for o in sorted(others))
             skewed = [f"{c.name} {c.skew:+g} s" for c in self.scheduler.clients if c.skew]
-            what = "clock-skew-safe" if skewed else "mutual-exclusion"
+            what = CLOCK_SKEW_SAFE if skewed else MUTUAL_EXCLUSION
             why = f"; clocks skewed: {', '.join(skewed)}" if skewed else ""
             self.fail(
-                f"{what}: {name} acquired while {held} held valid lease(s) "
-                f"(limit {self.limit}, TTL {self.ttl:g} s, virtual time {self.scheduler.vclock:.3f} s{why})"
+                what,
+                f"{name} acquired while {held} held valid lease(s) "
+                f"(limit {self.limit}, TTL {self.ttl:g} s, virtual time {self.scheduler.vclock:.3f} s{why})",
             )
         self.holding[index] = self.started_at[index] + self.ttl
         self.believers.add(index)
         token = getattr(self.locks[index], "fencing_token", None)
-        if token is not None and "fencing" in self.claims:
+        if token is not None and FENCING in self.claims:
             if self.tokens and token <= max(self.tokens):
-                self.fail(f"fencing: {name} got token {token}, not above {max(self.tokens)} granted before")
+                self.fail(FENCING, f"{name} got token {token}, not above {max(self.tokens)} granted before")
             self.tokens.append(int(token))
 
     def released(self, index: int, error: BaseException | None) -> None:
@@ -228,23 +241,22 @@ class LockMachine(ScheduledMachine):
         if error is not None:
             if was_valid or not isinstance(error, LockNotOwnedError):
                 skew = self.scheduler.clients[index].skew
-                what = "clock-skew-safe" if skew else "safe-release"
+                what = CLOCK_SKEW_SAFE if skew else SAFE_RELEASE
                 why = f" (its clock is skewed by {skew:+g} s)" if skew else ""
-                self.fail(
-                    f"{what}: {name} released a valid lease and got {type(error).__name__}{why}: {error}"
-                )
+                self.fail(what, f"{name} released a valid lease and got {type(error).__name__}{why}: {error}")
             return
         successors = self.valid_holders()
-        claimed = "safe-release" in self.claims and self.limit == 1
+        claimed = SAFE_RELEASE in self.claims and self.limit == 1
         if claimed and not was_valid and successors and not self.admin.exists(self.key):
             held = ", ".join(self.scheduler.clients[o].name for o in sorted(successors))
             self.fail(
-                f"safe-release: {name}'s release after its lease expired deleted the lease "
-                f"{held} holds ({self.key} is gone)"
+                SAFE_RELEASE,
+                f"{name}'s release after its lease expired deleted the lease "
+                f"{held} holds ({self.key} is gone)",
             )
 
     def check_quiescent(self) -> None:
-        if "crash-liveness" not in self.claims or not self.crashed_holders:
+        if CRASH_LIVENESS not in self.claims or not self.crashed_holders:
             return
         self.finish_all()  # the living give their leases back
         idle = [i for i in self.idle_clients() if i not in self.crashed_holders]
@@ -260,8 +272,9 @@ class LockMachine(ScheduledMachine):
         self.finish_all()
         if got != [True]:
             self.fail(
-                f"crash-liveness: a holder crashed; after its {self.ttl:g} s TTL the lock still "
-                f"cannot be taken ({self.key} left behind)"
+                CRASH_LIVENESS,
+                f"a holder crashed; after its {self.ttl:g} s TTL the lock still "
+                f"cannot be taken ({self.key} left behind)",
             )
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
+from contend.impl.catalog import GAP_FREE, NO_SPURIOUS_ERRORS, STABLE_IDS, TABLES_AGREE, UNIQUE_IDS
 from contend.machines.base import ScheduledMachine
 from contend.target.target import Target
 
@@ -54,24 +55,26 @@ class RegistryMachine(ScheduledMachine):
         label, outcome = client.operation, client.outcome
         if outcome.error is not None:
             self.fail(
-                f"no-spurious-errors: {client.name} {label} raised "
-                f"{type(outcome.error).__name__}: {outcome.error}"
+                NO_SPURIOUS_ERRORS,
+                f"{client.name} {label} raised {type(outcome.error).__name__}: {outcome.error}",
             )
         name = label.split("'")[1]
         got = outcome.value
         if label.startswith("lookup"):
             if name in self.ids and got != self.ids[name]:
                 self.fail(
-                    f"stable-ids: {client.name} {label} = {got}, but {name!r} was registered as {self.ids[name]}"
+                    STABLE_IDS,
+                    f"{client.name} {label} = {got}, but {name!r} was registered as {self.ids[name]}",
                 )
             return
         if name in self.ids and got != self.ids[name]:
             self.fail(
-                f"stable-ids: {client.name} {label} = {got}, but an earlier registration returned {self.ids[name]}"
+                STABLE_IDS,
+                f"{client.name} {label} = {got}, but an earlier registration returned {self.ids[name]}",
             )
         for other, ident in self.ids.items():
             if other != name and ident == got:
-                self.fail(f"unique-ids: {client.name} {label} = {got}, the id of {other!r} too")
+                self.fail(UNIQUE_IDS, f"{client.name} {label} = {got}, the id of {other!r} too")
         self.ids[name] = got
 
     def check_quiescent(self) -> None:
@@ -81,14 +84,14 @@ class RegistryMachine(ScheduledMachine):
                 self.ids[name] = ident
         n = len(self.ids)
         if sorted(self.ids.values()) != list(range(1, n + 1)):
-            self.fail(f"gap-free: {n} names got ids {sorted(self.ids.values())}, not 1..{n}")
+            self.fail(GAP_FREE, f"{n} names got ids {sorted(self.ids.values())}, not 1..{n}")
         for name, ident in self.ids.items():
             if (back := reader.reverse(ident)) != name:
                 self.fail(
-                    f"tables-agree: reverse({ident}) = {back!r}, but {name!r} was registered as {ident}"
+                    TABLES_AGREE, f"reverse({ident}) = {back!r}, but {name!r} was registered as {ident}"
                 )
         if (count := reader.count()) != n:
-            self.fail(f"tables-agree: count() = {count} with {n} names registered")
+            self.fail(TABLES_AGREE, f"count() = {count} with {n} names registered")
 
 
 def machine_for(factory: Any, *, dbs: tuple[int, ...] = (), name: str = "") -> type[RegistryMachine]:

@@ -21,6 +21,7 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
+from contend.impl.catalog import LEADER_FAILURE, RUNS_ONCE, SHARED_RESULT
 from contend.machines.base import ScheduledMachine
 from contend.target.target import Target
 
@@ -53,7 +54,8 @@ class SingleFlightMachine(ScheduledMachine):
         self.flights: list[Any] = []
         self.computations: list[Computation] = []
         self.dead: set[int] = set()
-        self.violations: list[str] = []  # found inside a client's computation, reported after the step
+        # (property, evidence) found inside a client's computation, reported after the step
+        self.violations: list[tuple[str, str]] = []
         super().__init__(target)
 
     def setup_clients(self) -> None:
@@ -75,10 +77,13 @@ class SingleFlightMachine(ScheduledMachine):
             live = [c for c in running if started < c.started + LEASE_MS / 1000]
             mine = Computation(index, len(self.computations) + 1, started)
             self.computations.append(mine)
-            if live and "runs-once" in self.claims:
+            if live and RUNS_ONCE in self.claims:
                 self.violations.append(
-                    f"runs-once: c{index} started computing while c{live[0].client}'s computation "
-                    f"#{live[0].number} was still running inside its lease"
+                    (
+                        RUNS_ONCE,
+                        f"c{index} started computing while c{live[0].client}'s computation "
+                        f"#{live[0].number} was still running inside its lease",
+                    )
                 )
             if slow:
                 time.sleep(LEASE_MS / 2000)
@@ -96,26 +101,28 @@ class SingleFlightMachine(ScheduledMachine):
 
     def check_step(self) -> None:
         if self.violations:
-            self.fail(self.violations[0])
+            self.fail(*self.violations[0])
 
     def completed(self, index: int) -> None:
         client = self.scheduler.clients[index]
         outcome = client.outcome
         finished = {c.value for c in self.computations if c.finished is not None and not c.failed}
         if outcome.error is None:
-            if outcome.value not in finished and "shared-result" in self.claims:
+            if outcome.value not in finished and SHARED_RESULT in self.claims:
                 self.fail(
-                    f"shared-result: {client.name} call returned {outcome.value!r}, "
-                    "not the value of any finished computation"
+                    SHARED_RESULT,
+                    f"{client.name} call returned {outcome.value!r}, "
+                    "not the value of any finished computation",
                 )
             return
         own_failure = isinstance(outcome.error, ComputationFailed)
         timed_out = "Timeout" in type(outcome.error).__name__  # a bounded wait ending is a clear error
         nothing_failed = not any(c.failed for c in self.computations)
-        if "leader-failure" in self.claims and not own_failure and not timed_out and nothing_failed:
+        if LEADER_FAILURE in self.claims and not own_failure and not timed_out and nothing_failed:
             self.fail(
-                f"leader-failure: {client.name} call raised {type(outcome.error).__name__} "
-                f"though no computation failed: {outcome.error}"
+                LEADER_FAILURE,
+                f"{client.name} call raised {type(outcome.error).__name__} "
+                f"though no computation failed: {outcome.error}",
             )
 
 

@@ -171,6 +171,9 @@ _POP_ONCE = {
     "BZPOPMIN": "ZPOPMIN",
     "BZPOPMAX": "ZPOPMAX",
 }
+# KEYS: the lists (or sorted sets) in the order the blocking pop names them. ARGV[1]: the
+# non-blocking pop (LPOP, RPOP, ZPOPMIN, ZPOPMAX). {key, element[, score]} from the first
+# non-empty key, as the blocking pop would answer, or false when all are empty.
 _POP_SCRIPT = """
 for _, key in ipairs(KEYS) do
     local got = redis.call(ARGV[1], key)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from contend.errors import ContendError, ServerError
-from contend.stress.board import HOLDING, PHASE, PROCESS, WRITES, Board
+from contend.stress.board import Board, Field, WorkerPhase
 from contend.stress.cluster import Cluster
 from contend.stress.signals import signal_process, wait_stopped
 from contend.target.server import EmbeddedRedis
@@ -144,11 +144,11 @@ class ClientPause(Fault):
         board = self.ctx.board
         workers = range(board.procs)
         if self.ctx.lock:
-            return [w for w in workers if board.get(w, PHASE) == HOLDING]
+            return [w for w in workers if board.get(w, Field.PHASE) == WorkerPhase.HOLDING]
         return list(workers)
 
     def begin(self) -> bool:
-        # A lock holder dwells in HOLDING for a few ms: look for one for up to ~50 ms.
+        # A lock holder dwells in WorkerPhase.HOLDING for a few ms: look for one for up to ~50 ms.
         for _ in range(50):
             candidates = self._candidates()
             if candidates and self._stop(self.ctx.pick(candidates)):
@@ -160,20 +160,22 @@ class ClientPause(Fault):
         pid = self.ctx.pids[w]
         if not signal_process(pid, signal.SIGSTOP):
             return False
-        if not wait_stopped(pid) or (self.ctx.lock and self.ctx.board.get(w, PHASE) != HOLDING):
+        if not wait_stopped(pid) or (
+            self.ctx.lock and self.ctx.board.get(w, Field.PHASE) != WorkerPhase.HOLDING
+        ):
             signal_process(pid, signal.SIGCONT)  # it moved on before the signal landed
             return False
         self.worker = w
         self.since = time.monotonic_ns()
         self.others_writes = self._writes_of_others()
-        process = self.ctx.board.get(w, PROCESS)
+        process = self.ctx.board.get(w, Field.PROCESS)
         holding = f", holding the lock before its write (TTL {self.ctx.ttl_ms} ms)" if self.ctx.lock else ""
         self.record(f"start: process {process} (pid {pid}) stopped{holding}")
         return True
 
     def _writes_of_others(self) -> int:
         board = self.ctx.board
-        return sum(board.get(w, WRITES) for w in range(board.procs) if w != self.worker)
+        return sum(board.get(w, Field.WRITES) for w in range(board.procs) if w != self.worker)
 
     def min_ns(self) -> int:
         if self.ctx.fault_ms is not None:
@@ -196,7 +198,7 @@ class ClientPause(Fault):
         pid = self.ctx.pids[self.worker]
         signal_process(pid, signal.SIGCONT)
         taken = self._writes_of_others() - self.others_writes
-        process = self.ctx.board.get(self.worker, PROCESS)
+        process = self.ctx.board.get(self.worker, Field.PROCESS)
         meanwhile = f"; other workers wrote {taken} time(s) meanwhile" if self.ctx.lock else ""
         self.record(
             f"stop: process {process} (pid {pid}) resumed after {_ms(time.monotonic_ns() - self.since)} ms"
@@ -274,7 +276,7 @@ class ServerKill(Fault):
 
     def begin(self) -> bool:
         board = self.ctx.board
-        holders = [w for w in range(board.procs) if board.get(w, PHASE) == HOLDING]
+        holders = [w for w in range(board.procs) if board.get(w, Field.PHASE) == WorkerPhase.HOLDING]
         if self.ctx.lock and not holders and self.tries < 50:
             self.tries += 1  # a kill while a lease is held is the interesting one: wait a little for one
             return False
@@ -282,7 +284,9 @@ class ServerKill(Fault):
         pid = self.ctx.cluster.kill_primary()
         self.killed = True
         self.since = time.monotonic_ns()
-        held = [board.get(w, PROCESS) for w in holders if board.get(w, PHASE) == HOLDING]
+        held = [
+            board.get(w, Field.PROCESS) for w in holders if board.get(w, Field.PHASE) == WorkerPhase.HOLDING
+        ]
         note = f" while process {', '.join(map(str, held))} held the lock" if held else ""
         self.record(f"start: redis-server (pid {pid}) killed with SIGKILL{note}")
         return True

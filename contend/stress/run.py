@@ -49,7 +49,7 @@ from contend.impl.catalog import IMPLEMENTATIONS, SEED_LAYOUT_DBS, Implementatio
 from contend.models.base import Model
 from contend.models.registry import RegistryModel
 from contend.models.registry_by_name import RegistryByNameModel
-from contend.stress.board import FAIL, INFO, OK, READY, Board
+from contend.stress.board import Board, Field
 from contend.stress.cluster import Cluster
 from contend.stress.nemesis import Nemesis, NemesisContext, parse_nemeses
 from contend.stress.signals import signal_process
@@ -448,7 +448,7 @@ class _Manifest:
 def _wait_ready(workers: Sequence[BaseProcess], board: Board) -> None:
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
-        if all(board.get(k, READY) for k in range(len(workers))):
+        if all(board.get(k, Field.READY) for k in range(len(workers))):
             return
         for k, p in enumerate(workers):
             if p.exitcode is not None:
@@ -463,7 +463,12 @@ def _wait_ready(workers: Sequence[BaseProcess], board: Board) -> None:
 
 def _progress(board: Board, elapsed: float, duration: float, nemesis: str) -> RunProgress:
     return RunProgress(
-        min(elapsed, duration), duration, board.total(OK), board.total(FAIL), board.total(INFO), nemesis
+        min(elapsed, duration),
+        duration,
+        board.total(Field.OK),
+        board.total(Field.FAIL),
+        board.total(Field.INFO),
+        nemesis,
     )
 
 

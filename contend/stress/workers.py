@@ -44,23 +44,8 @@ from contend.impl.catalog import Implementation
 from contend.impl.locks.errors import LockNotOwnedError, StaleFencingTokenError
 from contend.impl.locks.fenced import FencedResource
 from contend.impl.registry.base import RegistrationError
-from contend.stress.board import (
-    ACQUIRING,
-    BUSY,
-    DONE,
-    FAIL,
-    HOLDING,
-    IDLE,
-    INFO,
-    OK,
-    PHASE,
-    PROCESS,
-    READY,
-    RELEASING,
-    WRITES,
-    WRITING,
-    Board,
-)
+from contend.stress.board import Board, Field, WorkerPhase
+from contend.target.tap import tap
 
 #: Families `contend stress` can drive.
 FAMILIES = ("registry", "lock")
@@ -101,8 +86,8 @@ def worker_main(spec: WorkerSpec, cells: Any, url_cells: Any) -> None:
     impl = by_name(spec.impl)
     worker: Worker = (RegistryWorker if impl.family == "registry" else LockWorker)(spec, board, impl)
     try:
-        board.set(spec.index, PHASE, IDLE)
-        board.set(spec.index, READY, 1)
+        board.set(spec.index, Field.PHASE, WorkerPhase.IDLE)
+        board.set(spec.index, Field.READY, 1)
         while not board.go and not board.stopped:
             time.sleep(0.002)
         deadline = worker.deadline = board.go + int(spec.duration * 1e9)
@@ -110,7 +95,7 @@ def worker_main(spec: WorkerSpec, cells: Any, url_cells: Any) -> None:
             worker.follow_server()
             worker.step()
     finally:
-        board.set(spec.index, PHASE, DONE)
+        board.set(spec.index, Field.PHASE, WorkerPhase.DONE)
         worker.close()
 
 
@@ -123,37 +108,15 @@ def _die_with_parent(parent_pid: int) -> None:
         os._exit(1)  # the parent died before we asked
 
 
-def connect(url: str, op_timeout: float, sent: list[int] | None = None) -> redis.Redis:
-    """A worker's client: bounded waits, and no automatic resend, so a lost reply surfaces as info.
-
-    With `sent`, `sent[0]` counts the commands handed to a connected socket, so a
-    worker can tell an operation that never reached the server (connection
-    refused before anything was sent: it cannot have taken effect) from one
-    whose outcome is unknown.
-    """
-    client = redis.Redis.from_url(
+def connect(url: str, op_timeout: float) -> redis.Redis:
+    """A worker's client: bounded waits, and no automatic resend, so a lost reply surfaces as info."""
+    return redis.Redis.from_url(
         url,
         socket_timeout=op_timeout,
         socket_connect_timeout=op_timeout,
         retry=Retry(NoBackoff(), 0),
         retry_on_timeout=False,
     )
-    if sent is not None:
-        pool = client.connection_pool
-        base = pool.connection_class
-
-        def send_packed_command(self: Any, command: Any, check_health: bool = True) -> None:
-            self.connect()  # a refused connection raises here, before anything is counted as sent
-            sent[0] += 1
-            base.send_packed_command(self, command, check_health)
-
-        pool.connection_class = type(
-            f"Counted{base.__name__}", (base,), {"send_packed_command": send_packed_command}
-        )
-    return client
-
-
-#: The error of an operation recorded as fail because nothing of it reached the server starts with this.
 
 
 class Worker:
@@ -171,10 +134,11 @@ class Worker:
         self.rng = random.Random(spec.seed * 1_000_003 + spec.index)
         self.fd = os.open(spec.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self.generation = board.generation
-        self.sent = [0]
         self.deadline = 0  # monotonic ns; set when the run starts
-        self.client = connect(board.url, spec.op_timeout, self.sent)
-        board.set(self.index, PROCESS, self.process)
+        self.client = connect(board.url, spec.op_timeout)
+        # Round trips that reached a connected socket: an operation with none cannot have taken effect.
+        self.trips = tap(self.client)
+        board.set(self.index, Field.PROCESS, self.process)
         self.setup()
 
     def setup(self) -> None:
@@ -189,7 +153,8 @@ class Worker:
             self.generation = self.board.generation
             with contextlib.suppress(Exception):
                 self.client.close()
-            self.client = connect(self.board.url, self.spec.op_timeout, self.sent)
+            self.client = connect(self.board.url, self.spec.op_timeout)
+            self.trips = tap(self.client)
             self.setup()
 
     def record(self, kind: str, f: str, key: Any, value: Any, error: Any = None) -> None:
@@ -206,26 +171,26 @@ class Worker:
         server (a refused connection). info: anything else that raised.
         """
         self.record("invoke", f, key, value)
-        sent = self.sent[0]
+        sent = self.trips.sent
         try:
             output = action()
         except self.definite as exc:
             self.record("fail", f, key, value, _error(exc))
-            self.board.add(self.index, FAIL)
+            self.board.add(self.index, Field.FAIL)
             return "fail", None
         except Exception as exc:
-            if self.sent[0] == sent:
+            if self.trips.sent == sent:
                 self.record("fail", f, key, value, UNSENT + _error(exc))
-                self.board.add(self.index, FAIL)
+                self.board.add(self.index, Field.FAIL)
                 if isinstance(exc, redis.ConnectionError):
                     self.pause(RECONNECT_PAUSE)  # the server is down: do not spin
                 return "fail", None
             self.record("info", f, key, value, _error(exc))
-            self.board.add(self.index, INFO)
+            self.board.add(self.index, Field.INFO)
             self.crashed()
             return "info", None
         self.record("ok", f, key, output)
-        self.board.add(self.index, OK)
+        self.board.add(self.index, Field.OK)
         return "ok", output
 
     def pause(self, seconds: float) -> None:
@@ -241,7 +206,7 @@ class Worker:
         the checker must consider as maybe having taken effect.
         """
         self.process += self.spec.procs
-        self.board.set(self.index, PROCESS, self.process)
+        self.board.set(self.index, Field.PROCESS, self.process)
         self.pause(RECONNECT_PAUSE)
 
     def close(self) -> None:
@@ -274,7 +239,7 @@ class RegistryWorker(Worker):
                 closer()
 
     def step(self) -> None:
-        self.board.set(self.index, PHASE, BUSY)
+        self.board.set(self.index, Field.PHASE, WorkerPhase.BUSY)
         r = self.rng.random()
         k = self.next_name
         if r < 0.55 or k == 0:
@@ -290,7 +255,7 @@ class RegistryWorker(Worker):
         else:
             ident = self.rng.randint(1, k)
             self.op("reverse", None, ident, lambda: _str_or_none(self.registry.reverse(ident)))
-        self.board.set(self.index, PHASE, IDLE)
+        self.board.set(self.index, Field.PHASE, WorkerPhase.IDLE)
 
     def close(self) -> None:
         self._close_registry()
@@ -328,22 +293,22 @@ class LockWorker(Worker):
         lock = self.impl.factory(self.client, self.lock_key, self.spec.ttl_ms)
         got = self._acquire(lock)
         if got is None:
-            self.board.set(self.index, PHASE, IDLE)
+            self.board.set(self.index, Field.PHASE, WorkerPhase.IDLE)
             return
-        # While HOLDING the nemesis may stop this process: the write below is the one that matters.
-        self.board.set(self.index, PHASE, HOLDING)
+        # While WorkerPhase.HOLDING the nemesis may stop this process: the write below is the one that matters.
+        self.board.set(self.index, Field.PHASE, WorkerPhase.HOLDING)
         time.sleep(self.spec.hold_ms / 1000)
-        self.board.set(self.index, PHASE, WRITING)
+        self.board.set(self.index, Field.PHASE, WorkerPhase.WRITING)
         token = got if self.fenced else None
         status, _ = self.op(
             "incr", COUNTER_KEY, None if token is None else {"token": token}, lambda: self._incr(token)
         )
         if status == "ok":
-            self.board.add(self.index, WRITES)
+            self.board.add(self.index, Field.WRITES)
         if status != "info":
-            self.board.set(self.index, PHASE, RELEASING)
+            self.board.set(self.index, Field.PHASE, WorkerPhase.RELEASING)
             self.op("release", LOCK_KEY, None, lambda: self._release(lock))
-        self.board.set(self.index, PHASE, IDLE)
+        self.board.set(self.index, Field.PHASE, WorkerPhase.IDLE)
 
     def _acquire(self, lock: Any) -> bool | int | None:
         """Poll single attempts, each recorded as its own acquire, with jittered backoff.
@@ -352,7 +317,7 @@ class LockWorker(Worker):
         moment) and lets an attempt refused at connect be a fail, not an info.
         Returns True or the fencing token once acquired; None on giving up.
         """
-        self.board.set(self.index, PHASE, ACQUIRING)
+        self.board.set(self.index, Field.PHASE, WorkerPhase.ACQUIRING)
         give_up = min(self.deadline, time.monotonic_ns() + int(self.acquire_timeout * 1e9))
         wait = 0.005
         while True:

@@ -32,6 +32,8 @@ from contend.impl.roundtrip import LuaScript
 class FencedLock(TokenLock):
     """A TokenLock whose every grant carries a strictly increasing `fencing_token`."""
 
+    # KEYS[1]: the lock key, KEYS[2]: its fence counter. ARGV[1]: the token, ARGV[2]: the TTL in ms.
+    # The new fencing token (INCR of the counter) when the lease was taken, else 0.
     ACQUIRE = LuaScript(
         """
     if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
@@ -64,6 +66,8 @@ class FencedLock(TokenLock):
 class FencedResource:
     """A value in Redis that accepts a write only with a fencing token >= the highest seen."""
 
+    # KEYS[1]: the resource hash (fields token, value). ARGV[1]: the writer's fencing token,
+    # ARGV[2]: the value. {1, token} when written, {0, highest token seen} when refused.
     WRITE = LuaScript(
         """
     local highest = tonumber(redis.call('HGET', KEYS[1], 'token') or '0')

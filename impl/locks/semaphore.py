@@ -27,22 +27,28 @@ from typing import Any
 
 import redis
 
-from contend.impl.locks.errors import LockError, LockNotOwnedError
-from contend.impl.locks.polling import poll_acquire
-from contend.impl.locks.validation import check_count, check_key, check_timeout, check_ttl_ms
+from contend.impl.locks.errors import LockError
+from contend.impl.locks.lease import ScriptedLease
+from contend.impl.locks.validation import check_count, check_timeout
 from contend.impl.roundtrip import LuaScript
 
+# The server's clock in ms, as `now`: every script below starts with it.
 _NOW = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 """
 
 
-class Semaphore:
+class Semaphore(ScriptedLease):
     """Up to `limit` concurrent holders of `key`; one object is one holder."""
 
     fair = False
+    kind = "semaphore"
+    held_thing = "a slot"
+    lost = "this holder's lease gone"
 
+    # KEYS[1]: the holders' sorted set (member token, score expiry ms on the server's clock).
+    # ARGV[1]: the token, ARGV[2]: limit, ARGV[3]: TTL in ms. 1 when a slot was taken, else 0.
     ACQUIRE = LuaScript(
         _NOW
         + """
@@ -56,6 +62,7 @@ class Semaphore:
     return 0
     """
     )
+    # KEYS[1]: the holders' sorted set. ARGV[1]: the token. 1 when its live lease was removed, else 0.
     RELEASE = LuaScript(
         _NOW
         + """
@@ -63,6 +70,8 @@ class Semaphore:
     return redis.call('ZREM', KEYS[1], ARGV[1])
     """
     )
+    # KEYS[1]: the holders' sorted set. ARGV[1]: the token, ARGV[2]: the new TTL in ms.
+    # 1 when its live lease was reset to expire ARGV[2] ms from now, else 0.
     EXTEND = LuaScript(
         _NOW
         + """
@@ -77,78 +86,25 @@ class Semaphore:
     """
     )
 
-    def __init__(
-        self,
-        client: redis.Redis,
-        key: str,
-        limit: int,
-        ttl_ms: int,
-        *,
-        retry_interval: float = 0.005,
-        max_retry_interval: float = 0.05,
-    ) -> None:
-        self.client = client
-        self.key = check_key(key)
+    def __init__(self, client: redis.Redis, key: str, limit: int, ttl_ms: int, **kwargs: Any) -> None:
+        super().__init__(client, key, ttl_ms, **kwargs)
         self.limit = check_count(limit, "limit")
-        self.ttl_ms = check_ttl_ms(ttl_ms)
-        self.retry_interval = retry_interval
-        self.max_retry_interval = max_retry_interval
-        self.holder_id: str | None = None
 
     def try_acquire(self) -> bool:
         """One attempt, one round trip."""
-        holder = secrets.token_hex(16)
-        if self.ACQUIRE(self.client, [self.key], [holder, self.limit, self.ttl_ms]):
-            self.holder_id = holder
+        token = secrets.token_hex(16)
+        if self.ACQUIRE(self.client, [self.key], [token, self.limit, self.ttl_ms]):
+            self.token = token
             return True
         return False
-
-    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
-        """Take a slot; with `blocking`, retry until `timeout` seconds (None: no limit)."""
-        self._not_held("acquire")
-        return poll_acquire(
-            self.try_acquire,
-            blocking=blocking,
-            timeout=timeout,
-            retry_interval=self.retry_interval,
-            max_retry_interval=self.max_retry_interval,
-        )
-
-    def release(self) -> None:
-        """Give the slot back; LockNotOwnedError if its lease had expired."""
-        holder = self._held("release")
-        self.holder_id = None
-        if not self.RELEASE(self.client, [self.key], [holder]):
-            raise LockNotOwnedError(
-                f"semaphore {self.key!r}: release() found this holder's lease gone "
-                f"(it expired after {self.ttl_ms} ms)"
-            )
-
-    def extend(self, ttl_ms: int | None = None) -> bool:
-        """Reset this holder's lease to `ttl_ms` from now; LockNotOwnedError if it had expired."""
-        ttl = self.ttl_ms if ttl_ms is None else check_ttl_ms(ttl_ms)
-        holder = self._held("extend")
-        if not self.EXTEND(self.client, [self.key], [holder, ttl]):
-            self.holder_id = None
-            raise LockNotOwnedError(f"semaphore {self.key!r}: extend() found this holder's lease gone")
-        return True
 
     def holders(self) -> int:
         """Live leases right now (expired ones not yet purged are not counted)."""
         now_ms = _server_ms(self.client)
         return int(self.client.zcount(self.key, f"({now_ms}", "+inf"))
 
-    def _held(self, action: str) -> str:
-        if self.holder_id is None:
-            raise LockNotOwnedError(f"semaphore {self.key!r}: {action}() on a slot this object does not hold")
-        return self.holder_id
-
-    def _not_held(self, action: str) -> None:
-        if self.holder_id is not None:
-            raise LockError(f"semaphore {self.key!r}: {action}() while this object already holds a slot")
-
     def __repr__(self) -> str:
-        state = "holding a slot" if self.holder_id else "not holding"
+        state = "holding a slot" if self.token else "not holding"
         return f"<{type(self).__name__} {self.key!r} limit={self.limit} ttl={self.ttl_ms}ms {state}>"
 
 
@@ -157,6 +113,7 @@ class FairSemaphore(Semaphore):
 
     fair = True
 
+    # Drop entries whose timeout passed from both sets.
     _PURGE = """
     local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now)
     for _, member in ipairs(expired) do
@@ -164,6 +121,7 @@ class FairSemaphore(Semaphore):
     end
     redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
     """
+    # The three keys live as long as the latest entry.
     _KEEP_ALIVE = """
     local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
     if last[2] then
@@ -172,7 +130,9 @@ class FairSemaphore(Semaphore):
         end
     end
     """
-    # KEYS: owner, timeout, counter. ARGV: id, limit, ttl_ms, wait (1: stay queued if not granted)
+    # KEYS[1]: owner (token by ticket), KEYS[2]: timeout (token by expiry ms), KEYS[3]: the ticket counter.
+    # ARGV[1]: the token, ARGV[2]: limit, ARGV[3]: TTL in ms, ARGV[4]: 1 to stay queued if not granted.
+    # 1 when granted at once, else 0.
     ENQUEUE = LuaScript(
         _NOW
         + _PURGE
@@ -192,6 +152,7 @@ class FairSemaphore(Semaphore):
     return 0
     """
     )
+    # KEYS: owner, timeout, counter (as ENQUEUE). ARGV[1]: the token, ARGV[2]: limit, ARGV[3]: TTL in ms.
     # Our rank in the queue (granted when < limit), or -1: our entry expired (no poll for ttl_ms).
     POLL = LuaScript(
         _NOW
@@ -206,6 +167,7 @@ class FairSemaphore(Semaphore):
     return rank
     """
     )
+    # KEYS: owner, timeout, counter. ARGV[1]: the token. 1 when its live entry was removed, else 0.
     RELEASE = LuaScript(
         _NOW
         + _PURGE
@@ -214,6 +176,7 @@ class FairSemaphore(Semaphore):
     return redis.call('ZREM', KEYS[1], ARGV[1])
     """
     )
+    # KEYS: owner, timeout, counter. ARGV[1]: the token, ARGV[2]: the new TTL in ms. 1 when reset, else 0.
     EXTEND = LuaScript(
         _NOW
         + _PURGE
@@ -233,11 +196,15 @@ class FairSemaphore(Semaphore):
         super().__init__(client, key, limit, ttl_ms, **kwargs)
         self.keys = [f"{self.key}:owner", f"{self.key}:timeout", f"{self.key}:counter"]
 
+    @property
+    def script_keys(self) -> list[str]:
+        return self.keys
+
     def try_acquire(self) -> bool:
         """Take a ticket; granted at once or nothing stays queued. One round trip."""
-        holder = secrets.token_hex(16)
-        if self.ENQUEUE(self.client, self.keys, [holder, self.limit, self.ttl_ms, 0]):
-            self.holder_id = holder
+        token = secrets.token_hex(16)
+        if self.ENQUEUE(self.client, self.keys, [token, self.limit, self.ttl_ms, 0]):
+            self.token = token
             return True
         return False
 
@@ -249,7 +216,7 @@ class FairSemaphore(Semaphore):
             return self.try_acquire()
         holder = secrets.token_hex(16)
         if self.ENQUEUE(self.client, self.keys, [holder, self.limit, self.ttl_ms, 1]):
-            self.holder_id = holder
+            self.token = holder
             return True
         deadline = None if timeout is None else time.monotonic() + timeout
         # The head of the line polls often, those behind it less; all well within the TTL,
@@ -264,7 +231,7 @@ class FairSemaphore(Semaphore):
                         f"(no poll for {self.ttl_ms} ms)"
                     )
                 if rank < self.limit:
-                    self.holder_id = holder
+                    self.token = holder
                     return True
                 wait = min(slowest, self.retry_interval / 2 * (rank - self.limit + 1))
                 if deadline is not None:
@@ -275,29 +242,10 @@ class FairSemaphore(Semaphore):
                     wait = min(wait, left)
                 time.sleep(wait)
         except BaseException:
-            if self.holder_id != holder:
+            if self.token != holder:
                 with contextlib.suppress(Exception):
                     self.RELEASE(self.client, self.keys, [holder])
             raise
-
-    def release(self) -> None:
-        """Give the slot back; LockNotOwnedError if its lease had expired."""
-        holder = self._held("release")
-        self.holder_id = None
-        if not self.RELEASE(self.client, self.keys, [holder]):
-            raise LockNotOwnedError(
-                f"semaphore {self.key!r}: release() found this holder's lease gone "
-                f"(it expired after {self.ttl_ms} ms)"
-            )
-
-    def extend(self, ttl_ms: int | None = None) -> bool:
-        """Reset this holder's lease to `ttl_ms` from now; LockNotOwnedError if it had expired."""
-        ttl = self.ttl_ms if ttl_ms is None else check_ttl_ms(ttl_ms)
-        holder = self._held("extend")
-        if not self.EXTEND(self.client, self.keys, [holder, ttl]):
-            self.holder_id = None
-            raise LockNotOwnedError(f"semaphore {self.key!r}: extend() found this holder's lease gone")
-        return True
 
     def holders(self) -> int:
         """Slots taken right now: the first `limit` live entries of the queue."""

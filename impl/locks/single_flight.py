@@ -35,6 +35,7 @@ from typing import Any
 import redis
 
 from contend.impl.locks.errors import LeaderFailedError, SingleFlightTimeout
+from contend.impl.locks.lease import COMPARE_AND_DELETE, COMPARE_AND_PEXPIRE
 from contend.impl.locks.validation import (
     check_key,
     check_seconds,
@@ -102,7 +103,8 @@ class SharedMemoryFlight:
 class SingleFlight:
     """Concurrent `call(fn)`s on one key: one runs `fn`, all get its result or its error."""
 
-    # KEYS: lock, result. ARGV: token, lease_ms
+    # KEYS[1]: lock, KEYS[2]: result. ARGV[1]: token, ARGV[2]: lease_ms.
+    # {'result', payload} when a result is there, {'lead', ''} when we took the lock, else {'wait', ''}.
     FLIGHT = """
     local result = redis.call('GET', KEYS[2])
     if result then
@@ -113,7 +115,9 @@ class SingleFlight:
     end
     return {'wait', ''}
     """
-    # KEYS: lock, result. ARGV: token, payload, ttl_ms. A successor leader publishes its own.
+    # KEYS[1]: lock, KEYS[2]: result. ARGV[1]: token, ARGV[2]: payload, ARGV[3]: ttl_ms.
+    # Publishes the payload and frees the lock; 0 (nothing written) when a successor leader holds it:
+    # that one publishes its own.
     LAND = """
     local holder = redis.call('GET', KEYS[1])
     if holder and holder ~= ARGV[1] then
@@ -125,18 +129,10 @@ class SingleFlight:
     end
     return 1
     """
-    RENEW = """
-    if redis.call('GET', KEYS[1]) == ARGV[1] then
-        return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    end
-    return 0
-    """
-    ABANDON = """
-    if redis.call('GET', KEYS[1]) == ARGV[1] then
-        return redis.call('DEL', KEYS[1])
-    end
-    return 0
-    """
+    # KEYS[1]: lock. ARGV[1]: token, ARGV[2]: lease_ms. The leader keeps its lease while computing.
+    RENEW = COMPARE_AND_PEXPIRE
+    # KEYS[1]: lock. ARGV[1]: token. A leader that gives up frees the key if it still holds it.
+    ABANDON = COMPARE_AND_DELETE
 
     def __init__(
         self,

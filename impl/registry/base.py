@@ -91,3 +91,30 @@ class Registry:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.keys.ids!r}>"
+
+
+class CommittingRegistry(Registry):
+    """A registry whose new names are committed together: a known name costs one HGET (HMGET for
+    many), and only the names still missing go to `_commit`, which gives them ids."""
+
+    def register(self, name: str) -> int:
+        name = check_name(name)
+        found = self.client.hget(self.keys.ids, name)
+        if found is not None:
+            return int(found)
+        return self._commit([name])[name]
+
+    def register_many(self, names: Iterable[str]) -> list[int]:
+        wanted = check_names(names)
+        if not wanted:
+            return []
+        found = self.client.hmget(self.keys.ids, wanted)
+        ids = {n: int(v) for n, v in zip(wanted, found, strict=True) if v is not None}
+        missing = list(dict.fromkeys(n for n in wanted if n not in ids))
+        if missing:
+            ids.update(self._commit(missing))
+        return [ids[n] for n in wanted]
+
+    def _commit(self, names: list[str]) -> dict[str, int]:
+        """Ids for `names` (distinct, none known a moment ago): existing ones, or new ones."""
+        raise NotImplementedError

@@ -10,16 +10,15 @@ TTL (default 10 s) must exceed any registration's duration.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import redis
 
 from contend.impl.locks.token import TokenLock
-from contend.impl.registry.base import RegistrationError, Registry, check_name, check_names
+from contend.impl.registry.base import CommittingRegistry, RegistrationError
 
 
-class LockFirstRegistry(Registry):
+class LockFirstRegistry(CommittingRegistry):
     strategy = "lock_first"
 
     def __init__(
@@ -35,25 +34,7 @@ class LockFirstRegistry(Registry):
         self.ttl_ms = ttl_ms
         self.timeout = timeout
 
-    def register(self, name: str) -> int:
-        name = check_name(name)
-        found = self.client.hget(self.keys.ids, name)
-        if found is not None:
-            return int(found)
-        return self._locked_commit([name])[name]
-
-    def register_many(self, names: Iterable[str]) -> list[int]:
-        wanted = check_names(names)
-        if not wanted:
-            return []
-        found = self.client.hmget(self.keys.ids, wanted)
-        ids = {n: int(v) for n, v in zip(wanted, found, strict=True) if v is not None}
-        missing = list(dict.fromkeys(n for n in wanted if n not in ids))
-        if missing:
-            ids.update(self._locked_commit(missing))
-        return [ids[n] for n in wanted]
-
-    def _locked_commit(self, names: list[str]) -> dict[str, int]:
+    def _commit(self, names: list[str]) -> dict[str, int]:
         k = self.keys
         lock = TokenLock(self.client, k.lock, self.ttl_ms)
         if not lock.acquire(timeout=self.timeout):

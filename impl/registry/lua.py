@@ -19,7 +19,8 @@ from contend.impl.roundtrip import LuaScript
 class LuaRegistry(Registry):
     strategy = "lua"
 
-    # KEYS: counter, ids, names. ARGV: the name.
+    # KEYS[1]: the id counter, KEYS[2]: ids (name -> id), KEYS[3]: names (id -> name). ARGV[1]: the name.
+    # The name's id, handed out now if it had none.
     REGISTER = """
     local id = redis.call('HGET', KEYS[2], ARGV[1])
     if id then return tonumber(id) end
@@ -28,7 +29,7 @@ class LuaRegistry(Registry):
     redis.call('HSET', KEYS[3], id, ARGV[1])
     return id
     """
-    # KEYS: counter, ids, names. ARGV: the names. Returns their ids in order.
+    # KEYS: as REGISTER. ARGV: the names. Their ids in order, new ones handed out in that order.
     REGISTER_MANY = """
     local out = {}
     for i, name in ipairs(ARGV) do

@@ -35,7 +35,9 @@ SEED_STRATEGIES = ("seed_transaction", "naive", "lua")
 class Registerer:
     """Seed 000's class, in Python 3, with the registry interface around it."""
 
-    # KEYS: counter, forward key. ARGV: name, db_counter, db, db_invert ('' if none), inverse key.
+    # KEYS[1]: the counter (in db_counter), KEYS[2]: the name's forward key (in db).
+    # ARGV[1]: the name, ARGV[2]: db_counter, ARGV[3]: db, ARGV[4]: db_invert ('' if none),
+    # ARGV[5]: the inverse keys' prefix. The name's id, handed out now if it had none.
     REGISTER_LUA = """
     redis.call('SELECT', ARGV[3])
     local id = redis.call('GET', KEYS[2])

@@ -11,16 +11,15 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterable
 from typing import Any
 
 import redis
 from redis.exceptions import WatchError
 
-from contend.impl.registry.base import Registry, RetriesExhausted, check_name, check_names
+from contend.impl.registry.base import CommittingRegistry, RetriesExhausted
 
 
-class WatchRegistry(Registry):
+class WatchRegistry(CommittingRegistry):
     strategy = "watch"
 
     def __init__(
@@ -42,24 +41,6 @@ class WatchRegistry(Registry):
         #: EXEC aborts seen so far (each one a retry), for load reports.
         self.conflicts = 0
         self._stats_lock = threading.Lock()
-
-    def register(self, name: str) -> int:
-        name = check_name(name)
-        found = self.client.hget(self.keys.ids, name)
-        if found is not None:
-            return int(found)
-        return self._commit([name])[name]
-
-    def register_many(self, names: Iterable[str]) -> list[int]:
-        wanted = check_names(names)
-        if not wanted:
-            return []
-        found = self.client.hmget(self.keys.ids, wanted)
-        ids = {n: int(v) for n, v in zip(wanted, found, strict=True) if v is not None}
-        missing = list(dict.fromkeys(n for n in wanted if n not in ids))
-        if missing:
-            ids.update(self._commit(missing))
-        return [ids[n] for n in wanted]
 
     def _commit(self, names: list[str]) -> dict[str, int]:
         """Give each of `names` (distinct) an id in one transaction, retrying on conflict."""

@@ -47,7 +47,7 @@ def test_checks_that_need_a_claim_or_a_clock_are_left_out(contend_target):
 
 
 def test_a_user_lock_gets_the_lock_battery(contend_target):
-    subject = user_subject("impl.locks.token:factory", "lock", contend_target)
+    subject = user_subject("contend.impl.locks.token:factory", "lock", contend_target)
     assert subject.family == "lock" and catalog.MUTUAL_EXCLUSION in subject.claims
     assert [c.name for c in subject.checks()] == [
         "model",

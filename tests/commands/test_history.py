@@ -139,16 +139,3 @@ def test_html_timeline_marks_the_illegal_operation(capsys, tmp_path):
     ET.fromstring(svg.group())  # well-formed
     culprit = re.search(r'class="culprit"[^>]*><title>([^<]*)</title>', page)
     assert culprit is not None and "read" in culprit.group(1) and "line 17" in culprit.group(1)
-
-
-def test_html_for_a_long_history_shows_a_window(tmp_path):
-    from contend.benchmarks.checker import cas_register_history, corrupt
-    from contend.history.checker import check_history
-    from contend.history.timeline import render_timeline
-    from contend.models.cas_register import CasRegisterModel
-
-    records = corrupt(cas_register_history(operations=2000), "read", lambda r: 99, 0.7)
-    verdict = check_history(records, CasRegisterModel())
-    page = render_timeline(verdict, max_calls=300)
-    assert "Showing 300 of 2000 operations" in page
-    assert page.count('class="culprit"') == 1

@@ -11,7 +11,7 @@ import pytest
 import redis
 
 from contend.errors import ContendError
-from contend.stress.board import HOLDING, IDLE, PHASE, Board
+from contend.stress.board import Board, Field, WorkerPhase
 from contend.stress.cluster import Cluster
 from contend.stress.nemesis import (
     ClientPause,
@@ -94,9 +94,9 @@ def test_client_pause_stops_and_resumes_a_process(sleeper):
 def test_client_pause_of_a_lock_picks_a_holder_and_waits_for_another_writer(sleeper):
     ctx, events = make_context(None, [sleeper.pid], lock=True, ttl_ms=50)
     fault = ClientPause(ctx)
-    ctx.board.set(0, PHASE, IDLE)
+    ctx.board.set(0, Field.PHASE, WorkerPhase.IDLE)
     assert not fault.begin(), "nobody holds the lock: nothing to pause"
-    ctx.board.set(0, PHASE, HOLDING)
+    ctx.board.set(0, Field.PHASE, WorkerPhase.HOLDING)
     assert fault.begin()
     assert "holding the lock before its write (TTL 50 ms)" in events[0][1]
     time.sleep(0.1)

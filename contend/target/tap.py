@@ -1,0 +1,71 @@
+"""The one round-trip tap: count what a client sends, and make it crash on a budget.
+
+A round trip is one packed send on a connection: a single command, a pipeline
+or a MULTI/EXEC block. `tap(client)` swaps the connection class of the
+client's pool, so every connection it makes from then on is counted. A send
+counts only once the connection is up: a connection refused before anything
+was sent is no round trip (a stress worker then knows its operation cannot
+have taken effect). `crash_after(n)` lets n more round trips through and then
+raises `SimulatedCrash` on every one after: the client died there.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import redis
+
+
+class SimulatedCrash(BaseException):
+    """The client died here. A BaseException, so no lock code catches it and carries on."""
+
+
+class RoundTrips:
+    """A client's round trips so far (`sent`), and the crash budget, if any."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.budget: int | None = None
+        self._lock = threading.Lock()
+
+    def spend(self) -> None:
+        """One round trip is about to go out; SimulatedCrash when the budget is spent."""
+        if self.budget is None:
+            self.sent += 1
+            return
+        with self._lock:
+            if self.budget is not None:
+                if self.budget <= 0:
+                    raise SimulatedCrash(f"simulated crash before round trip {self.sent + 1}")
+                self.budget -= 1
+            self.sent += 1
+
+    def crash_after(self, round_trips: int) -> None:
+        """Let `round_trips` more round trips through, then crash on every one after."""
+        with self._lock:
+            self.budget = round_trips
+
+
+def tap(client: redis.Redis) -> RoundTrips:
+    """Count (and make crashable) every round trip of `client`'s future connections."""
+    trips = RoundTrips()
+    pool = client.connection_pool
+    base = pool.connection_class
+
+    def send_packed_command(self: Any, command: Any, check_health: bool = True) -> None:
+        self.connect()  # a refused connection raises here, before anything is counted as sent
+        trips.spend()
+        base.send_packed_command(self, command, check_health)
+
+    pool.connection_class = type(
+        f"Tapped{base.__name__}", (base,), {"send_packed_command": send_packed_command}
+    )
+    pool.contend_round_trips = trips  # type: ignore[attr-defined]
+    return trips
+
+
+def round_trips(client: redis.Redis) -> int:
+    """Round trips a tapped `client` has sent so far (0 for one that is not tapped)."""
+    trips = getattr(client.connection_pool, "contend_round_trips", None)
+    return trips.sent if trips is not None else 0
