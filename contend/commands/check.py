@@ -24,6 +24,7 @@ from contend.check.framework import CheckOptions, CheckResult
 from contend.commands.arguments import positive_int
 from contend.errors import ContendError
 from contend.impl import catalog
+from contend.schedule.gate import check_redis_py
 from contend.target.target import open_target
 
 
@@ -102,6 +103,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             catalog.by_name(name)
         except KeyError as exc:
             raise ContendError(exc.args[0]) from None
+    check_redis_py()  # the schedule check patches redis-py: refuse one it was not written for, up front
     if args.impl:
         user_factory(args.impl, args.kind)  # a bad --impl fails before a server starts
     with open_target(args.redis_url, args.redis_server) as target:

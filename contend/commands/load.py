@@ -61,7 +61,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         metavar="N,N,...",
         help="distinct keys fought over (1: maximal contention)",
     )
-    parser.add_argument("--seconds", type=positive_float, help="run time of each point")
+    parser.add_argument(
+        "--seconds",
+        type=positive_int,
+        metavar="S",
+        help="run time of each point in whole seconds (Locust's --run-time; default 2, 10 with --full)",
+    )
     parser.add_argument(
         "--processes",
         type=positive_int,

@@ -47,7 +47,8 @@ QUICK_WORKLOADS = {
 QUICK_DEFAULT = ("registry",)
 QUICK_USERS = (1, 4, 16, 64)
 QUICK_HOT_KEYS = (1, 10, 1000)
-QUICK_SECONDS = 1.5
+#: Locust's --run-time takes whole seconds (2.47 refuses `1.5s`), so each point runs whole seconds.
+QUICK_SECONDS = 2
 
 FULL_WORKLOADS = {
     "registry": ["watch", "lock_first", "lua"],
@@ -56,7 +57,7 @@ FULL_WORKLOADS = {
 }
 FULL_USERS = (1, 2, 4, 8, 16, 32, 64)
 FULL_HOT_KEYS = (1, 10, 1000)
-FULL_SECONDS = 10.0
+FULL_SECONDS = 10
 #: Each measurement of the raw ceiling, per user count (twice: before and after the points).
 CEILING_SECONDS = 1.5
 
@@ -89,7 +90,7 @@ class Plan:
     workloads: dict[str, list[str]]
     users: tuple[int, ...]
     hot_keys: tuple[int, ...]
-    seconds: float
+    seconds: int
     processes: int
     ttl_ms: int = 10_000
     ceiling_seconds: float = 1.5
@@ -120,7 +121,7 @@ def make_plan(
     strategies: Sequence[str] | None = None,
     users: Sequence[int] | None = None,
     hot_keys: Sequence[int] | None = None,
-    seconds: float | None = None,
+    seconds: int | None = None,
     processes: int | None = None,
     ttl_ms: int = 10_000,
     ceiling_seconds: float | None = None,
@@ -160,15 +161,17 @@ def make_plan(
         )
     )
     secs = seconds if seconds is not None else (FULL_SECONDS if full else QUICK_SECONDS)
-    if not secs > 0:
-        raise LoadInputError(f"--seconds must be > 0, got {secs}")
+    if isinstance(secs, bool) or not isinstance(secs, int) or secs < 1:
+        raise LoadInputError(
+            f"--seconds must be a whole number of seconds >= 1 (Locust's --run-time), got {secs}"
+        )
     procs = processes if processes is not None else default_processes()
     check_positive(procs, "--processes")
     check_positive(ttl_ms, "--ttl-ms")
     ceiling = CEILING_SECONDS if ceiling_seconds is None else ceiling_seconds
     if not ceiling > 0:
         raise LoadInputError(f"--ceiling-seconds must be > 0, got {ceiling}")
-    return Plan(plan, users_t, hot_t, float(secs), procs, ttl_ms, float(ceiling))
+    return Plan(plan, users_t, hot_t, secs, procs, ttl_ms, float(ceiling))
 
 
 def default_processes() -> int:
@@ -256,7 +259,7 @@ def locust_command(
         sys.executable, "-m", "locust",
         "-f", str(locustfiles / f"{point.workload}.py"),
         "--headless", "--only-summary", "--loglevel", "WARNING",
-        "-u", str(point.users), "-r", str(spawn_rate), "-t", f"{plan.seconds:g}s",
+        "-u", str(point.users), "-r", str(spawn_rate), "-t", f"{plan.seconds}s",
         "--csv", str(base), "--contend-json", f"{base}.json",
         "--redis-url", url, "--key-namespace", namespace,
         "--strategy", point.strategy, "--hot-keys", str(point.hot_keys), "--ttl-ms", str(plan.ttl_ms),

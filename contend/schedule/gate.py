@@ -39,6 +39,8 @@ import redis
 import redis.client
 import redis.connection
 
+from contend.errors import ContendError
+
 if TYPE_CHECKING:
     from contend.schedule.scheduler import ClientHandle
 
@@ -69,10 +71,47 @@ def _in_handshake() -> bool:
     return bool(getattr(_local, "handshake", False))
 
 
+#: The redis-py releases (major, minor), first and last, whose internals the gate was written and
+#: tested for; pyproject.toml pins redis to the same range.
+REDIS_PY_SUPPORTED = ((6, 0), (8, 1))
+#: What the gate patches: (holder, attribute).
+_PATCHED = (
+    (redis.connection.AbstractConnection, "send_packed_command"),
+    (redis.connection.AbstractConnection, "read_response"),
+    (redis.connection.AbstractConnection, "on_connect_check_health"),
+    (redis.client.Pipeline, "_execute_pipeline"),
+    (redis.client.Redis, "execute_command"),
+)
+
+
+class UnsupportedRedisPy(ContendError):
+    """The installed redis-py is not one the gate was written for."""
+
+
+def check_redis_py(version: str | None = None) -> None:
+    """UnsupportedRedisPy, saying what to install, unless redis-py is in REDIS_PY_SUPPORTED."""
+    version = version or redis.__version__
+    (lo_major, lo_minor), (hi_major, hi_minor) = REDIS_PY_SUPPORTED
+    wanted = f"redis>={lo_major}.{lo_minor},<{hi_major}.{hi_minor + 1}"
+    try:
+        found = tuple(int(part) for part in version.split(".")[:2])
+    except ValueError:
+        found = ()
+    missing = [f"{holder.__name__}.{name}" for holder, name in _PATCHED if not hasattr(holder, name)]
+    if len(found) != 2 or not REDIS_PY_SUPPORTED[0] <= found <= REDIS_PY_SUPPORTED[1] or missing:
+        why = f" ({', '.join(missing)} missing)" if missing else ""
+        raise UnsupportedRedisPy(
+            f"contend's scheduler patches redis-py internals and was written for {wanted}; "
+            f"this is redis-py {version}{why}. Install a supported one: pip install '{wanted}'"
+        )
+
+
 def install() -> None:
     """Patch redis-py and time (reference counted; `uninstall` undoes the last one)."""
     global _installed
     with _install_lock:
+        if _installed == 0:
+            check_redis_py()
         _installed += 1
         if _installed > 1:
             return

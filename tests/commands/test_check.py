@@ -91,3 +91,12 @@ def test_contend_check_registry_table():
     for good in ("watch", "lock_first", "lua", "seed_layout_lua"):
         assert rows[good].rstrip(" │").endswith("pass"), rows[good]
     assert "all as expected" in result.stdout
+
+
+def test_an_unsupported_redis_py_is_refused_before_anything_starts(monkeypatch, capsys):
+    import redis
+
+    monkeypatch.setattr(redis, "__version__", "9.0.0")
+    assert main(["check", "--family", "registry"]) == 2
+    err = capsys.readouterr().err
+    assert "redis-py 9.0.0" in err and "pip install 'redis>=" in err and "Traceback" not in err

@@ -67,3 +67,19 @@ def test_a_tiny_sweep_runs_and_reports(contend_target, tmp_path, capsys):
     for name in ("index.html", "report.md", "points.csv", "counter-throughput.png"):
         assert (out / name).is_file(), name
     assert "counter/watch" in printed.out and "report:" in printed.out
+
+
+@pytest.mark.slow
+def test_the_quick_sweep_runs_end_to_end_with_its_defaults(contend_target, tmp_path, capsys):
+    """The README's `contend load` with its default run time, workload, strategies and processes,
+    narrowed to one user count and one hot-key count: what a fresh install runs first."""
+    out = tmp_path / "quick"
+    code = main(
+        ["load", "--redis-url", contend_target.url, "--out", str(out), "--users", "1", "--hot-keys", "1"]
+    )
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    sweep = json.loads((out / "raw" / "sweep.json").read_text())
+    assert [p["strategy"] for p in sweep["points"]] == ["watch", "lock_first", "lua"]
+    assert all(p["ok"] for p in sweep["points"]), sweep["points"]
+    assert (out / "index.html").is_file()

@@ -279,3 +279,14 @@ def test_the_gate_reads_what_a_round_trip_sends():
     conn = redis.connection.Connection()
     packed = conn.pack_commands([("MULTI",), ("SET", "k", "v", "NX"), ("EXEC",)])
     assert gate.decode_packed(packed) == [["MULTI"], ["SET", "k", "v", "NX"], ["EXEC"]]
+
+
+@pytest.mark.parametrize("version", ["5.3.1", "8.2.0", "9.0.0", "garbage"])
+def test_a_redis_py_the_gate_was_not_written_for_is_refused(version):
+    with pytest.raises(gate.UnsupportedRedisPy, match=r"pip install 'redis>=\d+\.\d+,<\d+\.\d+'") as info:
+        gate.check_redis_py(version)
+    assert version in str(info.value)
+
+
+def test_the_installed_redis_py_is_supported():
+    gate.check_redis_py()  # what CI installs is inside the range pyproject.toml pins
