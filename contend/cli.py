@@ -5,15 +5,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
-import signal
 import sys
+import threading
 from collections.abc import Sequence
-from types import FrameType
 from typing import Any, TextIO
 
 from rich.console import Console
 
-from contend import __version__
+from contend import __version__, interrupt
 from contend.errors import ContendError
 
 #: Subcommands, each a module of contend.commands with add_parser(sub, common) and run(args, out, err).
@@ -84,23 +83,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    raise SystemExit(128 + signum)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
-    if hasattr(signal, "SIGHUP"):
-        signal.signal(signal.SIGHUP, _terminate)
+    restore = interrupt.install() if threading.current_thread() is threading.main_thread() else None
     try:
         return int(args.handler(args, stdout, stderr))
     except ContendError as exc:
         stderr.print(f"[bold red]contend:[/] {exc}", soft_wrap=True)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         stderr.print("[yellow]interrupted[/]: servers stopped, run namespace cleaned up")
-        return 130
+        return exc.code if isinstance(exc, interrupt.Interrupted) else 130
+    finally:
+        if restore is not None:
+            restore()
 
 
 if __name__ == "__main__":

@@ -15,3 +15,9 @@ class TargetError(ContendError):
 
 class NamespaceInUse(ContendError):
     """The run namespace already holds keys on the target server."""
+
+
+class Abandoned(BaseException):
+    """Raised inside work that was abandoned (its time budget ran out, or the run is being
+    interrupted), at its next chance. A BaseException: neither the code under test nor
+    Hypothesis catches it and carries on."""

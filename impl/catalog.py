@@ -54,6 +54,61 @@ SHARED_RESULT = "shared-result"  # every concurrent caller, in any process, rece
 LEADER_FAILURE = "leader-failure"  # a leader that dies or raises frees its waiters with an error or a retry
 SINGLE_FLIGHT_PROPERTIES = frozenset({RUNS_ONCE, SHARED_RESULT, LEADER_FAILURE})
 
+# Every implementation: bad input (ttl_ms <= 0, an empty key or name) raises before anything is written.
+BAD_INPUT = "bad-input"
+
+# What kind of property each is, so reports tell a broken guarantee from an unclean refusal.
+SAFETY = "safety"  # something bad never happens: two holders, a lost or shared id, a second computation
+LIVENESS = "liveness"  # something good happens in the end: a crashed holder's lock frees, operations finish
+HYGIENE = "hygiene"  # bad input is refused before anything is written
+PROPERTY_KINDS: dict[str, str] = {
+    UNIQUE_IDS: SAFETY,
+    STABLE_IDS: SAFETY,
+    GAP_FREE: SAFETY,
+    TABLES_AGREE: SAFETY,
+    NO_SPURIOUS_ERRORS: LIVENESS,
+    MUTUAL_EXCLUSION: SAFETY,
+    CLOCK_SKEW_SAFE: SAFETY,
+    SAFE_RELEASE: SAFETY,
+    CRASH_LIVENESS: LIVENESS,
+    FENCING: SAFETY,
+    FIFO: SAFETY,
+    PROGRESS: LIVENESS,
+    RUNS_ONCE: SAFETY,
+    SHARED_RESULT: SAFETY,
+    LEADER_FAILURE: LIVENESS,
+    BAD_INPUT: HYGIENE,
+}
+#: Each property in a user's words: what it promises.
+PROPERTY_DESCRIPTIONS: dict[str, str] = {
+    UNIQUE_IDS: "distinct names get distinct ids",
+    STABLE_IDS: "a name keeps its id, and every client sees it once it is registered",
+    GAP_FREE: "the ids handed out are exactly 1..n",
+    TABLES_AGREE: "reverse(id) and count() agree with what registration returned",
+    NO_SPURIOUS_ERRORS: "operations on valid input do not fail under concurrency",
+    MUTUAL_EXCLUSION: "at most one holder (at most `limit` for a semaphore) while leases are valid",
+    CLOCK_SKEW_SAFE: "mutual exclusion holds when the clients' clocks disagree",
+    SAFE_RELEASE: "a release or extend after the lease expired never frees or prolongs another holder's lease",
+    CRASH_LIVENESS: "a holder that dies at any round trip blocks the others for about one TTL, not for ever",
+    FENCING: "every grant carries a larger fencing token than every grant before it",
+    FIFO: "waiters are granted in the order they asked",
+    PROGRESS: "every operation returns (no hang, livelock or deadlock) within a bound of virtual time",
+    RUNS_ONCE: "callers of one flight run the function once",
+    SHARED_RESULT: "every caller of a flight gets the leader's result",
+    LEADER_FAILURE: "a leader that dies or raises frees its waiters with an error or a retry",
+    BAD_INPUT: "ttl_ms <= 0, an empty key or an empty name raises before anything is written",
+}
+
+
+def properties_of(family: str) -> frozenset[str]:
+    """The properties an implementation of `family` can claim (what --claim accepts)."""
+    return {
+        "registry": REGISTRY_PROPERTIES,
+        "lock": LOCK_PROPERTIES - {FIFO},
+        "semaphore": LOCK_PROPERTIES,
+        "single_flight": SINGLE_FLIGHT_PROPERTIES,
+    }[family]
+
 
 @dataclass(frozen=True)
 class Implementation:
@@ -90,7 +145,9 @@ def _seed_layout(strategy: str) -> Callable[[redis.Redis, str], reg.Registerer]:
 
 
 _ALL_REGISTRY = REGISTRY_PROPERTIES
-_RACY = frozenset({NO_SPURIOUS_ERRORS, GAP_FREE})
+# Racy registries: concurrent registration fails or leaves a gap, and a client that dies between
+# writing the forward and the inverse table leaves them disagreeing.
+_RACY = frozenset({NO_SPURIOUS_ERRORS, GAP_FREE, TABLES_AGREE})
 _LEASE = frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, CRASH_LIVENESS})
 _FLIGHT = SINGLE_FLIGHT_PROPERTIES
 
@@ -133,12 +190,12 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         "setnx_getset", "lock", setnx_getset.factory, "lease",
         "SETNX an expiry time; GET, GETSET to take an expired one; DEL (seed 002's Mutex)",
-        "seed 002", _LEASE, frozenset({CLOCK_SKEW_SAFE}),
+        "seed 002", _LEASE, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE}),
     ),
     Implementation(
         "redis_objects", "lock", redis_objects.factory, "lease",
         "redis-objects' lock: SETNX/GET/GETSET expiry times; DEL only if not expired",
-        "seed 004", _LEASE, frozenset({CLOCK_SKEW_SAFE}),
+        "seed 004", _LEASE, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE}),
     ),
     Implementation(
         "setnx_del", "lock", setnx_del.factory, "lease",

@@ -1,25 +1,46 @@
-"""The battery runner behind `contend check`: implementation × check, one verdict each."""
+"""The battery runner behind `contend check`: implementation × check, one verdict each.
+
+A subject is one row: a catalog implementation or the user's `--impl`, with
+the properties it claims and the capabilities it was found to have. What is
+checked follows the claims: a user's lock claims mutual exclusion, safe
+release, crash liveness and clock-skew safety by default, fencing as soon as
+it exposes a token; `--claim`/`--no-claim` add or drop one.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from contend.check.framework import Check, CheckContext, CheckOptions, CheckResult, run_check
+from contend.check.framework import (
+    FAIL,
+    INCONCLUSIVE,
+    Check,
+    CheckContext,
+    CheckOptions,
+    CheckResult,
+    run_check,
+)
 from contend.check.locks import LOCK_CHECKS
-from contend.check.protocols import ProtocolError, check_factory_signature, check_object, load_factory
+from contend.check.protocols import (
+    Capabilities,
+    ProtocolError,
+    check_factory_signature,
+    check_object,
+    detect_capabilities,
+    load_factory,
+)
 from contend.check.registry import CHECKS as REGISTRY_CHECKS
-from contend.check.schedule import schedule_check
+from contend.check.schedule import SCHEDULE
 from contend.check.semaphore import SEMAPHORE_CHECKS
 from contend.check.single_flight import SINGLE_FLIGHT_CHECKS
 from contend.impl import catalog
 from contend.target.keyspace import Namespace
 from contend.target.target import Target
 
-SCHEDULE = Check("schedule", "Hypothesis chooses the interleaving of round trips", schedule_check)
 BATTERIES: dict[str, list[Check]] = {
     "registry": [*REGISTRY_CHECKS, SCHEDULE],
     "lock": [*LOCK_CHECKS, SCHEDULE],
@@ -27,15 +48,14 @@ BATTERIES: dict[str, list[Check]] = {
     "single_flight": [*SINGLE_FLIGHT_CHECKS, SCHEDULE],
 }
 
-#: What a user's implementation (--impl) is taken to claim, per family.
+_LEASE = frozenset(
+    {catalog.MUTUAL_EXCLUSION, catalog.CLOCK_SKEW_SAFE, catalog.SAFE_RELEASE, catalog.CRASH_LIVENESS}
+)
+#: What a user's implementation (--impl) is taken to claim, per family (fencing: when it has a token).
 DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
     "registry": catalog.REGISTRY_PROPERTIES,
-    "lock": frozenset(
-        {catalog.MUTUAL_EXCLUSION, catalog.CLOCK_SKEW_SAFE, catalog.SAFE_RELEASE, catalog.CRASH_LIVENESS}
-    ),
-    "semaphore": frozenset(
-        {catalog.MUTUAL_EXCLUSION, catalog.CLOCK_SKEW_SAFE, catalog.SAFE_RELEASE, catalog.CRASH_LIVENESS}
-    ),
+    "lock": _LEASE,
+    "semaphore": _LEASE,
     "single_flight": catalog.SINGLE_FLIGHT_PROPERTIES,
 }
 
@@ -52,15 +72,21 @@ class Subject:
     summary: str = ""
     dbs: tuple[int, ...] = ()
     claims: frozenset[str] = frozenset()
+    capabilities: Capabilities | None = None
+    #: How the command line names this subject (for replay commands): --only NAME, or --impl ...
+    selector: tuple[str, ...] = ()
+    #: What was added to or dropped from the defaults (--claim / --no-claim), for the table.
+    claim_changes: tuple[str, ...] = ()
 
-    def checks(self) -> list[Check]:
+    def checks(self, only: Iterable[str] = ()) -> list[Check]:
         """The family's checks that apply to this subject (some need a claim or a capability)."""
-        chosen = []
-        for check in BATTERIES[self.family]:
-            applies = getattr(check, "applies", None)
-            if applies is None or applies(self.claims | self.violates, self.factory):
-                chosen.append(check)
-        return chosen
+        wanted = set(only)
+        probe = replace(self, claims=self.claims | self.violates)
+        return [
+            check
+            for check in BATTERIES[self.family]
+            if check.applies(probe) and (not wanted or check.name in wanted)
+        ]
 
 
 @dataclass
@@ -70,13 +96,20 @@ class ResultRow:
 
     @property
     def failed(self) -> list[CheckResult]:
-        return [r for r in self.results if not r.passed]
+        return [r for r in self.results if r.status == FAIL]
+
+    @property
+    def inconclusive(self) -> list[CheckResult]:
+        return [r for r in self.results if r.status == INCONCLUSIVE]
 
     @property
     def verdict(self) -> str:
         if self.subject.known_bad:
             return "caught" if self.failed else "NOT CAUGHT"
-        return "FAIL" if self.failed else "pass"
+        if self.failed:
+            kinds = sorted({r.kind for r in self.failed})
+            return f"FAIL ({', '.join(kinds)})"
+        return "inconclusive" if self.inconclusive or not self.results else "pass"
 
     @property
     def as_expected(self) -> bool:
@@ -96,6 +129,7 @@ def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list
             impl.summary,
             catalog.SEED_LAYOUT_DBS if impl.name.startswith("seed_layout") else (),
             impl.claims,
+            selector=("--only", impl.name),
         )
         for impl in chosen
         if impl.family in families
@@ -111,20 +145,96 @@ def user_factory(spec: str, kind: str) -> Callable[..., Any]:
     return factory
 
 
-def user_subject(spec: str, kind: str, target: Target) -> Subject:
-    """A row for `package.module:factory`, after checking it follows the protocol."""
+def check_claim_names(kind: str, names: Iterable[str], option: str) -> None:
+    """ProtocolError (exit 2) for a --claim/--no-claim a `kind` cannot make."""
+    known = catalog.properties_of(kind)
+    for name in names:
+        if name not in known:
+            raise ProtocolError(f"{option} {name!r}: a {kind} can claim {', '.join(sorted(known))}")
+
+
+def user_subject(
+    spec: str,
+    kind: str,
+    target: Target,
+    *,
+    claim: Sequence[str] = (),
+    no_claim: Sequence[str] = (),
+) -> Subject:
+    """A row for `package.module:factory`, after checking it follows the protocol and finding out
+    what it offers beyond it (extend, a fencing token, register_many)."""
+    check_claim_names(kind, claim, "--claim")
+    check_claim_names(kind, no_claim, "--no-claim")
     factory = user_factory(spec, kind)
     client = target.client()
     ns = target.namespace(client=client)
     try:
-        if kind == "registry":
-            check_object(factory(client, ns.prefix), kind, spec)
-        else:
-            check_object(factory(client, ns.key("probe"), 1_000), kind, spec)
+
+        def make() -> Any:
+            obj = (
+                factory(client, ns.prefix) if kind == "registry" else factory(client, ns.key("probe"), 10_000)
+            )
+            check_object(obj, kind, spec)
+            return obj
+
+        capabilities = _bounded(lambda: detect_capabilities(factory, kind, make), Capabilities())
     finally:
         ns.cleanup()
         client.close()
-    return Subject(spec, kind, factory, summary="user implementation", claims=DEFAULT_CLAIMS[kind])
+    claims = set(DEFAULT_CLAIMS[kind])
+    if capabilities.fencing:
+        claims.add(catalog.FENCING)
+    claims = (claims | set(claim)) - set(no_claim)
+    flags = [*(f"--claim {c}" for c in claim), *(f"--no-claim {c}" for c in no_claim)]
+    selector = ("--impl", spec, "--kind", kind, *(part for f in flags for part in f.split()))
+    return Subject(
+        spec,
+        kind,
+        factory,
+        summary="user implementation",
+        claims=frozenset(claims),
+        capabilities=capabilities,
+        selector=selector,
+        claim_changes=tuple(flags),
+    )
+
+
+def with_capabilities(subject: Subject, target: Target, namespace: Namespace) -> Subject:
+    """The subject with its capabilities found out (catalog subjects are probed before their checks)."""
+    if subject.capabilities is not None:
+        return subject
+    key = namespace.key(subject.name, "probe")
+
+    def make() -> Any:
+        if subject.family == "registry":
+            return subject.factory(namespace.client, namespace.key(subject.name, "probe-registry"))
+        return subject.factory(namespace.client, key, 10_000)
+
+    found = _bounded(lambda: detect_capabilities(subject.factory, subject.family, make), Capabilities())
+    return replace(subject, capabilities=found)
+
+
+#: Seconds finding out an implementation's capabilities may take (one acquire and release).
+PROBE_SECONDS = 5.0
+
+
+def _bounded(probe: Callable[[], Capabilities], otherwise: Capabilities) -> Capabilities:
+    """`probe()`, or `otherwise` if it does not return within PROBE_SECONDS (the checks will then
+    report what hangs); a ProtocolError it raises is passed on."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["found"] = probe()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="contend-probe", daemon=True)
+    thread.start()
+    thread.join(PROBE_SECONDS)
+    if "error" in box:
+        raise box["error"]
+    return box.get("found", otherwise)
 
 
 def run_battery(
@@ -133,106 +243,46 @@ def run_battery(
     options: CheckOptions,
     run_namespace: Namespace,
     on_result: Callable[[Subject, CheckResult], None] = lambda s, r: None,
+    *,
+    only_checks: Sequence[str] = (),
+    stop: threading.Event | None = None,
+    rows: list[ResultRow] | None = None,
 ) -> list[ResultRow]:
-    """Run each subject's family battery, one fresh namespace per check, cleaned after it."""
-    rows = []
+    """Run each subject's family battery, one fresh namespace per check, cleaned after it.
+
+    Rows are appended to `rows` as they fill, so an interrupted run still has the results so
+    far; once `stop` is set, the check under way is abandoned and no other one starts.
+    """
+    rows = [] if rows is None else rows
+    run_deadline = None if options.run_seconds is None else time.monotonic() + options.run_seconds
     for subject in subjects:
+        if stop is not None and stop.is_set():
+            break
+        subject = with_capabilities(subject, target, run_namespace)
         row = ResultRow(subject)
-        for check in subject.checks():
+        rows.append(row)
+        for check in subject.checks(only_checks):
+            if stop is not None and stop.is_set():
+                break
+            left = None if run_deadline is None else run_deadline - time.monotonic()
+            if left is not None and left < 1:
+                result = CheckResult(
+                    check.name, INCONCLUSIVE, "inconclusive (not run: the run's time budget was spent)", 0.0
+                )
+                row.results.append(result)
+                on_result(subject, result)
+                continue
             ns = Namespace(run_namespace.client, run_namespace.key(subject.name, check.name), dbs=subject.dbs)
             ctx = CheckContext(target, ns, subject.factory, options, subject.dbs, subject)
             try:
-                result = run_check(check, ctx)
+                result = run_check(check, ctx, stop, left)
+            except BaseException:  # interrupted: the row says so
+                row.results.append(
+                    CheckResult(check.name, INCONCLUSIVE, "inconclusive (the run was interrupted)", 0.0)
+                )
+                raise
             finally:
                 ns.cleanup()
             row.results.append(result)
             on_result(subject, result)
-        rows.append(row)
     return rows
-
-
-def write_json(rows: Sequence[ResultRow], path: Path, server: str) -> None:
-    data = {
-        "server": server,
-        "rows": [
-            {
-                "implementation": row.subject.name,
-                "family": row.subject.family,
-                "known_bad": row.subject.known_bad,
-                "verdict": row.verdict,
-                "checks": [
-                    {"check": r.check, "passed": r.passed, "detail": r.detail, "seconds": round(r.seconds, 3)}
-                    for r in row.results
-                ],
-            }
-            for row in rows
-        ],
-    }
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def results_table(rows: Sequence[ResultRow]) -> Any:
-    """Rich tables, one per family: implementation × check, then the verdict.
-
-    An empty cell is a check that does not apply (a property not claimed, a
-    capability the implementation lacks).
-    """
-    from rich.console import Group
-
-    families = list(dict.fromkeys(row.subject.family for row in rows))
-    tables = [
-        _family_table(
-            [r for r in rows if r.subject.family == fam],
-            "contend check" + (f" · {fam}" if len(families) > 1 else ""),
-        )
-        for fam in families
-    ]
-    return tables[0] if len(tables) == 1 else Group(*tables)
-
-
-def _family_table(rows: Sequence[ResultRow], title: str) -> Any:
-    from rich.table import Table
-
-    seen = {r.check for row in rows for r in row.results}
-    order = [c.name for c in BATTERIES.get(rows[0].subject.family, [])] if rows else []
-    checks = [name for name in dict.fromkeys(order) if name in seen]
-    for row in rows:
-        checks += [r.check for r in row.results if r.check not in checks]
-    blank = any(len(row.results) < len(checks) for row in rows)
-    table = Table(
-        title=title,
-        title_justify="left",
-        caption="blank: the check does not apply (a property not claimed, no client clock to skew)"
-        if blank
-        else None,
-        caption_justify="left",
-    )
-    table.add_column("implementation", style="bold")
-    table.add_column("family")
-    for name in checks:
-        table.add_column(name, justify="center")
-    table.add_column("verdict", justify="center")
-    for row in rows:
-        by_check = {r.check: r for r in row.results}
-        cells = []
-        for name in checks:
-            r = by_check.get(name)
-            if r is None:
-                cells.append("")
-            elif r.passed:
-                cells.append("[green]pass[/]")
-            else:
-                cells.append("[yellow]caught[/]" if row.subject.known_bad else "[red]FAIL[/]")
-        style = {"pass": "green", "caught": "yellow"}.get(row.verdict, "bold red")
-        label = row.subject.name + (" [dim](known-bad)[/]" if row.subject.known_bad else "")
-        table.add_row(label, row.subject.family, *cells, f"[{style}]{row.verdict}[/]")
-    return table
-
-
-def evidence_lines(rows: Sequence[ResultRow]) -> list[str]:
-    """One line per failed check: what broke, for the table's reader."""
-    lines = []
-    for row in rows:
-        for r in row.failed:
-            lines.append(f"{row.subject.name} · {r.check}: {r.detail}")
-    return lines

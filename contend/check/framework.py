@@ -1,14 +1,18 @@
 """The battery `contend check` runs: per family, a list of named checks.
 
 A check gets a `CheckContext` (the target server, a fresh namespace, the
-implementation's factory, the options) and raises `CheckFailed` with one line
-of evidence when the implementation breaks a property.
+subject with its claims and capabilities, the options) and returns one line of
+detail, raises `CheckFailed` naming the property the implementation broke, or
+`CheckInconclusive` when it could not decide. Each check runs in a thread of
+its own with a real-time budget: past it the check is abandoned (its clients
+are closed, which ends any wait on Redis) and reported inconclusive with the
+last thing it noted, and the battery goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
-import inspect
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -16,17 +20,31 @@ from typing import Any
 
 import redis
 
+from contend.errors import Abandoned
+from contend.impl.catalog import PROPERTY_KINDS
 from contend.target.keyspace import Namespace
 from contend.target.target import Target
 
+PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+
 
 class CheckFailed(AssertionError):
-    """The implementation broke a property; the message is the evidence."""
+    """The implementation broke a property: the message is the evidence, `property` its name
+    (None: the property the check is about)."""
+
+    def __init__(self, message: str, *, prop: str | None = None) -> None:
+        super().__init__(message)
+        self.property = prop
+
+
+class CheckInconclusive(Exception):
+    """The check could not decide (the machine stalled past a lease, the implementation blocked
+    on something the scheduler cannot see); the message says why."""
 
 
 @dataclass
 class CheckOptions:
-    """Sizes and seed of the battery."""
+    """Sizes, seed and budgets of the battery."""
 
     seed: int = 0
     model_ops: int = 300
@@ -37,6 +55,9 @@ class CheckOptions:
     schedule_examples: int = 60  # state-machine examples for a correct implementation
     hunt_examples: int = 2000  # the most a known-bad one is searched before it counts as missed
     shrink: bool = True  # shrink a schedule failure to its minimal interleaving
+    check_seconds: float = 60.0  # real-time budget of one check
+    run_seconds: float | None = None  # real-time budget of the whole run (None: no limit)
+    replay: str | None = None  # a schedule failure to replay (`contend check --replay`)
 
 
 @dataclass
@@ -48,95 +69,167 @@ class CheckContext:
     factory: Callable[..., Any]
     options: CheckOptions
     dbs: tuple[int, ...] = ()
-    subject: Any = None  # the row being checked (name, family, claims, known_bad)
+    subject: Any = None  # the row being checked (name, family, claims, capabilities, known_bad)
+    abandoned: threading.Event = field(default_factory=threading.Event)
+    last_note: str = ""
     _clients: list[redis.Redis] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def client(self) -> redis.Redis:
         """A new connected client, closed when the check ends."""
+        self.check_abandoned()
         client = self.target.client()
+        with self._lock:
+            self._clients.append(client)
         client.ping()
-        self._clients.append(client)
         return client
 
+    def note(self, text: str) -> None:
+        """Say what the check is doing now: reported if its budget runs out."""
+        self.last_note = text
+        self.check_abandoned()
+
+    def check_abandoned(self) -> None:
+        """Abandoned if the check's budget ran out or the run is being interrupted."""
+        if self.abandoned.is_set():
+            raise Abandoned(self.last_note)
+
+    def abandon(self) -> None:
+        """Stop the check: flag it, and close its clients so a wait on Redis ends now."""
+        self.abandoned.set()
+        self.close()
+
     def close(self) -> None:
-        for client in self._clients:
+        with self._lock:
+            clients, self._clients = list(self._clients), []
+        for client in clients:
+            with contextlib.suppress(Exception):
+                client.connection_pool.disconnect()
             with contextlib.suppress(Exception):
                 client.close()
-        self._clients.clear()
 
 
 @dataclass(frozen=True)
 class Check:
+    """A named check. It runs for a subject that claims `needs` (if set) and has `capability`
+    (if set: "clock", "extend", "fencing" or "register_many"); `prop` is the property a failure breaks."""
+
     name: str
     description: str
     run: Callable[[CheckContext], str]  # returns a one-line detail on success
+    prop: str = ""
+    needs: str = ""
+    capability: str = ""
 
-
-@dataclass(frozen=True)
-class LockCheck(Check):
-    """A check that runs only for implementations it applies to."""
-
-    needs: str = ""  # a property the implementation must claim ("" : every implementation)
-    needs_clock: bool = False  # the factory must take an injectable `clock`
-
-    def applies(self, claims: frozenset[str], factory: Callable[..., Any]) -> bool:
-        """Should this check run for an implementation claiming `claims`, built by `factory`?"""
-        if self.needs and self.needs not in claims:
+    def applies(self, subject: Any) -> bool:
+        """Should this check run for `subject` (anything with claims and capabilities)?"""
+        if self.needs and self.needs not in subject.claims:
             return False
-        return not self.needs_clock or takes_clock(factory)
-
-
-def takes_clock(factory: Callable[..., Any]) -> bool:
-    """Does the factory take an injectable `clock` (a client-clock algorithm)?"""
-    try:
-        return "clock" in inspect.signature(factory).parameters
-    except (TypeError, ValueError):
-        return False
+        if self.capability:
+            return bool(getattr(subject.capabilities, self.capability, False))
+        return True
 
 
 @dataclass(frozen=True)
 class CheckResult:
     check: str
-    passed: bool
+    status: str  # PASS, FAIL or INCONCLUSIVE
     detail: str
     seconds: float
+    prop: str = ""  # the property a failure broke
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
+
+    @property
+    def failed(self) -> bool:
+        return self.status == FAIL
+
+    @property
+    def kind(self) -> str:
+        """safety, liveness or hygiene for a failure; '' otherwise."""
+        return PROPERTY_KINDS.get(self.prop, "safety") if self.failed else ""
 
 
-def run_check(check: Check, ctx: CheckContext) -> CheckResult:
-    """Run one check; an exception from the implementation counts as a failure."""
+def run_check(
+    check: Check, ctx: CheckContext, stop: threading.Event | None = None, budget: float | None = None
+) -> CheckResult:
+    """Run one check in a thread of its own, within its real-time budget.
+
+    An exception from the implementation counts as a failure of the check's property. Past
+    the budget (`options.check_seconds`, or `budget` when less: what is left of the run's),
+    or once `stop` is set (the run is interrupted), the check is abandoned and reported
+    inconclusive with what it last noted.
+    """
     start = time.perf_counter()
+    box: dict[str, Any] = {}
+
+    def body() -> None:
+        try:
+            box["detail"] = check.run(ctx)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=body, name=f"contend-check-{check.name}", daemon=True)
+    thread.start()
+    seconds = ctx.options.check_seconds if budget is None else min(budget, ctx.options.check_seconds)
+    deadline = start + seconds
     try:
-        detail = check.run(ctx)
-        passed = True
-    except CheckFailed as exc:
-        passed, detail = False, str(exc)
-    except Exception as exc:
-        passed, detail = False, f"raised {type(exc).__name__}: {exc}"
-    finally:
-        ctx.close()
-    return CheckResult(check.name, passed, detail, time.perf_counter() - start)
+        while thread.is_alive() and time.perf_counter() < deadline and not (stop and stop.is_set()):
+            thread.join(0.05)
+    except BaseException:  # interrupted: stop the check before the run goes down
+        ctx.abandon()
+        thread.join(1.0)
+        raise
+    if thread.is_alive():
+        why = (
+            "the run was interrupted"
+            if stop and stop.is_set()
+            else f"timed out after {ctx.options.check_seconds:g} s"
+        )
+        ctx.abandon()
+        thread.join(2.0)
+        seen = f"; it was at: {ctx.last_note}" if ctx.last_note else ""
+        return CheckResult(
+            check.name, INCONCLUSIVE, f"inconclusive ({why}){seen}", time.perf_counter() - start
+        )
+    ctx.close()
+    seconds = time.perf_counter() - start
+    error = box.get("error")
+    if error is None:
+        return CheckResult(check.name, PASS, str(box.get("detail", "")), seconds)
+    if isinstance(error, CheckFailed):
+        return CheckResult(check.name, FAIL, str(error), seconds, error.property or check.prop)
+    if isinstance(error, CheckInconclusive):
+        return CheckResult(check.name, INCONCLUSIVE, f"inconclusive ({error})", seconds)
+    if isinstance(error, Abandoned):
+        return CheckResult(check.name, INCONCLUSIVE, "inconclusive (abandoned)", seconds)
+    if not isinstance(error, Exception):
+        raise error  # KeyboardInterrupt, SystemExit in the check's thread
+    return CheckResult(check.name, FAIL, f"raised {type(error).__name__}: {error}", seconds, check.prop)
 
 
 @contextlib.contextmanager
-def expect(what: str) -> Iterator[None]:
+def expect(what: str, prop: str | None = None) -> Iterator[None]:
     """Turn an implementation's exception into a CheckFailed naming `what` was being done."""
     try:
         yield
-    except CheckFailed:
+    except (CheckFailed, CheckInconclusive, Abandoned):
         raise
     except Exception as exc:
-        raise CheckFailed(f"{what}: raised {type(exc).__name__}: {exc}") from exc
+        raise CheckFailed(f"{what}: raised {type(exc).__name__}: {exc}", prop=prop) from exc
 
 
-def expect_rejected(ctx: CheckContext, what: str, call: Callable[..., object], *args: Any) -> None:
-    """`call(*args)` must raise ValueError and leave the namespace empty; else CheckFailed naming `what`."""
+def expect_rejected(ctx: CheckContext, what: str, call: Callable[..., object], *args: Any) -> str:
+    """`call(*args)` must raise (any exception: the protocol names none) and leave the namespace
+    empty; else CheckFailed naming `what`. Returns the exception's type name."""
     try:
         call(*args)
-    except ValueError:
-        pass
+    except (CheckFailed, CheckInconclusive, Abandoned):
+        raise
     except Exception as exc:
-        raise CheckFailed(f"{what}: raised {type(exc).__name__}, not ValueError: {exc}") from exc
-    else:
-        raise CheckFailed(f"{what} was accepted; expected ValueError")
-    if (written := ctx.namespace.count()) != 0:
-        raise CheckFailed(f"{what} raised ValueError but wrote {written} key(s)")
+        if (written := ctx.namespace.count()) != 0:
+            raise CheckFailed(f"{what} raised {type(exc).__name__} but wrote {written} key(s) first") from exc
+        return type(exc).__name__
+    raise CheckFailed(f"{what} was accepted; the protocol says it must raise before writing anything")

@@ -1,10 +1,33 @@
-"""The protocols a user's implementation meets, and loading one from `package.module:factory`."""
+"""The protocols a user's implementation meets, what contend detects about it, and loading one
+from `package.module:factory`.
+
+A check tests what the protocol promises and nothing more (README: "Bring your own
+implementation"):
+
+* lock: `factory(client, key, ttl_ms)` with `acquire(blocking=True, timeout=None) -> bool` and
+  `release()`. Optional, detected and then checked: `extend(ttl_ms)`, a fencing token (the
+  int `acquire` returns instead of True, or a `fencing_token` attribute after a successful
+  acquire). A semaphore's factory also takes `limit`.
+* A `release()` or `extend()` of a lease no longer held may raise any exception or return
+  normally or False: that is a refusal. Safe release is judged by its effect on others.
+* One lock object is used by one client thread: acquire, release and extend of an object are
+  called from the same thread, so thread-local tokens work.
+* registry: `factory(client, namespace)` with `register`, `lookup`, `reverse`, `count`;
+  `register_many(names)` optional. No limit on a name's length.
+* single-flight: `factory(client, key, ttl_ms)` with `call(fn)`.
+* Bad input: `ttl_ms <= 0`, an empty key or an empty name raises (any exception) before
+  anything is written. Nothing stricter.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
+import os
+import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from contend.errors import ContendError
@@ -40,21 +63,54 @@ PROTOCOLS: dict[str, tuple[str, dict[str, str]]] = {
     ),
 }
 
+#: Where a lock's fencing token comes from.
+TOKEN_RETURNED = "acquire's return"
+TOKEN_ATTRIBUTE = "the fencing_token attribute"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an implementation offers beyond the protocol's required methods."""
+
+    extend: bool = False
+    fencing: str | None = None  # TOKEN_RETURNED, TOKEN_ATTRIBUTE or None
+    register_many: bool = False
+    clock: bool = False  # the factory takes an injectable `clock`
+
+    def describe(self) -> str:
+        """'extend, fencing token from acquire's return' or 'nothing optional'."""
+        parts = []
+        if self.extend:
+            parts.append("extend")
+        if self.fencing:
+            parts.append(f"fencing token from {self.fencing}")
+        if self.register_many:
+            parts.append("register_many")
+        if self.clock:
+            parts.append("an injectable clock")
+        return ", ".join(parts) or "nothing optional"
+
 
 class ProtocolError(ContendError):
     """A user's factory or the object it returns does not follow the protocol."""
 
 
 def load_factory(spec: str) -> Callable[..., Any]:
-    """Import `package.module:attribute` and return it; ProtocolError saying what is wrong."""
+    """Import `package.module:attribute` and return it; ProtocolError saying what is wrong.
+
+    The current directory is searched too (after installed packages), as `python -m` would.
+    """
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ProtocolError(f"--impl {spec!r}: expected package.module:factory, e.g. mypkg.registry:make")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ProtocolError(
-            f"--impl {spec!r}: cannot import {module_name!r} ({exc}); is it installed or on PYTHONPATH?"
+            f"--impl {spec!r}: cannot import {module_name!r} ({exc}); is it installed, or in the "
+            "current directory or on PYTHONPATH?"
         ) from None
     obj: Any = module
     for part in attr.split("."):
@@ -95,3 +151,51 @@ def protocol(kind: str) -> tuple[str, dict[str, str]]:
     if kind not in PROTOCOLS:
         raise ProtocolError(f"unknown --kind {kind!r}; choose one of {', '.join(PROTOCOLS)}")
     return PROTOCOLS[kind]
+
+
+def takes_clock(factory: Callable[..., Any]) -> bool:
+    """Does the factory take an injectable `clock` (a client-clock algorithm)?"""
+    try:
+        return "clock" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def fencing_token(lock: Any, acquired: Any, fencing: str | None) -> int | None:
+    """The fencing token of a successful acquire that returned `acquired`, if the lock has one."""
+    if fencing == TOKEN_RETURNED:
+        return _as_token(acquired)
+    if fencing == TOKEN_ATTRIBUTE:
+        return _as_token(getattr(lock, "fencing_token", None))
+    return None
+
+
+def granted(acquired: Any) -> bool:
+    """Did an acquire that returned `acquired` take the lease? True, or a fencing token."""
+    return acquired is not None and acquired is not False and bool(acquired)
+
+
+def _as_token(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[], Any]) -> Capabilities:
+    """What an implementation offers: `make()` builds one object (on a key nobody else uses);
+    for a lock, one acquire and release of it tell where its fencing token comes from."""
+    obj = make()
+    if kind == "registry":
+        return Capabilities(register_many=callable(getattr(obj, "register_many", None)))
+    clock = takes_clock(factory)
+    if kind == "single_flight":
+        return Capabilities(clock=clock)
+    extend = callable(getattr(obj, "extend", None))
+    fencing = None
+    acquired = obj.acquire(blocking=False)
+    if granted(acquired):
+        if _as_token(acquired) is not None:
+            fencing = TOKEN_RETURNED
+        elif _as_token(getattr(obj, "fencing_token", None)) is not None:
+            fencing = TOKEN_ATTRIBUTE
+        with contextlib.suppress(Exception):  # a refusal here says nothing about capabilities
+            obj.release()
+    return Capabilities(extend=extend, fencing=fencing, clock=clock)

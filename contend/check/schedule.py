@@ -3,22 +3,59 @@
 Correct implementations get `schedule_examples` examples with no property
 broken. Known-bad ones are searched for up to `hunt_examples` examples, and the
 first failure is shrunk (unless `shrink` is off) to the fewest clients and
-round trips; the check's evidence is the property that broke and that
-interleaving, round trip by round trip. The seed is fixed (derandomized), so
-the verdict is the same on every run of the same code.
+round trips; the check's evidence is the property that broke, that
+interleaving round trip by round trip, and a `contend check ... --replay`
+command that runs exactly that example again. The seed is fixed
+(derandomized), so the verdict is the same on every run of the same code.
 """
 
 from __future__ import annotations
 
+import re
+import shlex
 from typing import Any
 
+import hypothesis
+from hypothesis.errors import DidNotReproduce
 from hypothesis.stateful import run_state_machine_as_test
 
-from contend.check.framework import CheckContext, CheckFailed
+from contend.check.framework import Check, CheckContext, CheckFailed, CheckInconclusive
+from contend.check.protocols import ProtocolError
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
-from contend.schedule.scheduler import compress, schedule_expression
+from contend.schedule.scheduler import SchedulerError, compress
+
+_BLOB = re.compile(r"@reproduce_failure\('([^']+)', b'([^']*)'\)")
+
+
+def replay_text(exc: BaseException) -> str | None:
+    """`<hypothesis version>:<blob>` from the reproduce_failure note Hypothesis added to `exc`."""
+    for note in getattr(exc, "__notes__", ()):
+        if match := _BLOB.search(note):
+            return f"{match.group(1)}:{match.group(2)}"
+    return None
+
+
+def parse_replay(text: str) -> tuple[str, bytes]:
+    """`version:blob` → (version, blob); ProtocolError saying what a replay looks like."""
+    version, sep, blob = text.strip().partition(":")
+    if not sep or not re.fullmatch(r"\d+\.\d+\.\d+", version) or not re.fullmatch(r"[A-Za-z0-9+/=]+", blob):
+        raise ProtocolError(
+            f"--replay {text!r}: expected VERSION:BLOB as printed in a schedule failure's evidence, "
+            "e.g. 6.170.15:AXicY2BgZGBkAAAAMgAD"
+        )
+    if version != hypothesis.__version__:
+        raise ProtocolError(
+            f"--replay was recorded with Hypothesis {version}; this is {hypothesis.__version__}. "
+            f"Install the same one (pip install 'hypothesis=={version}') to replay it"
+        )
+    return version, blob.encode()
+
+
+def replay_command(subject: Any, replay: str) -> str:
+    """The command that replays one failing example against the same implementation."""
+    return shlex.join(["contend", "check", *subject.selector, "--replay", replay])
 
 
 def schedule_check(ctx: CheckContext) -> str:
@@ -29,20 +66,38 @@ def schedule_check(ctx: CheckContext) -> str:
     last: list[ScheduledMachine] = []
 
     def factory() -> ScheduledMachine:
-        last[:] = [machine(ctx.target)]
+        ctx.check_abandoned()
+        last[:] = [machine(ctx.target, abandoned=ctx.abandoned)]
         return last[0]
 
+    if options.replay:
+        factory._hypothesis_internal_use_reproduce_failure = parse_replay(options.replay)  # type: ignore[attr-defined]
     try:
         run_state_machine_as_test(factory, settings=machine_settings(examples, shrink=options.shrink))  # type: ignore[arg-type]
     except PropertyViolated as exc:
-        trace = last[0].scheduler if last else None
-        steps = [s for s in trace.trace if s.sent or s.note] if trace else []
-        clients = len({s.client for s in steps if s.sent})
-        round_trips = sum(1 for s in steps if s.sent)
-        lines = "\n".join("    " + line for line in compress(steps))
-        replay = schedule_expression(trace.schedule) if trace else "[]"
-        raise CheckFailed(
-            f"{exc} — {clients} client(s), {round_trips} round trip(s):\n{lines}\n"
-            f"    replay: ReplayChooser({replay})"
-        ) from None
+        raise CheckFailed(_evidence(exc, last, subject, options.replay), prop=exc.property) from None
+    except DidNotReproduce:
+        return "the replayed example ran to its end: no property broke this time"
+    except SchedulerError as exc:
+        raise CheckInconclusive(str(exc)) from None
+    if options.replay:
+        return "the replayed example ran to its end: no property broke this time"
     return f"{examples} Hypothesis-chosen interleavings (seed fixed), no property broken"
+
+
+def _evidence(exc: PropertyViolated, last: list[ScheduledMachine], subject: Any, replayed: str | None) -> str:
+    trace = last[0].scheduler if last else None
+    steps = [s for s in trace.trace if s.sent or s.note] if trace else []
+    clients = len({s.client for s in steps if s.sent})
+    round_trips = sum(1 for s in steps if s.sent)
+    lines = "\n".join("    " + line for line in compress(steps))
+    replay = replay_text(exc) or replayed
+    again = f"\n    replay: {replay_command(subject, replay)}" if replay and subject.selector else ""
+    return f"{exc.detail} — {clients} client(s), {round_trips} round trip(s):\n{lines}{again}"
+
+
+SCHEDULE = Check(
+    "schedule",
+    "Hypothesis chooses the interleaving of round trips, stalls, crashes and clock jumps",
+    schedule_check,
+)

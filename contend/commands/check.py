@@ -10,32 +10,47 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from contend import interrupt
 from contend.check.battery import (
     BATTERIES,
+    ResultRow,
+    Subject,
     catalog_subjects,
-    evidence_lines,
-    results_table,
+    check_claim_names,
     run_battery,
     user_factory,
     user_subject,
-    write_json,
 )
 from contend.check.framework import CheckOptions, CheckResult
-from contend.commands.arguments import positive_int
+from contend.check.report import claims_lines, evidence_lines, results_table, write_json
+from contend.check.schedule import SCHEDULE, parse_replay
+from contend.commands.arguments import positive_float, positive_int
 from contend.errors import ContendError
 from contend.impl import catalog
 from contend.schedule.gate import check_redis_py
 from contend.target.target import open_target
+
+#: Interleavings tried on a user's implementation: more than on the catalog's, whose verdicts are known.
+USER_SCHEDULE_EXAMPLES = 200
+#: Real-time budgets of one check and of a whole run with --impl: code we did not write may hang.
+USER_CHECK_SECONDS = 30.0
+USER_RUN_SECONDS = 110.0
+ALL_CHECKS = sorted({c.name for checks in BATTERIES.values() for c in checks})
+ALL_PROPERTIES = sorted({p for family in BATTERIES for p in catalog.properties_of(family)})
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         "check",
         parents=[common],
-        help="run the correctness battery over every implementation",
+        help="run the correctness battery over every implementation, or over yours (--impl)",
         description="Run every check of each implementation's family and print implementation × "
-        "check. Correct implementations must pass; known-bad ones must be caught. Exit 0 when "
-        "both hold, 1 when a correct one fails or a known-bad one survives, 2 on bad input.",
+        "check. Correct implementations must pass; known-bad ones must be caught. With --impl, check "
+        "your own factory against the protocol of --kind (README: Bring your own implementation): what "
+        "is checked follows its claims. A failed cell names the kind of property broken: safety, "
+        "liveness or hygiene. Exit 0 when every correct implementation passed and every known-bad one "
+        "was caught, 1 when one did not, 3 when nothing failed but a check was inconclusive (its time "
+        "budget ran out), 2 on bad input; 130/143 when interrupted (the results so far are printed).",
     )
     families = sorted(BATTERIES)
     parser.add_argument("--family", action="append", choices=families, help="only this family (repeatable)")
@@ -47,6 +62,35 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     )
     parser.add_argument(
         "--kind", choices=families, default="registry", help="protocol --impl follows (default: registry)"
+    )
+    parser.add_argument(
+        "--claim",
+        action="append",
+        default=[],
+        metavar="PROPERTY",
+        help="with --impl: also check this property (repeatable), e.g. fifo for a fair semaphore; "
+        f"one of {', '.join(ALL_PROPERTIES)}",
+    )
+    parser.add_argument(
+        "--no-claim",
+        action="append",
+        default=[],
+        metavar="PROPERTY",
+        help="with --impl: do not check this property (repeatable), e.g. clock-skew-safe for a lock "
+        "that documents it needs synchronised clocks",
+    )
+    parser.add_argument(
+        "--check",
+        action="append",
+        choices=ALL_CHECKS,
+        metavar="NAME",
+        help=f"only this check (repeatable): {', '.join(ALL_CHECKS)}",
+    )
+    parser.add_argument(
+        "--replay",
+        metavar="VERSION:BLOB",
+        help="run the schedule check on one recorded example (printed with a schedule failure's "
+        "evidence) against one implementation (--impl, or --only NAME)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random model check (default 0)")
     parser.add_argument(
@@ -73,9 +117,23 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument(
         "--schedule-examples",
         type=positive_int,
-        default=CheckOptions.schedule_examples,
         metavar="N",
-        help="state-machine examples (interleavings) per correct implementation (default %(default)s)",
+        help="state-machine examples (interleavings) per implementation expected to be correct "
+        f"(default {CheckOptions.schedule_examples} for the catalog, {USER_SCHEDULE_EXAMPLES} for --impl)",
+    )
+    parser.add_argument(
+        "--check-seconds",
+        type=positive_float,
+        metavar="S",
+        help="real-time budget of one check; past it the check is inconclusive and the run goes on "
+        f"(default {CheckOptions.check_seconds:g}, {USER_CHECK_SECONDS:g} for --impl)",
+    )
+    parser.add_argument(
+        "--run-seconds",
+        type=positive_float,
+        metavar="S",
+        help="real-time budget of the whole run: checks left when it is spent are inconclusive "
+        f"(default: none, {USER_RUN_SECONDS:g} for --impl)",
     )
     parser.add_argument(
         "--no-shrink",
@@ -89,34 +147,56 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     return parser
 
 
+def _validate(args: argparse.Namespace) -> None:
+    """Bad input is refused before anything starts."""
+    for name in args.only or ():
+        try:
+            catalog.by_name(name)
+        except KeyError as exc:
+            raise ContendError(exc.args[0]) from None
+    if (args.claim or args.no_claim) and not args.impl:
+        raise ContendError(
+            "--claim and --no-claim go with --impl: catalog implementations claim what the catalog says"
+        )
+    if args.impl:
+        check_claim_names(args.kind, args.claim, "--claim")
+        check_claim_names(args.kind, args.no_claim, "--no-claim")
+        user_factory(args.impl, args.kind)  # a bad --impl fails before a server starts
+    if args.replay:
+        parse_replay(args.replay)
+        if not args.impl and len(args.only or ()) != 1:
+            raise ContendError(
+                "--replay replays one implementation's example: give --impl, or exactly one --only NAME"
+            )
+
+
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     options = CheckOptions(
         seed=args.seed,
         serial_names=args.serial_names,
         burst_clients=args.burst_clients,
         burst_rounds=args.burst_rounds,
-        schedule_examples=args.schedule_examples,
+        schedule_examples=args.schedule_examples
+        or (USER_SCHEDULE_EXAMPLES if args.impl else CheckOptions.schedule_examples),
         shrink=not args.no_shrink,
+        check_seconds=args.check_seconds or (USER_CHECK_SECONDS if args.impl else CheckOptions.check_seconds),
+        run_seconds=args.run_seconds or (USER_RUN_SECONDS if args.impl else None),
+        replay=args.replay,
     )
-    for name in args.only or ():
-        try:
-            catalog.by_name(name)
-        except KeyError as exc:
-            raise ContendError(exc.args[0]) from None
     check_redis_py()  # the schedule check patches redis-py: refuse one it was not written for, up front
-    if args.impl:
-        user_factory(args.impl, args.kind)  # a bad --impl fails before a server starts
+    _validate(args)
+    only_checks = [SCHEDULE.name] if args.replay else list(args.check or ())
+    rows: list[ResultRow] = []
+    started = time.perf_counter()
+    interrupted: interrupt.Interrupted | None = None
+    interrupt.on_forced_exit(lambda: print_partial(rows, out, args, started))
     with open_target(args.redis_url, args.redis_server) as target:
         out.print(f"contend check on {target.description}")
         client = target.client()
         run_ns = target.namespace(args.namespace, client=client)
         try:
-            if args.impl:
-                subjects = [user_subject(args.impl, args.kind, target)]
-            else:
-                subjects = catalog_subjects(args.family or list(BATTERIES), args.only or ())
-            total = sum(len(s.checks()) for s in subjects)
-            started = time.perf_counter()
+            subjects = _subjects(args, target)
+            total = sum(len(s.checks(only_checks)) for s in subjects)
             with Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
@@ -127,17 +207,60 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             ) as progress:
                 task = progress.add_task("checking", total=total)
 
-                def advance(subject: object, result: CheckResult) -> None:
-                    progress.update(
-                        task, advance=1, description=f"{getattr(subject, 'name', '')} · {result.check}"
-                    )
+                def advance(subject: Subject, result: CheckResult) -> None:
+                    progress.update(task, advance=1, description=f"{subject.name} · {result.check}")
 
-                rows = run_battery(target, subjects, options, run_ns, advance)
+                run_battery(
+                    target,
+                    subjects,
+                    options,
+                    run_ns,
+                    advance,
+                    only_checks=only_checks,
+                    stop=interrupt.STOP,
+                    rows=rows,
+                )
+        except interrupt.Interrupted as exc:
+            interrupted = exc
         finally:
             run_ns.cleanup()
             client.close()
+    code = _report(rows, out, args, started, target.description, interrupted=interrupted is not None)
+    if interrupted is not None:
+        out.print(
+            f"[bold yellow]interrupted[/] ({interrupted}): the results so far are above; servers stopped"
+        )
+        return interrupted.code
+    return code
 
+
+def print_partial(rows: list[ResultRow], out: Console, args: argparse.Namespace, started: float) -> None:
+    """What the interrupt watchdog prints when the run does not stop by itself in time."""
+    out.print("[bold yellow]interrupted[/]: the results so far")
+    _report(rows, out, args, started, "", interrupted=True)
+
+
+def _subjects(args: argparse.Namespace, target: Any) -> list[Subject]:
+    if args.impl:
+        return [user_subject(args.impl, args.kind, target, claim=args.claim, no_claim=args.no_claim)]
+    return catalog_subjects(args.family or list(BATTERIES), args.only or ())
+
+
+def _report(
+    rows: list[ResultRow],
+    out: Console,
+    args: argparse.Namespace,
+    started: float,
+    server: str,
+    *,
+    interrupted: bool = False,
+) -> int:
+    """Print the table, the claims and the evidence; write --json; the exit code."""
+    if not rows:
+        return 0
     out.print(results_table(rows))
+    for line in claims_lines(rows):
+        out.print(line, soft_wrap=True)
     lines = evidence_lines(rows)
     if args.verbose:
         for row in rows:
@@ -148,13 +271,23 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         for line in lines:
             out.print(f"  {line}", soft_wrap=True)
     if args.json:
-        write_json(rows, args.json, target.description)
+        write_json(rows, args.json, server)
     bad = [row for row in rows if not row.as_expected]
     elapsed = time.perf_counter() - started
-    if bad:
-        names = ", ".join(f"{row.subject.name} ({row.verdict})" for row in bad)
-        out.print(f"[bold red]{len(bad)} implementation(s) not as expected[/]: {names} · {elapsed:.1f} s")
+    failing = [row for row in bad if row.failed or row.subject.known_bad]
+    if failing:
+        names = ", ".join(f"{row.subject.name} ({row.verdict})" for row in failing)
+        out.print(f"[bold red]{len(failing)} implementation(s) not as expected[/]: {names} · {elapsed:.1f} s")
         return 1
+    if bad:
+        names = ", ".join(row.subject.name for row in bad)
+        hint = "" if interrupted else " (raise --check-seconds?)"
+        out.print(f"[bold yellow]inconclusive[/]: {names} · {elapsed:.1f} s{hint}")
+        return 3
+    if args.replay:
+        replayed = rows[0].results[0] if rows[0].results else None
+        out.print("replayed: " + (replayed.detail if replayed else "nothing ran"))
+        return 0
     caught = sum(row.subject.known_bad for row in rows)
     out.print(
         f"[bold green]all as expected[/]: {len(rows) - caught} correct passed, "

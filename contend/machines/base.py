@@ -21,6 +21,7 @@ example.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +30,7 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
+from contend.errors import Abandoned
 from contend.impl.catalog import PROGRESS
 from contend.schedule import DrawChooser, Scheduler, Status
 from contend.schedule.scheduler import schedule_expression
@@ -69,10 +71,21 @@ class ScheduledMachine(RuleBasedStateMachine):
     dbs: tuple[int, ...] = ()
     #: Whether the `crash` rule is on (a family may plan crashes its own way).
     crash_rule = True
+    #: Virtual seconds an operation may take before it counts as hung (a liveness finding).
+    operation_bound = 30.0
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, *, abandoned: threading.Event | None = None) -> None:
         super().__init__()
         self.target = target
+        #: Set when the check running this machine is abandoned: stop at the next step.
+        self.abandoned = abandoned
+        #: Virtual time each client's operation in flight started, and the scheduler's `waited` then.
+        self.op_started: dict[int, float] = {}
+        self.op_waited: dict[int, float] = {}
+        self.last_op_started = 0.0
+        #: Whether a script the implementation sent reads the server's clock (TIME): then
+        #: virtual time does not move its leases, and liveness under it cannot be judged.
+        self.reads_server_clock = False
         self.admin = _take_connection(target)
         self.ns = Namespace(self.admin, dbs=self.dbs)
         self.scheduler = Scheduler()
@@ -96,6 +109,9 @@ class ScheduledMachine(RuleBasedStateMachine):
     # it (and a planned crash would fire late). Each hook runs at the step it concerns.
     def setup_clients(self) -> None:
         """Build the implementation's objects, one per client."""
+
+    def before_step(self, index: int) -> None:
+        """Client `index` is about to take a step: note what the step may change."""
 
     def after_step(self) -> None:
         """React to the step just taken: bookkeeping, and events planned for this point
@@ -124,8 +140,25 @@ class ScheduledMachine(RuleBasedStateMachine):
 
     def start(self, index: int, operation: Callable[[], Any], label: str) -> None:
         self.in_flight[index] = label
+        self.op_started[index] = self.scheduler.vclock
+        self.op_waited[index] = self.scheduler.waited
         self.scheduler.start(index, operation, label)
         self._after_progress(index)
+
+    def run_alone(self, index: int, operation: Callable[[], Any], label: str, max_steps: int = 200) -> Any:
+        """Run one operation on client `index` to its end while every other client stays paused
+        (a probe of what the server holds now); its outcome."""
+        self.start(index, operation, label)
+        for _ in range(max_steps):
+            if index not in self.scheduler.runnable():
+                break
+            self.before_step(index)
+            self.scheduler.step(index)
+            self._after_progress(index)
+        client = self.scheduler.clients[index]
+        if client.status is not Status.IDLE:
+            self.fail(PROGRESS, f"{client.name} {label} did not finish in {max_steps} round trips on its own")
+        return client.outcome
 
     def fail(self, prop: str, detail: str) -> None:
         """Report that property `prop` (a catalog name) broke, with `detail` as the evidence."""
@@ -135,16 +168,37 @@ class ScheduledMachine(RuleBasedStateMachine):
         raise PropertyViolated(prop, detail)
 
     def _after_progress(self, index: int) -> None:
+        if self.abandoned is not None and self.abandoned.is_set():
+            raise Abandoned("the check was abandoned")
         last = self.scheduler.trace[-1] if self.scheduler.trace else None
         if last is not None:
             for cmd in last.sent:
                 self._known_keys.update(arg for arg in cmd[1:] if arg.startswith(self._key_prefix))
+                if not self.reads_server_clock and _reads_time(cmd):
+                    self.reads_server_clock = True
         client = self.scheduler.clients[index]
         if client.status is Status.IDLE and index in self.in_flight:
             del self.in_flight[index]
+            #: When the operation that just ended started (virtual time), for `completed`.
+            self.last_op_started = self.op_started.pop(index, self.scheduler.vclock)
+            self.op_waited.pop(index, None)
             self.completed(index)
         self.after_step()
         self.check_step()
+        self._check_bound()
+
+    def _check_bound(self) -> None:
+        """PROGRESS: an operation that has waited longer than `operation_bound` virtual seconds
+        (in sleeps and blocking calls; stalls the harness imposes do not count) hangs."""
+        for index, since in list(self.op_waited.items()):
+            client = self.scheduler.clients[index]
+            waited = self.scheduler.waited - since
+            if client.status in (Status.READY, Status.SLEEPING) and waited > self.operation_bound:
+                self.fail(
+                    PROGRESS,
+                    f"{client.name} {self.in_flight.get(index, 'its operation')} had waited "
+                    f"{waited:.1f} virtual seconds without returning (bound {self.operation_bound:g} s): it hangs",
+                )
 
     def _time_passes(self, seconds: float) -> None:
         """The virtual clock jumped: TTLs on the server run down by as much, or out.
@@ -186,6 +240,7 @@ class ScheduledMachine(RuleBasedStateMachine):
             if not ready:
                 return
             self.current = choose(self.current, ready)
+            self.before_step(self.current)
             self.scheduler.step(self.current)
             self._after_progress(self.current)
 
@@ -195,6 +250,8 @@ class ScheduledMachine(RuleBasedStateMachine):
         index = data.draw(st.sampled_from(self.busy_clients()), label="crashed client")
         self.scheduler.crash(index)
         self.in_flight.pop(index, None)
+        self.op_started.pop(index, None)
+        self.op_waited.pop(index, None)
         self.crashed(index)
 
     def crashed(self, index: int) -> None:
@@ -220,6 +277,14 @@ class ScheduledMachine(RuleBasedStateMachine):
                 return
             if self.current not in ready:
                 self.current = ready[0]
+            self.before_step(self.current)
             self.scheduler.step(self.current)
             self._after_progress(self.current)
         self.fail(PROGRESS, f"operations still running after {max_steps} steps (livelock or deadlock)")
+
+
+def _reads_time(command: list[str]) -> bool:
+    """Does a command run a script that asks the server for its clock?"""
+    if not command or command[0].upper() not in ("EVAL", "EVAL_RO", "SCRIPT", "FCALL", "FUNCTION"):
+        return False
+    return any("'TIME'" in arg.upper() or '"TIME"' in arg.upper() for arg in command[1:])

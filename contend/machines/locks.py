@@ -1,115 +1,176 @@
-"""The lock machine: clients acquire and release one lock while Hypothesis interleaves them.
+"""The lock machine: clients acquire, extend and release one lock while Hypothesis interleaves them.
 
 A lease is *valid* from its acquire until `ttl` has passed on the virtual
-clock (measured from the acquire's start, the earliest it can have begun) or
-until its holder releases it. Rules besides `advance`:
+clock (measured from the acquire's start, the earliest it can have begun;
+a successful extend of a valid lease restarts it) or until its holder starts
+to give it back. Rules besides `advance`:
 
-* `acquire(stall)` - a client takes the lock (blocking, with a short virtual
-  timeout); with `stall`, it pauses longer than its TTL as soon as it holds
-  the lock (a GC pause): the clock jumps by the TTL, so its lease (and every
-  key whose TTL passed) expires under it;
-* `skew_clock` (locks that read the client's clock) - one client's wall clock
-  (time.time) jumps by twice the TTL.
+* `acquire(stall, crash_after, extend)` - a client takes the lock (blocking,
+  with a short virtual timeout). Once it has it, it extends it (if the lock
+  has `extend` and `extend` was drawn), then releases it: its critical section
+  lasts as long as the schedule keeps those steps waiting. With `stall`, the
+  holder pauses longer than its TTL right after acquiring; with `crash_after`,
+  the client dies after that many round trips of acquire, extend and release;
+* `advance(then)` - after the round trips, a quarter of the TTL passes
+  (`pause`), or every client pauses longer than the TTL, between any two round
+  trips of their operations (`stall`: a GC pause, a stalled VM);
+* `skew_clock` - one client's wall clock (time.time) jumps by twice the TTL.
 
-A client that acquired goes on to release at once: its critical section lasts
-as long as the schedule keeps that release waiting.
-
-Properties, each checked when the operation that could break it completes:
+Properties, each judged by its effect on the other clients, when the
+operation that could break it completes (what a release or extend returns or
+raises for a lease no longer held is never judged: refusing is correct):
 
 * mutual-exclusion: an acquire never succeeds while another client holds a
   valid lease (for a semaphore, never more than `limit` valid leases);
-* safe-release: a release by a client whose lease expired leaves a successor's
-  lease in place (the lock key still exists);
-* fencing (fenced locks): every granted token is larger than all before it;
+* safe-release: a release or extend by a client whose lease expired leaves a
+  successor's lease as it was: right after a stale release, a probe client
+  (one the schedule never picks) cannot take the lock; after a stale extend,
+  once the successor's own TTL has run out, the probe can;
+* fencing (a lock that exposes a token: what acquire returns, or its
+  `fencing_token`): every granted token is larger than all before it, whatever
+  the clients' clocks say;
 * fifo (fair semaphores): a client is granted only if the valid holders, it,
   and every waiter that asked before it (whose acquire's first effective round
   trip came first, since the last stall) fit in `limit`: nobody is served
   past a waiter that asked earlier;
 * crash-liveness (at the end): after a crashed holder's TTL, the lock can be
-  taken again.
+  taken again;
+* progress: no operation runs longer than `operation_bound` virtual seconds.
+
+Leases that live in script-computed server time (TIME) do not follow the
+virtual clock; for such locks the judgements that need a lease to run out
+(safe-release after an extend, crash-liveness) are skipped.
 """
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
+from contend.check.protocols import granted, takes_clock
 from contend.impl.catalog import (
     CLOCK_SKEW_SAFE,
     CRASH_LIVENESS,
     FENCING,
     FIFO,
     MUTUAL_EXCLUSION,
-    NO_SPURIOUS_ERRORS,
     SAFE_RELEASE,
 )
-from contend.impl.locks.errors import LockError, LockNotOwnedError
 from contend.machines.base import ScheduledMachine
-from contend.schedule.scheduler import TraceEntry
+from contend.schedule.scheduler import Status, TraceEntry
 from contend.target.target import Target
 
 TTL_MS = 10_000
+#: Stalls and pauses are drawn rarely (one draw in this many): a stall ends the very leases whose
+#: overlap a race needs, so frequent stalls hide races (the battery stalls at every round trip).
+_RARELY = 6
+#: What an extend asks for: longer than the TTL, so an extend that reaches another holder's key
+#: visibly raises its TTL.
+EXTEND_MS = 2 * TTL_MS
 ACQUIRE_TIMEOUT = 0.2  # virtual seconds a blocking acquire keeps retrying
 
 
 class LockMachine(ScheduledMachine):
-    """Subclass per implementation with `factory`, `claims` (and `limit` for semaphores) set."""
+    """Subclass per implementation with `factory`, `claims` (and `limit` for semaphores) set.
+
+    Clients 0..workers-1 are the ones Hypothesis drives; the last one is the probe.
+    """
 
     factory: Any = None
     claims: frozenset[str] = frozenset()
     limit = 1
-    clients = 2
+    workers = 2
+    clients = 3
     crash_rule = False  # clients crash through acquire(crash_after=...)
-    #: Whether the lock reads the client's wall clock (its factory takes `clock`): then skew matters.
-    reads_clock = False
+    operation_bound = 2 * TTL_MS / 1000 + ACQUIRE_TIMEOUT
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, **kwargs: Any) -> None:
         self.locks: list[Any] = []
-        self.holding: dict[int, float] = {}  # client -> virtual time its lease stops being valid
+        self.holding: dict[int, float] = {}  # client -> virtual time its lease stops being surely valid
+        self.written_at: dict[
+            int, float
+        ] = {}  # client -> jumped time its lease was last (re)written, at the latest
+        self.letting_go: set[int] = (
+            set()
+        )  # holders whose release has made a round trip: the lease may be gone
         self.believers: set[int] = set()  # clients whose acquire returned True and who have not released
         self.started_at: dict[int, float] = {}
         self.tokens: list[int] = []
         self.crashed_holders: set[int] = set()
         self.skew_total = 0.0  # every clock jump so far, added up
         self.stalls: set[int] = set()  # clients that stall past their TTL once they hold the lock
+        self.longest_lease = TTL_MS / 1000  # the longest lease a client may have asked for (an extend's)
+        self.extends: set[int] = set()  # clients that extend once they hold the lock
         self.crash_plan: dict[int, tuple[int, int]] = {}  # client -> (trace position, round trips)
+        self.stall_inside: dict[int, int] = {}  # client -> round trips into extend/release, then a stall
+        self.giving_back: dict[int, int] = {}  # client -> trace position its extend/release began
+        self.ttls_before: tuple[int, dict[str, int]] | None = None  # a stale extend's step: PTTLs before
         self.asked: dict[int, int] = {}  # acquiring client -> trace position of its place in line
         self.last_stall = -1  # trace position of the last stall (places may have expired in it)
         self._scanned = 0  # trace entries looked at for first round trips
-        super().__init__(target)
+        super().__init__(target, **kwargs)
 
     @property
     def ttl(self) -> float:
         return TTL_MS / 1000
 
+    @property
+    def probe(self) -> int:
+        return self.clients - 1
+
     def setup_clients(self) -> None:
+        self.takes_clock = takes_clock(type(self).factory)
         self.key = self.ns.key("lock")
+        self.locks = [self.new_lock(index) for index in range(self.clients)]
+        self.extendable = callable(getattr(self.locks[0], "extend", None))
+
+    def new_lock(self, index: int) -> Any:
         kwargs = {"limit": self.limit} if self.limit > 1 else {}
-        self.locks = [type(self).factory(conn, self.key, TTL_MS, **kwargs) for conn in self.connections]
+        return type(self).factory(self.connections[index], self.key, TTL_MS, **kwargs)
 
     def valid_holders(self) -> set[int]:
+        """Clients surely holding a valid lease now (one giving it back may already have)."""
         now = self.scheduler.vclock
-        return {c for c, until in self.holding.items() if until > now}
+        return {c for c, until in self.holding.items() if until > now and c not in self.letting_go}
+
+    def reads_wall_clock(self) -> bool:
+        """Does the lock read the client's wall clock (its factory takes `clock`, or its code has
+        called time.time() in a client)? Then clock skew matters to it."""
+        return self.takes_clock or any(c.read_wall_clock for c in self.scheduler.clients)
+
+    def idle_workers(self) -> list[int]:
+        return [i for i in self.idle_clients() if i != self.probe]
+
+    def busy_workers(self) -> list[int]:
+        return [i for i in self.busy_clients() if i != self.probe]
 
     # Rules ------------------------------------------------------------------------------
-    @precondition(lambda self: bool(self.idle_clients()))
+    @precondition(lambda self: bool(self.idle_workers()))
     @rule(
         client=st.integers(0, 3),
-        stall=st.booleans(),
-        crash_after=st.one_of(st.none(), st.integers(1, 3)),
+        stall=st.sampled_from([False] * (_RARELY - 1) + [True]),
+        stall_inside=st.sampled_from([None] * (_RARELY - 1) + [1, 2]),
+        crash_after=st.one_of(st.none(), st.integers(1, 4)),
+        extend=st.booleans(),
     )
-    def acquire(self, client: int, stall: bool, crash_after: int | None) -> None:
-        """A client takes the lock; once it has it, its release is under way (the critical
-        section lasts as long as the schedule keeps that release waiting). With `stall`, the
-        holder pauses longer than its TTL right after acquiring (a GC pause). With
-        `crash_after`, the client dies after that many round trips of acquire and release."""
-        idle = self.idle_clients()
+    def acquire(
+        self, client: int, stall: bool, stall_inside: int | None, crash_after: int | None, extend: bool
+    ) -> None:
+        """A client takes the lock; once it has it, it extends (if drawn and the lock can) and
+        releases it. With `stall`, the holder pauses longer than its TTL right after acquiring
+        (a GC pause); with `stall_inside`, after that many round trips of its extend and release
+        (between two round trips of one operation). With `crash_after`, the client dies after
+        that many round trips of acquire, extend and release."""
+        idle = self.idle_workers()
         index = idle[client % len(idle)]  # drawn apart from the state, so examples shrink well
         if stall:
             self.stalls.add(index)
+        if stall_inside is not None:
+            self.stall_inside[index] = stall_inside
+        if extend and self.extendable:
+            self.extends.add(index)
         if crash_after is not None:
             self.crash_plan[index] = len(self.scheduler.trace), crash_after
         lock = self.locks[index]
@@ -117,25 +178,64 @@ class LockMachine(ScheduledMachine):
         self.asked.pop(index, None)
         self.start(index, lambda: lock.acquire(blocking=True, timeout=ACQUIRE_TIMEOUT), "acquire()")
 
-    @precondition(lambda self: self.reads_clock and self.survivors() > 1)
+    @precondition(lambda self: bool(self.scheduler.runnable()))
+    @rule(
+        data=st.data(),
+        steps=st.integers(1, 4),
+        then=st.sampled_from([""] * (2 * _RARELY - 2) + ["pause", "stall"]),
+    )
+    def advance(self, data: st.DataObject, steps: int, then: str) -> None:
+        """Up to `steps` round trips, each by a client Hypothesis picks (0: the current one);
+        then, with `then`, a quarter of the TTL passes (pause) or every client pauses longer
+        than the TTL (stall), wherever it is in its operation."""
+        super().advance(data, steps)
+        if then and self.busy_workers() and not self.reads_server_clock:
+            if then == "stall":
+                self.stall()
+            else:
+                self.scheduler.advance(self.ttl / 4, note=f"{self.ttl / 4:g} s pass")
+
+    @precondition(lambda self: self.survivors() > 2 and self.reads_wall_clock())
     @rule(data=st.data(), ahead=st.booleans())
     def skew_clock(self, data: st.DataObject, ahead: bool) -> None:
-        index = data.draw(st.integers(0, self.clients - 1), label="client")
+        """One client's wall clock jumps (only once the lock's code has read a wall clock)."""
+        index = data.draw(st.integers(0, self.workers - 1), label="client")
         self.scheduler.skew(index, (2 if ahead else -2) * self.ttl)
         self.skew_total += 2 * self.ttl
 
     def after_step(self) -> None:
-        """Note places in line, and carry out planned crashes: a client dies once it has made its
-        round trips."""
+        """Note places in line and holders that started giving their lease back, and carry out
+        planned crashes: a client dies once it has made its round trips."""
         self.note_first_round_trips()
+        last = self.scheduler.trace[-1] if self.scheduler.trace else None
+        if last is not None and last.sent:
+            names = {c.name: c.index for c in self.scheduler.clients}
+            index = names.get(last.client)
+            if index is not None and self.in_flight.get(index, "").startswith("release"):
+                self.letting_go.add(index)
+        self.check_prolonging(last)
+        stepped = last.client if last is not None and last.sent else None
+        for index, wanted in list(self.stall_inside.items()):
+            since = self.giving_back.get(index)
+            name = self.scheduler.clients[index].name
+            if since is None or name != stepped:
+                continue
+            made = sum(1 for step in self.scheduler.trace[since:] if step.client == name and step.sent)
+            if made >= wanted:
+                del self.stall_inside[index]
+                self.stall()
         for index, (since, round_trips) in list(self.crash_plan.items()):
             name = self.scheduler.clients[index].name
+            if name != stepped:
+                continue  # a client dies at one of its own round trips
             made = sum(1 for step in self.scheduler.trace[since:] if step.client == name and step.sent)
             if made >= round_trips:
                 del self.crash_plan[index]
-                if self.survivors() > 1 and (index in self.busy_clients() or index in self.believers):
+                if self.survivors() > 2 and (index in self.busy_clients() or index in self.believers):
                     self.scheduler.crash(index)
                     self.in_flight.pop(index, None)
+                    self.op_started.pop(index, None)
+                    self.op_waited.pop(index, None)
                     self.crashed(index)
 
     def note_first_round_trips(self, finished: int | None = None) -> None:
@@ -153,7 +253,10 @@ class LockMachine(ScheduledMachine):
         self._scanned = len(trace)
 
     def stall(self) -> None:
-        """A stall longer than the lease: the clock jumps, and TTLs run out on it."""
+        """A stall longer than the lease: the clock jumps, and TTLs run out on it. (Leases kept in
+        server time do not run out on the virtual clock: for those there is nothing to stall.)"""
+        if self.reads_server_clock:
+            return
         self.last_stall = len(self.scheduler.trace)
         self.scheduler.advance(self.ttl + 0.001, note=f"a stall longer than the {self.ttl:g} s TTL")
 
@@ -167,28 +270,35 @@ class LockMachine(ScheduledMachine):
     def completed(self, index: int) -> None:
         client = self.scheduler.clients[index]
         outcome = client.outcome
-        if client.operation == "probe acquire":
+        if index == self.probe:
             return
         if client.operation.startswith("acquire"):
-            # A LockError is the lock saying "not acquired" (a queue place that expired
-            # during a stall, say): a failed acquire, not a broken property. Anything
-            # else escaping acquire is.
-            if outcome.error is not None and not isinstance(outcome.error, LockError):
-                self.fail(
-                    NO_SPURIOUS_ERRORS,
-                    f"{client.name} {client.operation} raised {type(outcome.error).__name__}: {outcome.error}",
-                )
-            granted = bool(outcome.value) and outcome.error is None
-            if granted and FIFO in self.claims:
-                self.check_order(index)
-            if granted:
-                self.acquired(index)
+            # An exception from acquire is a refusal (the protocol says acquire returns a
+            # bool, and what happened instead is judged by its effect on the others).
+            if outcome.error is None and granted(outcome.value):
+                if FIFO in self.claims:
+                    self.check_order(index)
+                self.acquired(index, outcome.value)
                 if index in self.stalls:
                     self.stalls.discard(index)
                     self.stall()
+                if self.scheduler.clients[index].status is not Status.IDLE:
+                    return  # it died meanwhile (a planned crash during a probe)
+                self.giving_back[index] = len(self.scheduler.trace)
+                if index in self.extends:
+                    self.longest_lease = EXTEND_MS / 1000
+                    lock = self.locks[index]
+                    self.start(index, lambda: lock.extend(EXTEND_MS), f"extend({EXTEND_MS})")
+                else:
+                    self.start(index, self.locks[index].release, "release()")
+        elif client.operation.startswith("extend"):
+            self.extended(index, outcome.value if outcome.error is None else None)
+            if self.scheduler.clients[index].status is Status.IDLE:
                 self.start(index, self.locks[index].release, "release()")
         else:
-            self.released(index, outcome.error)
+            self.giving_back.pop(index, None)
+            self.stall_inside.pop(index, None)
+            self.released(index)
 
     def check_order(self, index: int) -> None:
         """fifo: client `index`, just granted, may not have passed a waiter that asked first."""
@@ -212,7 +322,7 @@ class LockMachine(ScheduledMachine):
                 f"still waited for a slot ({held} holding, limit {self.limit})",
             )
 
-    def acquired(self, index: int) -> None:
+    def acquired(self, index: int, value: Any) -> None:
         name = self.scheduler.clients[index].name
         others = self.valid_holders() - {index}
         if len(others) >= self.limit:
@@ -226,56 +336,150 @@ class LockMachine(ScheduledMachine):
                 f"(limit {self.limit}, TTL {self.ttl:g} s, virtual time {self.scheduler.vclock:.3f} s{why})",
             )
         self.holding[index] = self.started_at[index] + self.ttl
+        self.written_at[index] = self.scheduler.jumped
+        self.letting_go.discard(index)
         self.believers.add(index)
-        token = getattr(self.locks[index], "fencing_token", None)
+        token = _token(self.locks[index], value)
         if token is not None and FENCING in self.claims:
             if self.tokens and token <= max(self.tokens):
-                self.fail(FENCING, f"{name} got token {token}, not above {max(self.tokens)} granted before")
-            self.tokens.append(int(token))
+                skewed = [f"{c.name} {c.skew:+g} s" for c in self.scheduler.clients if c.skew]
+                why = f" (clocks skewed: {', '.join(skewed)})" if skewed else ""
+                self.fail(
+                    FENCING, f"{name} got token {token}, not above {max(self.tokens)} granted before{why}"
+                )
+            self.tokens.append(token)
 
-    def released(self, index: int, error: BaseException | None) -> None:
-        name = self.scheduler.clients[index].name
-        was_valid = index in self.valid_holders()
+    def extended(self, index: int, value: Any) -> None:
+        """An extend returned `value` (None if it raised). True from a holder whose lease was
+        valid restarts it; one that returns after its lease ran out must not have touched a
+        successor's lease (checked once the successor's own TTL has run out)."""
+        started, now = self.last_op_started, self.scheduler.vclock
+        until = self.holding.get(index, -1.0)
+        if until <= now:
+            self.after_stale(index, "extend")
+            return
+        if until > started and value is not None and value is not False and bool(value):
+            self.holding[index] = max(until, started + EXTEND_MS / 1000)
+            self.written_at[index] = self.scheduler.jumped
+
+    def released(self, index: int) -> None:
+        was_valid = self.holding.get(index, -1.0) > self.scheduler.vclock
         self.believers.discard(index)
         self.holding.pop(index, None)
-        if error is not None:
-            if was_valid or not isinstance(error, LockNotOwnedError):
-                skew = self.scheduler.clients[index].skew
-                what = CLOCK_SKEW_SAFE if skew else SAFE_RELEASE
-                why = f" (its clock is skewed by {skew:+g} s)" if skew else ""
-                self.fail(what, f"{name} released a valid lease and got {type(error).__name__}{why}: {error}")
+        self.letting_go.discard(index)
+        if not was_valid:
+            self.after_stale(index, "release")
+
+    def after_stale(self, index: int, what: str) -> None:
+        """safe-release: client `index`'s `what` came after its lease expired; a successor's
+        lease must be as it was."""
+        successors = self.valid_holders() - {index}
+        if SAFE_RELEASE not in self.claims or self.limit != 1 or not successors:
             return
-        successors = self.valid_holders()
-        claimed = SAFE_RELEASE in self.claims and self.limit == 1
-        if claimed and not was_valid and successors and not self.admin.exists(self.key):
-            held = ", ".join(self.scheduler.clients[o].name for o in sorted(successors))
+        if any(label.startswith("acquire") for c, label in self.in_flight.items() if c != index):
+            return  # another acquire may hold the key already: the probe would say nothing
+        names = [c.name for c in self.scheduler.clients]
+        successor = min(successors)
+        if what == "release":
+            if self.probe_acquires():
+                self.fail(
+                    SAFE_RELEASE,
+                    f"{names[index]}'s release after its lease expired freed the lease {names[successor]} "
+                    f"holds: a third client acquired right after (virtual time {self.scheduler.vclock:.3f} s)",
+                )
+            return
+        if self.reads_server_clock or successor in self.extends:
+            return  # its lease does not run out on the virtual clock, or it extends it itself
+        honest_end = self.written_at[successor] + self.ttl
+        self.scheduler.advance(
+            max(0.0, honest_end - self.scheduler.jumped) + 0.002,
+            note=f"{names[successor]} pauses until its own lease must have run out",
+        )
+        if not self.probe_acquires():
             self.fail(
                 SAFE_RELEASE,
-                f"{name}'s release after its lease expired deleted the lease "
-                f"{held} holds ({self.key} is gone)",
+                f"{names[index]}'s extend after its lease expired prolonged the lease {names[successor]} "
+                f"holds: {self.ttl:g} s after {names[successor]} last wrote it, a third client still "
+                "cannot acquire",
             )
 
+    def before_step(self, index: int) -> None:
+        """Before a round trip of an extend whose lease has run out while another client holds
+        the lock, read the TTLs of the keys the clients named: the extend must not raise one."""
+        self.ttls_before = None
+        stale = self.holding.get(index, -1.0) <= self.scheduler.vclock
+        if (
+            SAFE_RELEASE in self.claims
+            and self.limit == 1
+            and stale
+            and self.in_flight.get(index, "").startswith("extend")
+            and self.valid_holders() - {index}
+            and self._known_keys
+        ):
+            self.ttls_before = index, self.key_ttls()
+
+    def key_ttls(self) -> dict[str, int]:
+        """PTTL (ms) of every key of the namespace the clients have named."""
+        keys = sorted(self._known_keys)
+        with self.admin.pipeline(transaction=False) as pipe:
+            for key in keys:
+                pipe.pttl(key)
+            return dict(zip(keys, pipe.execute(), strict=True))
+
+    def check_prolonging(self, last: TraceEntry | None) -> None:
+        """safe-release: the stale extend's round trip just taken raised no key's TTL."""
+        if self.ttls_before is None or last is None or not last.sent:
+            return
+        index, before = self.ttls_before
+        self.ttls_before = None
+        names = [c.name for c in self.scheduler.clients]
+        if last.client != names[index]:
+            return
+        after = self.key_ttls()
+        raised = [
+            (k, ms, after.get(k, -2)) for k, ms in before.items() if ms > 0 and after.get(k, -2) > ms + 1
+        ]
+        if raised:
+            key, was, now = raised[0]
+            holder = names[min(self.valid_holders() - {index})]
+            self.fail(
+                SAFE_RELEASE,
+                f"{names[index]}'s extend after its lease expired prolonged the lease {holder} holds: "
+                f"{key} had {was} ms left and has {now} ms after {names[index]}'s round trip",
+            )
+
+    def probe_acquires(self) -> bool:
+        """Can the probe client take the lock right now? (It gives it back if it can.)"""
+        lock = self.locks[self.probe] = self.new_lock(self.probe)
+        outcome = self.run_alone(self.probe, lambda: lock.acquire(blocking=False), "probe acquire()")
+        got = outcome.error is None and granted(outcome.value)
+        if got:
+            self.run_alone(self.probe, lock.release, "probe release()")
+        return got
+
     def check_quiescent(self) -> None:
-        if CRASH_LIVENESS not in self.claims or not self.crashed_holders:
+        if CRASH_LIVENESS not in self.claims or not self.crashed_holders or self.reads_server_clock:
             return
         self.finish_all()  # the living give their leases back
-        idle = [i for i in self.idle_clients() if i not in self.crashed_holders]
-        if not idle:
-            return
-        probe = idle[0]
-        # A lease written by a clock that was ahead (then, not only now) looks valid for longer.
-        self.scheduler.advance(self.ttl + self.skew_total + 0.001, note="the crashed holder's TTL passes")
-        got: list[bool] = []
-        self.start(
-            probe, lambda: got.append(bool(self.locks[probe].acquire(blocking=False))), "probe acquire"
+        # A lease written by a clock that was ahead (then, not only now) looks valid for longer,
+        # and an extended one lasts the extend's TTL.
+        self.scheduler.advance(
+            self.longest_lease + self.skew_total + 0.001, note="the crashed holder's TTL passes"
         )
-        self.finish_all()
-        if got != [True]:
+        if not self.probe_acquires():
             self.fail(
                 CRASH_LIVENESS,
-                f"a holder crashed; after its {self.ttl:g} s TTL the lock still "
-                f"cannot be taken ({self.key} left behind)",
+                f"a holder crashed; after its {self.longest_lease:g} s TTL the lock still cannot be taken "
+                f"(left behind under {self.key})",
             )
+
+
+def _token(lock: Any, value: Any) -> int | None:
+    """A fencing token: what acquire returned (an int, not True), else the lock's `fencing_token`."""
+    for candidate in (value, getattr(lock, "fencing_token", None)):
+        if isinstance(candidate, int) and not isinstance(candidate, bool):
+            return candidate
+    return None
 
 
 def _takes_a_place(step: TraceEntry) -> bool:
@@ -287,18 +491,19 @@ def _takes_a_place(step: TraceEntry) -> bool:
 
 def machine_for(impl: Any, *, limit: int = 1) -> type[LockMachine]:
     """A LockMachine subclass for a catalog entry (or anything with factory, claims, name)."""
-    try:
-        reads_clock = "clock" in inspect.signature(impl.factory).parameters
-    except (TypeError, ValueError):
-        reads_clock = False
+    workers = max(2, limit + 1)
     return type(
-        f"LockMachine_{impl.name}",
+        f"LockMachine_{_safe(impl.name)}",
         (LockMachine,),
         {
             "factory": staticmethod(impl.factory),
             "claims": frozenset(impl.claims),
             "limit": limit,
-            "clients": max(2, limit + 1),
-            "reads_clock": reads_clock,
+            "workers": workers,
+            "clients": workers + 1,
         },
     )
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)

@@ -35,6 +35,7 @@ def machine_settings(
         "stateful_step_count": STATEFUL_STEPS,
         "suppress_health_check": list(HealthCheck),
         "report_multiple_bugs": False,
+        "print_blob": True,  # the reproduce_failure blob that `contend check --replay` takes
     }
     if parent is None:
         fixed["database"] = None

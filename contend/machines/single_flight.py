@@ -5,7 +5,10 @@ it; Hypothesis decides whether that function is slow (it sleeps, virtually,
 for half the lease while others poll) or raises. Properties:
 
 * runs-once: a computation never starts while another one is running whose
-  leader is alive and inside its lease;
+  leader is alive and inside its lease; and a caller that joined a flight (its
+  call began while the flight's computation ran) never computes again once
+  that computation finished inside its lease and its leader returned it, even
+  if the second computation would not overlap the first;
 * shared-result: a call that returns gives back the value of a computation
   that finished (never None, never something nobody computed);
 * leader-failure: when the computation raised, the callers that waited for it
@@ -14,6 +17,7 @@ for half the lease while others poll) or raises. Properties:
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +43,7 @@ class Computation:
     started: float
     finished: float | None = None
     failed: bool = False
+    delivered: float | None = None  # when its leader's call returned its value
 
     @property
     def value(self) -> str:
@@ -49,21 +54,36 @@ class SingleFlightMachine(ScheduledMachine):
     factory: Any = None
     claims: frozenset[str] = frozenset()
     clients = 3
+    operation_bound = 4 * LEASE_MS / 1000  # a waiter may wait out a leader's whole lease, and more
 
-    def __init__(self, target: Target) -> None:
+    def __init__(self, target: Target, **kwargs: Any) -> None:
         self.flights: list[Any] = []
         self.computations: list[Computation] = []
         self.dead: set[int] = set()
+        self.call_started: dict[int, float] = {}
         # (property, evidence) found inside a client's computation, reported after the step
         self.violations: list[tuple[str, str]] = []
-        super().__init__(target)
+        super().__init__(target, **kwargs)
 
     def setup_clients(self) -> None:
         key = self.ns.key("flight")
-        kwargs: dict[str, Any] = {}
-        if getattr(type(self).factory, "__name__", "") == "factory":
-            kwargs["renew"] = False  # the renewing thread is not a scheduled client
-        self.flights = [type(self).factory(conn, key, LEASE_MS, **kwargs) for conn in self.connections]
+        self.flights = [self.new_flight(conn, key) for conn in self.connections]
+
+    def new_flight(self, conn: Any, key: str) -> Any:
+        """One client's object; with renew=False where the factory takes it: a renewing thread
+        would not be a scheduled client, and its round trips would race the schedule."""
+        factory = type(self).factory
+        try:
+            params = inspect.signature(factory).parameters.values()
+            renewable = any(p.name == "renew" or p.kind is p.VAR_KEYWORD for p in params)
+        except (TypeError, ValueError):
+            renewable = False
+        if renewable:
+            try:
+                return factory(conn, key, LEASE_MS, renew=False)
+            except TypeError:
+                pass
+        return factory(conn, key, LEASE_MS)
 
     @precondition(lambda self: bool(self.idle_clients()))
     @rule(client=st.integers(0, 3), slow=st.booleans(), fails=st.booleans())
@@ -85,6 +105,16 @@ class SingleFlightMachine(ScheduledMachine):
                         f"#{live[0].number} was still running inside its lease",
                     )
                 )
+            joined = self.joined_flight(index, started)
+            if joined is not None and RUNS_ONCE in self.claims:
+                self.violations.append(
+                    (
+                        RUNS_ONCE,
+                        f"c{index}'s call began while c{joined.client}'s computation #{joined.number} ran; "
+                        f"#{joined.number} finished inside its lease and was handed to its caller, and "
+                        f"c{index} then ran the function again (#{mine.number})",
+                    )
+                )
             if slow:
                 time.sleep(LEASE_MS / 2000)
             mine.finished = self.scheduler.vclock
@@ -94,7 +124,27 @@ class SingleFlightMachine(ScheduledMachine):
             return mine.value
 
         flight = self.flights[index]
+        self.call_started[index] = self.scheduler.vclock
         self.start(index, lambda: flight.call(compute), f"call(slow={slow}, fails={fails})")
+
+    def joined_flight(self, index: int, now: float) -> Computation | None:
+        """A successful computation whose flight client `index` joined (its call began while it
+        ran) and that its leader had handed over by `now`: `index` must not compute again."""
+        began = self.call_started.get(index)
+        lease = LEASE_MS / 1000
+        for c in self.computations:
+            if (
+                c.client != index
+                and began is not None
+                and c.finished is not None
+                and not c.failed
+                and c.started < began < c.finished
+                and c.finished - c.started < lease
+                and c.delivered is not None
+                and c.delivered <= now
+            ):
+                return c
+        return None
 
     def crashed(self, index: int) -> None:
         self.dead.add(index)
@@ -107,6 +157,14 @@ class SingleFlightMachine(ScheduledMachine):
         client = self.scheduler.clients[index]
         outcome = client.outcome
         finished = {c.value for c in self.computations if c.finished is not None and not c.failed}
+        for c in self.computations:
+            if (
+                c.client == index
+                and outcome.error is None
+                and outcome.value == c.value
+                and c.delivered is None
+            ):
+                c.delivered = self.scheduler.vclock
         if outcome.error is None:
             if outcome.value not in finished and SHARED_RESULT in self.claims:
                 self.fail(
@@ -128,7 +186,7 @@ class SingleFlightMachine(ScheduledMachine):
 
 def machine_for(impl: Any) -> type[SingleFlightMachine]:
     return type(
-        f"SingleFlightMachine_{impl.name}",
+        f"SingleFlightMachine_{''.join(c if c.isalnum() else '_' for c in impl.name)}",
         (SingleFlightMachine,),
         {"factory": staticmethod(impl.factory), "claims": frozenset(impl.claims)},
     )

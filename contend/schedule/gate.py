@@ -16,11 +16,19 @@ unmodified code, third-party libraries included:
   the keys in order in one script, LMOVE, RPOPLPUSH, ...), repeated after a
   virtual sleep until the caller's timeout has passed in virtual time. The
   server is never left blocking, so nothing depends on real timing.
+* `PubSub.parse_response` (behind `get_message(timeout=...)` and `listen()`)
+  polls too: one non-blocking read, then a virtual sleep, until a message
+  arrives or the timeout has passed in virtual time.
 * `time.sleep`, `time.monotonic`, `time.time` and `time.perf_counter` read a
   virtual clock in scheduled threads: a sleep is a yield that ends when the
   scheduler's clock reaches the wake-up time, so retry loops cost no real time.
-  Code that imported `sleep` or `monotonic` by name before the gate was
-  installed keeps the real ones.
+  `threading.Event.wait` becomes a virtual poll of the event. Code that
+  imported `sleep` or `monotonic` by name before the gate was installed keeps
+  the real ones.
+* `ThreadPoolExecutor.submit` from a scheduled thread runs the function at
+  once in that thread (a done future): a library that fans its commands out
+  to worker threads (Redlock over several masters) stays one client whose
+  round trips the scheduler orders.
 
 Threads that are not scheduled clients pass through untouched. A connection
 belongs to the first client that sends on it; a send on it from another
@@ -30,6 +38,7 @@ of that client and passes through. Clients must not share a connection pool.
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 import time
 from collections.abc import Callable
@@ -56,6 +65,7 @@ REAL_SLEEP = time.sleep
 REAL_MONOTONIC = time.monotonic
 REAL_TIME = time.time
 REAL_PERF_COUNTER = time.perf_counter
+REAL_EVENT_WAIT = threading.Event.wait
 
 
 def current() -> ClientHandle | None:
@@ -121,11 +131,16 @@ def install() -> None:
         _originals["handshake"] = conn_cls.on_connect_check_health
         _originals["pipeline"] = redis.client.Pipeline._execute_pipeline
         _originals["execute"] = redis.client.Redis.execute_command
+        _originals["pubsub"] = redis.client.PubSub.parse_response
+        _originals["submit"] = concurrent.futures.ThreadPoolExecutor.submit
         conn_cls.send_packed_command = _gated_send  # type: ignore[method-assign]
         conn_cls.read_response = _recorded_read  # type: ignore[method-assign]
         conn_cls.on_connect_check_health = _ungated_handshake  # type: ignore[method-assign]
         redis.client.Pipeline._execute_pipeline = _split_pipeline  # type: ignore[method-assign]
         redis.client.Redis.execute_command = _polled_execute  # type: ignore[method-assign]
+        redis.client.PubSub.parse_response = _polled_pubsub  # type: ignore[method-assign]
+        concurrent.futures.ThreadPoolExecutor.submit = _inline_submit  # type: ignore[method-assign]
+        threading.Event.wait = _event_wait  # type: ignore[method-assign]
         time.sleep = _sleep  # type: ignore[assignment]
         time.monotonic = _monotonic
         time.time = _time
@@ -144,6 +159,9 @@ def uninstall() -> None:
         conn_cls.on_connect_check_health = _originals["handshake"]  # type: ignore[method-assign]
         redis.client.Pipeline._execute_pipeline = _originals["pipeline"]  # type: ignore[method-assign]
         redis.client.Redis.execute_command = _originals["execute"]  # type: ignore[method-assign]
+        redis.client.PubSub.parse_response = _originals["pubsub"]  # type: ignore[method-assign]
+        concurrent.futures.ThreadPoolExecutor.submit = _originals["submit"]  # type: ignore[method-assign]
+        threading.Event.wait = REAL_EVENT_WAIT  # type: ignore[method-assign]
         time.sleep = REAL_SLEEP
         time.monotonic = REAL_MONOTONIC
         time.time = REAL_TIME
@@ -249,6 +267,42 @@ def _one_pass(name: str, operands: tuple[Any, ...]) -> tuple[Any, ...]:
     if name == "BLMOVE":
         return ("LMOVE", *operands)
     return ("EVAL", _POP_SCRIPT, len(operands), *operands, _POP_ONCE[name])
+
+
+def _polled_pubsub(self: Any, block: bool = True, timeout: float = 0) -> Any:
+    parse: Callable[..., Any] = _originals["pubsub"]
+    if current() is None or (not block and not timeout):
+        return parse(self, block=block, timeout=timeout)
+    deadline = None if block else _monotonic() + float(timeout)
+    while True:
+        reply = parse(self, block=False, timeout=0)
+        if reply is not None:
+            return reply
+        if deadline is not None and _monotonic() >= deadline:
+            return None
+        _sleep(POLL_INTERVAL if deadline is None else min(POLL_INTERVAL, max(0.0, deadline - _monotonic())))
+
+
+def _inline_submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    if current() is None:
+        return _originals["submit"](self, fn, *args, **kwargs)
+    future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    try:
+        future.set_result(fn(*args, **kwargs))
+    except Exception as exc:
+        future.set_exception(exc)
+    return future
+
+
+def _event_wait(self: threading.Event, timeout: float | None = None) -> bool:
+    if current() is None:
+        return REAL_EVENT_WAIT(self, timeout)
+    deadline = None if timeout is None else _monotonic() + max(0.0, float(timeout))
+    while not self.is_set():
+        if deadline is not None and _monotonic() >= deadline:
+            return False
+        _sleep(POLL_INTERVAL if deadline is None else min(POLL_INTERVAL, max(0.0, deadline - _monotonic())))
+    return True
 
 
 # Virtual time -----------------------------------------------------------------

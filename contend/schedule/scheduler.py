@@ -86,6 +86,7 @@ class ClientHandle:
         self.pending: list[list[str]] = []
         self.wake_at = 0.0
         self.skew = 0.0
+        self.read_wall_clock = False  # has its code asked for time.time()? Then skew matters to it.
         self.operation: str = ""
         self.connection: Any = None
         self.outcome = OperationResult()
@@ -119,6 +120,7 @@ class ClientHandle:
         return self.status is Status.CRASHED
 
     def wall_time(self) -> float:
+        self.read_wall_clock = True
         return self.scheduler.wall_base + self.scheduler.vclock + self.skew
 
     def _check_alive(self) -> None:
@@ -128,7 +130,7 @@ class ClientHandle:
     def _loop(self) -> None:
         gate.bind(self)
         while True:
-            self._has_work.wait()
+            gate.REAL_EVENT_WAIT(self._has_work)
             self._has_work.clear()
             work = self._work
             if work is None:
@@ -162,6 +164,12 @@ class Scheduler:
         self.split_pipelines = split_pipelines
         self.yield_timeout = yield_timeout
         self.vclock = 0.0
+        #: Virtual seconds the clock has jumped (waits and stalls), not counting the cost of steps:
+        #: the time server-side TTLs have run down by (see `on_jump`).
+        self.jumped = 0.0
+        #: Of those, the seconds the clock jumped because every live client was asleep (waiting
+        #: in a retry loop or a blocking call), not because the harness moved it (`advance`).
+        self.waited = 0.0
         self.wall_base = gate.REAL_TIME()
         self.mono_base = gate.REAL_MONOTONIC()
         self.clients: list[ClientHandle] = []
@@ -201,7 +209,9 @@ class Scheduler:
         live = [c for c in self.clients if c.status in (Status.READY, Status.SLEEPING)]
         ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= self.vclock]
         if not ready and live:
-            self._jump(min(c.wake_at for c in live) - self.vclock)
+            gap = min(c.wake_at for c in live) - self.vclock
+            self.waited += max(0.0, gap)
+            self._jump(gap)
             ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= self.vclock]
         return ready
 
@@ -250,6 +260,7 @@ class Scheduler:
 
     def _jump(self, seconds: float) -> None:
         self.vclock += seconds
+        self.jumped += max(0.0, seconds)
         if self.on_jump is not None and seconds > 0:
             self.on_jump(seconds)
 

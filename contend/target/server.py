@@ -280,10 +280,10 @@ def _sweep_stale_dirs() -> None:
 
 
 @atexit.register
-def stop_all() -> None:
-    """Stop every embedded server this process still runs."""
+def stop_all(timeout: float = 5.0) -> None:
+    """Stop every embedded server this process still runs (SIGTERM, SIGKILL after `timeout` s)."""
     with _live_lock:
         servers = list(_live)
     for server in servers:
         with contextlib.suppress(Exception):
-            server.stop()
+            server.stop(timeout)

@@ -7,6 +7,8 @@ counts only once the connection is up: a connection refused before anything
 was sent is no round trip (a stress worker then knows its operation cannot
 have taken effect). `crash_after(n)` lets n more round trips through and then
 raises `SimulatedCrash` on every one after: the client died there.
+`pause_after(n)` lets n more round trips through and then holds the next one
+until `resume()`: the client stalls between two round trips of an operation.
 """
 
 from __future__ import annotations
@@ -27,10 +29,18 @@ class RoundTrips:
     def __init__(self) -> None:
         self.sent = 0
         self.budget: int | None = None
+        self.pause_at: int | None = None
+        self.paused = threading.Event()  # set while a round trip is held by pause_after
+        self._resume = threading.Event()
         self._lock = threading.Lock()
 
     def spend(self) -> None:
         """One round trip is about to go out; SimulatedCrash when the budget is spent."""
+        if self.pause_at is not None and self.sent >= self.pause_at:
+            self.pause_at = None
+            self.paused.set()
+            self._resume.wait(30)
+            self.paused.clear()
         if self.budget is None:
             self.sent += 1
             return
@@ -45,6 +55,15 @@ class RoundTrips:
         """Let `round_trips` more round trips through, then crash on every one after."""
         with self._lock:
             self.budget = round_trips
+
+    def pause_after(self, round_trips: int) -> None:
+        """Let `round_trips` more round trips through, then hold the next one until `resume()`
+        (`paused` is set while it waits; it goes on by itself after 30 s)."""
+        self._resume.clear()
+        self.pause_at = self.sent + round_trips
+
+    def resume(self) -> None:
+        self._resume.set()
 
 
 def tap(client: redis.Redis) -> RoundTrips:

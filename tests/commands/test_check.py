@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import signal
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -17,7 +22,8 @@ def test_check_help_explains_exit_codes(capsys):
     with pytest.raises(SystemExit):
         main(["check", "--help"])
     out = " ".join(capsys.readouterr().out.split())
-    assert "--redis-url" in out and "known-bad" in out and "Exit 0 when both hold" in out
+    assert "--redis-url" in out and "known-bad" in out and "Exit 0 when every correct" in out
+    assert "safety, liveness or hygiene" in out and "--claim" in out and "--replay" in out
 
 
 def test_unknown_implementation_name(capsys):
@@ -100,3 +106,112 @@ def test_an_unsupported_redis_py_is_refused_before_anything_starts(monkeypatch, 
     assert main(["check", "--family", "registry"]) == 2
     err = capsys.readouterr().err
     assert "redis-py 9.0.0" in err and "pip install 'redis>=" in err and "Traceback" not in err
+
+
+def test_claims_are_validated_before_anything_starts(capsys):
+    assert (
+        main(
+            [
+                "check",
+                "--impl",
+                "tests.fixtures.foreign.raising_lock:make",
+                "--kind",
+                "lock",
+                "--claim",
+                "nope",
+            ]
+        )
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert "--claim 'nope'" in err and "mutual-exclusion" in err
+    assert main(["check", "--claim", "fifo"]) == 2
+    assert "go with --impl" in capsys.readouterr().err
+
+
+def test_the_claims_used_are_printed_and_can_be_changed(capsys):
+    code = main(
+        [
+            "check", "--impl", "tests.fixtures.foreign.return_fenced_lock:make", "--kind", "lock",
+            "--check", "bad-input", "--no-claim", "clock-skew-safe",
+        ]
+    )  # fmt: skip
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0
+    assert "claims crash-liveness, fencing, mutual-exclusion, safe-release" in out
+    assert "fencing: it exposes a token; --no-claim clock-skew-safe" in out
+    assert "fencing token from acquire's return" in out
+
+
+@pytest.mark.slow
+def test_a_schedule_finding_replays_with_one_command(capsys):
+    spec = ["--impl", "tests.fixtures.foreign.clock_fenced_lock:make", "--kind", "lock"]
+    assert main(["check", *spec, "--check", "schedule"]) == 1
+    out = capsys.readouterr().out
+    (command,) = re.findall(r"replay: (contend check .*)", out)
+    replay = shlex.split(command)[-1]
+    assert shlex.split(command)[2:] == [*spec, "--replay", replay]
+    assert main(["check", *spec, "--replay", replay]) == 1
+    again = capsys.readouterr().out
+    assert "safety: fencing" in again and "not above" in again
+
+
+def test_a_replay_for_another_hypothesis_is_refused(capsys):
+    spec = ["--impl", "tests.fixtures.foreign.raising_lock:make", "--kind", "lock"]
+    assert main(["check", *spec, "--replay", "1.2.3:AAAA"]) == 2
+    assert "Hypothesis 1.2.3" in capsys.readouterr().err
+    assert main(["check", *spec, "--replay", "not a replay"]) == 2
+    assert "expected VERSION:BLOB" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_check_past_its_budget_is_inconclusive_and_the_run_goes_on(capsys):
+    code = main(
+        [
+            "check", "--impl", "tests.fixtures.hanging_lock:make", "--kind", "lock",
+            "--check", "model", "--check", "bad-input", "--check-seconds", "1",
+        ]
+    )  # fmt: skip
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 3
+    assert "model: inconclusive (timed out after 1 s)" in out
+    assert "inconclusive" in out
+
+
+def _signalled_run(args: list[str], after: float) -> tuple[int, float, str]:
+    """Run `contend check ARGS`, send SIGTERM `after` seconds in; (exit code, seconds to exit, output)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "contend.cli", "check", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    time.sleep(after)
+    signalled = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    return proc.returncode, time.monotonic() - signalled, out
+
+
+def _port_closed(out: str) -> bool:
+    port = int(re.search(r"127\.0\.0\.1:(\d+)", out).group(1))
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.mark.slow
+def test_sigterm_on_a_hanging_implementation_stops_within_five_seconds():
+    code, seconds, out = _signalled_run(["--impl", "tests.fixtures.hanging_lock:make", "--kind", "lock"], 8)
+    assert code == 143 and seconds < 5, (code, seconds, out)
+    assert "interrupted (SIGTERM)" in out and "model: inconclusive (the run was interrupted)" in " ".join(
+        out.split()
+    )
+    assert _port_closed(out), "the embedded server outlived the run"
+
+
+@pytest.mark.slow
+def test_sigterm_during_the_catalog_run_prints_what_it_has():
+    code, seconds, out = _signalled_run(["--family", "lock", "--no-shrink"], 15)
+    assert code == 143 and seconds < 5, (code, seconds, out)
+    assert "setnx_getset" in out and "interrupted (SIGTERM)" in out
+    assert _port_closed(out)

@@ -266,12 +266,63 @@ def test_uninstrumented_threads_pass_through(contend_target):
 def test_a_client_blocked_elsewhere_is_reported(contend_target):
     import threading
 
-    blocker = threading.Event()
+    blocker = threading.Lock()
+    blocker.acquire()
     with Scheduler(yield_timeout=0.5) as s:
         s.add_client()
         with pytest.raises(SchedulerError, match="did not reach its next round trip"):
-            s.start(0, blocker.wait, "wait on a threading.Event")
-        blocker.set()
+            s.start(0, blocker.acquire, "wait on a threading.Lock")
+        blocker.release()
+
+
+def test_an_event_wait_is_virtual(contend_target):
+    import threading
+
+    never = threading.Event()
+    with Scheduler() as s:
+        s.add_client()
+        s.start(0, lambda: never.wait(30), "wait 30 s for an event nobody sets")
+        s.run_all(lambda current, ready: ready[0])
+        assert s.clients[0].outcome.value is False
+        assert 30 <= s.vclock < 31  # 30 virtual seconds passed, in polls of the event
+
+
+def test_a_thread_pool_runs_inline_in_a_scheduled_client(contend_target, ns):
+    from concurrent.futures import ThreadPoolExecutor
+
+    conn = contend_target.client()
+    conn.ping()
+    with Scheduler() as s, ThreadPoolExecutor(2) as pool:
+        s.add_client(connection=conn)
+        s.start(
+            0,
+            lambda: [f.result() for f in [pool.submit(conn.incr, ns.key("n")) for _ in range(2)]],
+            "fan out",
+        )
+        s.run_all(lambda current, ready: ready[0])
+        assert s.clients[0].outcome.value == [1, 2]
+        assert sum(1 for step in s.trace if step.sent) == 2  # both INCRs were steps of the client
+    conn.close()
+
+
+def test_pubsub_waits_are_virtual(contend_target, ns):
+    conn = contend_target.client()
+    conn.ping()
+    pubsub = conn.pubsub()
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+
+        def listen() -> object:
+            pubsub.subscribe(ns.key("ch"))
+            pubsub.get_message(timeout=1)  # the subscribe confirmation
+            return pubsub.get_message(timeout=5)  # nothing is published: 5 virtual seconds
+
+        s.start(0, listen, "listen")
+        s.run_all(lambda current, ready: ready[0])
+        assert s.clients[0].outcome.error is None and s.clients[0].outcome.value is None
+        assert s.vclock >= 5
+    pubsub.close()
+    conn.close()
 
 
 def test_the_gate_reads_what_a_round_trip_sends():

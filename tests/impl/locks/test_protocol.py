@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from contend.check.framework import takes_clock
-from contend.check.protocols import check_factory_signature, check_object
+from contend.check.protocols import check_factory_signature, check_object, takes_clock
 from contend.impl import catalog
 from contend.impl.locks.errors import LockNotOwnedError
 from contend.impl.locks.exists_then_set import ExistsThenSetLock

@@ -1,0 +1,147 @@
+"""What `contend check` prints and writes: the table, the evidence, the JSON.
+
+A failed cell names the kind of property broken (safety, liveness, hygiene),
+so a broken guarantee is not mistaken for an unclean refusal of bad input; an
+inconclusive cell is a check that could not decide (its budget ran out, the
+implementation blocked on something contend cannot see).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from contend.check.battery import BATTERIES, DEFAULT_CLAIMS, ResultRow
+from contend.check.framework import FAIL, INCONCLUSIVE, PASS
+from contend.impl.catalog import FENCING, PROPERTY_DESCRIPTIONS, PROPERTY_KINDS
+
+
+def write_json(rows: Sequence[ResultRow], path: Path, server: str) -> None:
+    data = {
+        "server": server,
+        "rows": [
+            {
+                "implementation": row.subject.name,
+                "family": row.subject.family,
+                "known_bad": row.subject.known_bad,
+                "verdict": row.verdict,
+                "claims": sorted(row.subject.claims),
+                "capabilities": row.subject.capabilities.describe() if row.subject.capabilities else None,
+                "checks": [
+                    {
+                        "check": r.check,
+                        "status": r.status,
+                        "passed": r.passed,
+                        "property": r.prop or None,
+                        "kind": r.kind or None,
+                        "detail": r.detail,
+                        "seconds": round(r.seconds, 3),
+                    }
+                    for r in row.results
+                ],
+            }
+            for row in rows
+        ],
+    }
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def results_table(rows: Sequence[ResultRow]) -> Any:
+    """Rich tables, one per family: implementation × check, then the verdict.
+
+    An empty cell is a check that does not apply (a property not claimed, a
+    capability the implementation lacks).
+    """
+    from rich.console import Group
+
+    families = list(dict.fromkeys(row.subject.family for row in rows))
+    tables = [
+        _family_table(
+            [r for r in rows if r.subject.family == fam],
+            "contend check" + (f" · {fam}" if len(families) > 1 else ""),
+        )
+        for fam in families
+    ]
+    return tables[0] if len(tables) == 1 else Group(*tables)
+
+
+def _cell(status: str, kind: str, known_bad: bool) -> str:
+    if status == PASS:
+        return "[green]pass[/]"
+    if status == INCONCLUSIVE:
+        return "[yellow]inconclusive[/]"
+    return f"[yellow]caught: {kind}[/]" if known_bad else f"[red]{kind}[/]"
+
+
+def _family_table(rows: Sequence[ResultRow], title: str) -> Any:
+    from rich.table import Table
+
+    seen = {r.check for row in rows for r in row.results}
+    order = [c.name for c in BATTERIES.get(rows[0].subject.family, [])] if rows else []
+    checks = [name for name in dict.fromkeys(order) if name in seen]
+    for row in rows:
+        checks += [r.check for r in row.results if r.check not in checks]
+    blank = any(len(row.results) < len(checks) for row in rows)
+    table = Table(
+        title=title,
+        title_justify="left",
+        caption="blank: the check does not apply (a property not claimed, a capability it lacks)"
+        if blank
+        else None,
+        caption_justify="left",
+    )
+    table.add_column("implementation", style="bold")
+    table.add_column("family")
+    for name in checks:
+        table.add_column(name, justify="center")
+    table.add_column("verdict", justify="center")
+    for row in rows:
+        by_check = {r.check: r for r in row.results}
+        cells = []
+        for name in checks:
+            r = by_check.get(name)
+            cells.append("" if r is None else _cell(r.status, r.kind, row.subject.known_bad))
+        style = {"pass": "green", "caught": "yellow", "inconclusive": "yellow"}.get(row.verdict, "bold red")
+        label = row.subject.name + (" [dim](known-bad)[/]" if row.subject.known_bad else "")
+        table.add_row(label, row.subject.family, *cells, f"[{style}]{row.verdict}[/]")
+    return table
+
+
+def claims_lines(rows: Sequence[ResultRow]) -> list[str]:
+    """For each user implementation: the claims checked and what was found beyond the protocol."""
+    lines = []
+    for row in rows:
+        subject = row.subject
+        if subject.selector[:1] != ("--impl",):
+            continue
+        defaults = DEFAULT_CLAIMS[subject.family]
+        notes = []
+        if (
+            FENCING in subject.claims
+            and FENCING not in defaults
+            and subject.capabilities
+            and subject.capabilities.fencing
+        ):
+            notes.append("fencing: it exposes a token")
+        notes += list(subject.claim_changes)
+        how = f" ({'; '.join(notes)})" if notes else " (the defaults)"
+        found = subject.capabilities.describe() if subject.capabilities else "?"
+        lines.append(f"{subject.name} claims {', '.join(sorted(subject.claims))}{how}; it offers {found}")
+    return lines
+
+
+def evidence_lines(rows: Sequence[ResultRow]) -> list[str]:
+    """One entry per failed or inconclusive check: which property, in words, and the evidence."""
+    lines = []
+    for row in rows:
+        for r in row.results:
+            if r.status == FAIL:
+                kind = PROPERTY_KINDS.get(r.prop, "safety")
+                said = PROPERTY_DESCRIPTIONS.get(r.prop, "")
+                what = f"{kind}: {r.prop}" + (f" ({said})" if said else "")
+                lines.append(f"{row.subject.name} · {r.check} · {what}: {r.detail}")
+            elif r.status == INCONCLUSIVE:
+                lines.append(f"{row.subject.name} · {r.check}: {r.detail}")
+    return lines

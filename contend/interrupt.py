@@ -1,0 +1,87 @@
+"""Stopping on SIGINT, SIGTERM or SIGHUP: at once, with the results so far, and every server stopped.
+
+The first signal sets `STOP` (long work polls it and stops at its next chance),
+raises `Interrupted` in the main thread, and arms a watchdog: if the process
+has not exited within the grace period (work stuck in a call that does not
+return), the watchdog prints what the command registered with `on_forced_exit`,
+stops every embedded server this process started and exits. A second signal
+does that at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
+
+from contend.target.server import stop_all
+
+#: Set once a stop signal arrived.
+STOP = threading.Event()
+#: Seconds between the first signal and the forced exit.
+GRACE = 4.5
+
+_last_words: list[Callable[[], None]] = []
+_watchdogs: list[threading.Timer] = []
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop signal arrived; `code` is the exit status (128 + the signal's number)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.code = 128 + signum
+
+
+def on_forced_exit(report: Callable[[], None]) -> None:
+    """Have the watchdog call `report` (print the results so far) before it forces the exit."""
+    _last_words.append(report)
+
+
+def install() -> Callable[[], None]:
+    """Handle SIGINT, SIGTERM and SIGHUP as above (main thread only); returns what restores the
+    handlers there were before."""
+    STOP.clear()
+    _last_words.clear()
+    before = {}
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            number = getattr(signal, name)
+            before[number] = signal.signal(number, _handle)
+
+    def restore() -> None:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+        _last_words.clear()
+        for timer in _watchdogs:  # the command returned in time: no forced exit
+            timer.cancel()
+        _watchdogs.clear()
+
+    return restore
+
+
+def _handle(signum: int, frame: FrameType | None) -> None:
+    if STOP.is_set():
+        _force_exit(128 + signum)
+    STOP.set()
+    timer = threading.Timer(GRACE, _force_exit, args=(128 + signum,))
+    timer.daemon = True
+    timer.start()
+    _watchdogs.append(timer)
+    raise Interrupted(signum)
+
+
+def _force_exit(code: int) -> None:
+    for report in _last_words:
+        with contextlib.suppress(Exception):
+            report()
+    with contextlib.suppress(Exception):
+        stop_all(timeout=1.0)
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)

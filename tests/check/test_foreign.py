@@ -1,0 +1,75 @@
+"""Code contend has never seen: implementations written in other styles (tests/fixtures/foreign).
+
+Every correct one must pass every check (a failure is a false alarm), and every mutant, which has
+one deliberate defect, must be caught for the property that defect breaks (anything else is a
+blind spot, or a catch for the wrong reason). See tests/fixtures/foreign/CATALOG.md.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from contend.check.battery import run_battery, user_subject
+from contend.check.framework import CheckOptions
+from contend.impl.catalog import (
+    CRASH_LIVENESS,
+    FENCING,
+    GAP_FREE,
+    MUTUAL_EXCLUSION,
+    RUNS_ONCE,
+    SAFE_RELEASE,
+    STABLE_IDS,
+    TABLES_AGREE,
+)
+
+CORRECT = [
+    ("raising_lock", "lock"),
+    ("returning_lock", "lock"),
+    ("threadlocal_lock", "lock"),
+    ("redispy_lock", "lock"),
+    ("attr_fenced_lock", "lock"),
+    ("return_fenced_lock", "lock"),
+    ("lua_registry", "registry"),
+    ("watch_registry", "registry"),
+    ("zset_semaphore", "semaphore"),
+    ("flight", "single_flight"),
+]
+
+#: module, kind, the properties its defect may be reported as (the first is the one it breaks)
+MUTANTS = [
+    ("get_then_del_lock", "lock", {SAFE_RELEASE}),
+    ("extend_any_lock", "lock", {SAFE_RELEASE}),
+    ("clock_fenced_lock", "lock", {FENCING}),
+    ("negative_cache_registry", "registry", {TABLES_AGREE, STABLE_IDS}),
+    ("rerun_flight", "single_flight", {RUNS_ONCE}),
+    ("plain_del_lock", "lock", {SAFE_RELEASE}),
+    ("no_ttl_lock", "lock", {CRASH_LIVENESS}),
+    ("two_step_lock", "lock", {CRASH_LIVENESS}),
+    ("check_then_set_lock", "lock", {MUTUAL_EXCLUSION}),
+    ("counting_semaphore_race", "semaphore", {MUTUAL_EXCLUSION}),
+    ("racy_registry", "registry", {STABLE_IDS, GAP_FREE, TABLES_AGREE}),
+]
+
+OPTIONS = CheckOptions(shrink=False, schedule_examples=100, serial_names=300, burst_rounds=8, model_ops=150)
+
+
+def check(module: str, kind: str, target, ns):
+    subject = user_subject(f"tests.fixtures.foreign.{module}:make", kind, target)
+    (row,) = run_battery(target, [subject], OPTIONS, ns)
+    return row
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("module", "kind"), CORRECT, ids=[m for m, _ in CORRECT])
+def test_a_correct_implementation_gets_no_false_alarm(module, kind, contend_target, ns):
+    row = check(module, kind, contend_target, ns)
+    assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("module", "kind", "broken"), MUTANTS, ids=[m for m, _, _ in MUTANTS])
+def test_a_mutant_is_caught_for_the_property_it_breaks(module, kind, broken, contend_target, ns):
+    row = check(module, kind, contend_target, ns)
+    found = {r.prop for r in row.failed}
+    assert found, f"{module} passed every check: a blind spot"
+    assert found <= broken, f"{module} was reported for {found - broken}: {[r.detail for r in row.failed]}"
