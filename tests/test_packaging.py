@@ -32,7 +32,7 @@ def package_dirs() -> set[str]:
 def test_every_package_is_listed_in_pyproject():
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert set(config["packages"]) == package_dirs()
+    assert set(config["packages"]) == package_dirs(), "list every package in pyproject.toml"
     assert config["package-dir"] == {name: folder for folder, name in MAPPED.items()}
 
 

@@ -9,6 +9,7 @@ clock is skewed through the factory's `clock` argument.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator
 
 import redis
@@ -21,6 +22,18 @@ from contend.target.tap import RoundTrips, tap
 MODEL_TTL = 250
 FAULT_TTL = 200
 LONG_TTL = 5_000
+
+
+def pause_all(taps: list[RoundTrips], seconds: float) -> None:
+    """Every client pauses for `seconds`, as their processes would: no round trip goes out, their
+    background threads' (a lease renewer's) included, until the pause ends."""
+    for trips in taps:
+        trips.pause_after(0)
+    try:
+        time.sleep(seconds)
+    finally:
+        for trips in taps:
+            trips.resume()
 
 
 def tapped_client(ctx: CheckContext, clients: list[redis.Redis]) -> tuple[redis.Redis, RoundTrips]:
@@ -48,8 +61,9 @@ def own_clients() -> Iterator[list[redis.Redis]]:
 def key_state(client: redis.Redis, key: str) -> str:
     """What a lock left behind, for evidence: "<key> (no TTL), <key>:fence (pttl 120 ms)"."""
     parts = []
-    for raw in sorted(client.scan_iter(match=glob_escape(key) + "*", count=1000)):
-        name = "<key>" + raw.decode(errors="replace")[len(key) :]
+    for raw in sorted(client.scan_iter(match="*" + glob_escape(key) + "*", count=1000)):
+        text = raw.decode(errors="replace")
+        name = text.replace(key, "<key>", 1)
         pttl = client.pttl(raw)
         parts.append(f"{name} ({'no TTL' if pttl == -1 else f'pttl {pttl} ms'})")
     return ", ".join(parts) or "no keys"

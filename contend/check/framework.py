@@ -23,6 +23,7 @@ import redis
 from contend.errors import Abandoned
 from contend.impl.catalog import PROPERTY_KINDS
 from contend.target.keyspace import Namespace
+from contend.target.tap import RoundTrips, tap
 from contend.target.target import Target
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
@@ -72,6 +73,8 @@ class CheckContext:
     subject: Any = None  # the row being checked (name, family, claims, capabilities, known_bad)
     abandoned: threading.Event = field(default_factory=threading.Event)
     last_note: str = ""
+    #: time.monotonic() by which the check should wrap up (its budget ends a little later)
+    wrap_up_by: float | None = None
     _clients: list[redis.Redis] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -83,6 +86,24 @@ class CheckContext:
             self._clients.append(client)
         client.ping()
         return client
+
+    def tapped_client(self) -> tuple[redis.Redis, RoundTrips]:
+        """A new connected client (closed when the check ends) whose round trips from now on are
+        counted, and can be crashed or paused (`contend.target.tap`)."""
+        self.check_abandoned()
+        client = self.target.client()
+        with self._lock:
+            self._clients.append(client)
+        trips = tap(client)  # before the first connection is made, so that every one is tapped
+        client.ping()
+        trips.sent = 0
+        return client, trips
+
+    def ttl(self, ms: int) -> int:
+        """A lease of `ms` milliseconds, rounded up to what the implementation can hold (a library
+        that takes whole seconds declares `ttl_resolution_ms = 1000` on its factory)."""
+        step = getattr(getattr(self.subject, "capabilities", None), "ttl_resolution_ms", 1) or 1
+        return -(-ms // step) * step
 
     def note(self, text: str) -> None:
         """Say what the check is doing now: reported if its budget runs out."""
@@ -175,6 +196,7 @@ def run_check(
     thread.start()
     seconds = ctx.options.check_seconds if budget is None else min(budget, ctx.options.check_seconds)
     deadline = start + seconds
+    ctx.wrap_up_by = time.monotonic() + 0.75 * seconds
     try:
         while thread.is_alive() and time.perf_counter() < deadline and not (stop and stop.is_set()):
             thread.join(0.05)

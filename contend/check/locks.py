@@ -29,6 +29,7 @@ from contend.check.faults import (
     Inconclusive,
     key_state,
     own_clients,
+    pause_all,
     tapped_client,
     up_to_three_runs,
 )
@@ -60,7 +61,8 @@ def _lease_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
     rng = random.Random(ctx.options.seed)
     key = ctx.namespace.key("model", attempt)
     procs = [f"p{i}" for i in range(3)]
-    clients = {p: ctx.client() for p in procs}
+    tapped = {p: ctx.tapped_client() for p in procs}
+    clients = {p: client for p, (client, _) in tapped.items()}
     fencing = ctx.subject.capabilities.fencing if ctx.subject.capabilities else None
     extendable = bool(ctx.subject.capabilities and ctx.subject.capabilities.extend)
     model = LeaseModel(fenced=fencing is not None)
@@ -76,7 +78,7 @@ def _lease_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
         ctx.note(f"model: operation {step} of {n}")
         if expiries and step >= expiries[0] and state.holder is not None:
             expiries.pop(0)
-            time.sleep(MODEL_TTL / 1000 + 0.05)
+            pause_all([trips for _, trips in tapped.values()], ctx.ttl(MODEL_TTL) / 1000 + 0.05)
             _, state = model.apply(state, "expire")
             renewed.clear()
             recent.append("expire")
@@ -88,7 +90,9 @@ def _lease_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
         f = "acquire" if roll < 0.45 else "release" if roll < 0.8 or not extendable else "extend"
         # A fresh object per acquire (a client may take the lock again after its lease expired);
         # release and extend use the client's latest lock object, or one that never acquired.
-        lock = ctx.factory(clients[p], key, MODEL_TTL) if f == "acquire" or p not in held else held[p]
+        lock = (
+            ctx.factory(clients[p], key, ctx.ttl(MODEL_TTL)) if f == "acquire" or p not in held else held[p]
+        )
         output: Any = UNKNOWN  # what release and extend return is not judged, only their effect
         if f == "acquire":
             with expect(f"op {step}: {p} acquire", prop=MUTUAL_EXCLUSION):
@@ -100,7 +104,7 @@ def _lease_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
             if f == "release":
                 held.pop(p, None)
             with contextlib.suppress(Exception):  # refusing is allowed: the effect is what counts
-                lock.release() if f == "release" else lock.extend(MODEL_TTL)
+                lock.release() if f == "release" else lock.extend(ctx.ttl(MODEL_TTL))
         done = time.monotonic()
         expected, _ = model.apply(state, f, None, p)
         if f != "acquire" and state.holder != p:
@@ -110,7 +114,7 @@ def _lease_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
         if not legal:
             if (
                 state.holder is not None
-                and done - renewed.get(str(state.holder), done) > MODEL_TTL * 0.7 / 1000
+                and done - renewed.get(str(state.holder), done) > ctx.ttl(MODEL_TTL) * 0.7 / 1000
             ):
                 raise Inconclusive
             if expected is False and others_since_grant:
@@ -146,7 +150,7 @@ def seed002_check(ctx: CheckContext) -> str:
     clients = [ctx.client() for _ in range(k)]
 
     def increments(client: redis.Redis) -> None:
-        lock = ctx.factory(client, lock_key, LONG_TTL)
+        lock = ctx.factory(client, lock_key, ctx.ttl(LONG_TTL))
         for i in range(m):
             if not lock.acquire(blocking=True, timeout=20):
                 raise CheckFailed(f"increment {i}: acquire(timeout=20) gave up")
@@ -177,12 +181,15 @@ def burst_check(ctx: CheckContext) -> str:
         key = ctx.namespace.key("burst", r)
         stale = r % 2 == 1
         if stale:
-            dead = ctx.factory(clients[0], key, 30)
+            dead_ttl = ctx.ttl(30)
+            dead_client, dead_trips = ctx.tapped_client()
+            dead = ctx.factory(dead_client, key, dead_ttl)
             with expect(f"round {r + 1}: the stale holder's acquire", prop=PROGRESS):
                 if not granted(dead.acquire(blocking=False)):
                     raise CheckFailed(f"round {r + 1}: a free lock could not be acquired", prop=PROGRESS)
-            time.sleep(0.05)
-        locks = [ctx.factory(c, key, LONG_TTL) for c in clients]
+            dead_trips.crash_after(0)  # the holder dies (and a renewer of its lease with it)
+            time.sleep(dead_ttl / 1000 + 0.02)
+        locks = [ctx.factory(c, key, ctx.ttl(LONG_TTL)) for c in clients]
         all_tried = threading.Barrier(k)
         outcomes = burst([functools.partial(take_then_give_back, lock, all_tried) for lock in locks])
         what = f"round {r + 1}: {k} clients at once on a lock " + (
@@ -226,13 +233,13 @@ def _round_trips_of(ctx: CheckContext, extra: list[redis.Redis], what: str) -> i
     client, trips = tapped_client(ctx, extra)
     counted = 0
     for i in range(2):  # the first time may load scripts
-        lock = ctx.factory(client, ctx.namespace.key("count", what, i), LONG_TTL)
+        lock = ctx.factory(client, ctx.namespace.key("count", what, i), ctx.ttl(LONG_TTL))
         with expect(f"an uncontended acquire before counting the {what}'s round trips", prop=PROGRESS):
             if not granted(lock.acquire(blocking=False)):
                 raise CheckFailed("a free lock could not be acquired", prop=PROGRESS)
         trips.sent = 0
         with contextlib.suppress(Exception):
-            lock.release() if what == "release" else lock.extend(LONG_TTL)
+            lock.release() if what == "release" else lock.extend(ctx.ttl(LONG_TTL))
         counted = trips.sent
         with contextlib.suppress(Exception):
             lock.release()
@@ -243,7 +250,7 @@ def _stalled_holder(ctx: CheckContext, extra: list[redis.Redis], key: str, after
     """A holder, in a thread of its own, that acquires and then starts its release (or extend),
     held after `after` of its round trips; returns (thread, its round-trip tap)."""
     client, trips = tapped_client(ctx, extra)
-    lock = ctx.factory(client, key, FAULT_TTL)
+    lock = ctx.factory(client, key, ctx.ttl(FAULT_TTL))
     acquired = threading.Event()
     got: list[bool] = []
 
@@ -256,7 +263,7 @@ def _stalled_holder(ctx: CheckContext, extra: list[redis.Redis], key: str, after
         acquired.set()
         if got[0]:
             with contextlib.suppress(Exception):
-                lock.release() if what == "release" else lock.extend(LONG_TTL)
+                lock.release() if what == "release" else lock.extend(ctx.ttl(LONG_TTL))
 
     thread = threading.Thread(target=life, name=f"contend-stalled-{what}", daemon=True)
     thread.start()
@@ -280,12 +287,14 @@ def expiry_check(ctx: CheckContext) -> str:
             )
             ctx.note(f"expiry: the holder stalls {where}")
             key = ctx.namespace.key("expiry", k)
-            b, c, d = (ctx.factory(ctx.client(), key, LONG_TTL) for _ in range(3))  # long: no stall ends them
+            b, c, d = (
+                ctx.factory(ctx.client(), key, ctx.ttl(LONG_TTL)) for _ in range(3)
+            )  # long: no stall ends them
             thread, trips = _stalled_holder(ctx, extra, key, k, "release")
-            time.sleep(FAULT_TTL / 1000 + 0.05)  # A's lease runs out while it is stalled
+            time.sleep(ctx.ttl(FAULT_TTL) / 1000 + 0.05)  # A's lease runs out while it is stalled
             try:
                 with expect("B acquires after A's lease expired", prop=PROGRESS):
-                    took = granted(b.acquire(blocking=True, timeout=FAULT_TTL * 3 / 1000))
+                    took = granted(b.acquire(blocking=True, timeout=ctx.ttl(FAULT_TTL) * 3 / 1000))
             finally:
                 trips.resume()
                 thread.join(10)
@@ -293,7 +302,7 @@ def expiry_check(ctx: CheckContext) -> str:
                 # No successor, so no successor's lease to free: safe release holds vacuously.
                 # A lease that never ends is a liveness failure, the crash check's business.
                 return (
-                    f"the lease never expired (B waited {FAULT_TTL * 3} ms in vain; "
+                    f"the lease never expired (B waited {ctx.ttl(FAULT_TTL) * 3} ms in vain; "
                     f"{key_state(ctx.namespace.client, key)}): no successor to harm"
                 )
             with expect("C tries while B holds the lock", prop=MUTUAL_EXCLUSION):
@@ -321,17 +330,17 @@ def stale_extend_check(ctx: CheckContext) -> str:
     with own_clients() as extra:
         control = ctx.namespace.key("stale-extend", "control")
         b0, c0 = (
-            ctx.factory(ctx.client(), control, SUCCESSOR_TTL),
-            ctx.factory(ctx.client(), control, LONG_TTL),
+            ctx.factory(ctx.client(), control, ctx.ttl(SUCCESSOR_TTL)),
+            ctx.factory(ctx.client(), control, ctx.ttl(LONG_TTL)),
         )
         with expect("B acquires a free lock", prop=PROGRESS):
             if not granted(b0.acquire(blocking=False)):
                 raise CheckFailed("B could not acquire a free lock", prop=PROGRESS)
-        time.sleep((SUCCESSOR_TTL + SLACK_MS) / 1000)
+        time.sleep((ctx.ttl(SUCCESSOR_TTL) + SLACK_MS) / 1000)
         with expect("C acquires once B's lease ran out", prop=CRASH_LIVENESS):
             if not granted(c0.acquire(blocking=False)):
                 return (
-                    f"a lease here outlives its {SUCCESSOR_TTL} ms TTL by itself (renewed while its "
+                    f"a lease here outlives its {ctx.ttl(SUCCESSOR_TTL)} ms TTL by itself (renewed while its "
                     "holder lives?): what a stale extend does to it cannot be told apart"
                 )
         with contextlib.suppress(Exception):
@@ -343,13 +352,13 @@ def stale_extend_check(ctx: CheckContext) -> str:
             )
             ctx.note(f"stale-extend: the holder stalls {where}")
             key = ctx.namespace.key("stale-extend", k)
-            b = ctx.factory(ctx.client(), key, SUCCESSOR_TTL)
-            c = ctx.factory(ctx.client(), key, LONG_TTL)
+            b = ctx.factory(ctx.client(), key, ctx.ttl(SUCCESSOR_TTL))
+            c = ctx.factory(ctx.client(), key, ctx.ttl(LONG_TTL))
             thread, trips = _stalled_holder(ctx, extra, key, k, "extend")
-            time.sleep(FAULT_TTL / 1000 + 0.05)  # A's lease runs out while it is stalled
+            time.sleep(ctx.ttl(FAULT_TTL) / 1000 + 0.05)  # A's lease runs out while it is stalled
             try:
                 with expect("B acquires after A's lease expired", prop=PROGRESS):
-                    took = granted(b.acquire(blocking=True, timeout=FAULT_TTL * 3 / 1000))
+                    took = granted(b.acquire(blocking=True, timeout=ctx.ttl(FAULT_TTL) * 3 / 1000))
                 taken_at = time.monotonic()
             finally:
                 trips.resume()
@@ -358,12 +367,12 @@ def stale_extend_check(ctx: CheckContext) -> str:
                 return (
                     f"the lease never expired ({key_state(ctx.namespace.client, key)}): no successor to harm"
                 )
-            time.sleep(max(0.0, taken_at + (SUCCESSOR_TTL + SLACK_MS) / 1000 - time.monotonic()))
+            time.sleep(max(0.0, taken_at + (ctx.ttl(SUCCESSOR_TTL) + SLACK_MS) / 1000 - time.monotonic()))
             with expect("C acquires once B's lease ran out", prop=SAFE_RELEASE):
                 if not granted(c.acquire(blocking=False)):
                     raise CheckFailed(
                         f"A stalled {where} until its lease expired; its late extend prolonged B's "
-                        f"{SUCCESSOR_TTL} ms lease: {SUCCESSOR_TTL + SLACK_MS} ms after B acquired, C still "
+                        f"{ctx.ttl(SUCCESSOR_TTL)} ms lease: {ctx.ttl(SUCCESSOR_TTL) + SLACK_MS} ms after B acquired, C still "
                         f"could not ({key_state(ctx.namespace.client, key)})"
                     )
             with contextlib.suppress(Exception):
@@ -377,11 +386,11 @@ def stale_extend_check(ctx: CheckContext) -> str:
 def crash_check(ctx: CheckContext) -> str:
     """The holder dies after each round trip of its acquire, and a waiter dies in the queue; another
     client must get the lock within a few TTLs each time."""
-    bound = FAULT_TTL * 3 / 1000 + 0.5
+    bound = ctx.ttl(FAULT_TTL) * 3 / 1000 + 0.5
     with own_clients() as extra:
         probe_client, probe_trips = tapped_client(ctx, extra)
         for i in range(3):  # warm up: scripts loaded, then count the last acquire's round trips
-            probe = ctx.factory(probe_client, ctx.namespace.key("crash-probe", i), FAULT_TTL)
+            probe = ctx.factory(probe_client, ctx.namespace.key("crash-probe", i), ctx.ttl(FAULT_TTL))
             probe_trips.sent = 0
             with expect("an uncontended acquire"):
                 probe.acquire(blocking=False)
@@ -389,7 +398,7 @@ def crash_check(ctx: CheckContext) -> str:
         for k in range(1, steps + 1):
             key = ctx.namespace.key("crash", k)
             client, trips = tapped_client(ctx, extra)
-            holder = ctx.factory(client, key, FAULT_TTL)
+            holder = ctx.factory(client, key, ctx.ttl(FAULT_TTL))
             trips.crash_after(k)
             with contextlib.suppress(SimulatedCrash):
                 holder.acquire(blocking=False)
@@ -403,11 +412,11 @@ def crash_check(ctx: CheckContext) -> str:
 
         # A waiter that dies while queued behind a holder must not block those after it.
         key = ctx.namespace.key("crash-waiter")
-        holder = ctx.factory(ctx.client(), key, FAULT_TTL)
+        holder = ctx.factory(ctx.client(), key, ctx.ttl(FAULT_TTL))
         with expect("the holder's acquire"):
             holder.acquire(blocking=False)
         client, trips = tapped_client(ctx, extra)
-        waiter = ctx.factory(client, key, FAULT_TTL)
+        waiter = ctx.factory(client, key, ctx.ttl(FAULT_TTL))
         trips.crash_after(2)
         dead = threading.Thread(target=_swallow_crash, args=(waiter,), daemon=True)
         dead.start()
@@ -424,7 +433,7 @@ def _swallow_crash(lock: Any) -> None:
 
 
 def _waiter_must_acquire(ctx: CheckContext, key: str, bound: float, what: str) -> None:
-    waiter = ctx.factory(ctx.client(), key, FAULT_TTL)  # the holder's TTL: a waiter may renew it
+    waiter = ctx.factory(ctx.client(), key, ctx.ttl(FAULT_TTL))  # the holder's TTL: a waiter may renew it
     start = time.monotonic()
     ctx.note(f"crash: {what}; another client waits up to {bound:.1f} s")
     with expect(f"{what}: another client's acquire"):
@@ -432,7 +441,7 @@ def _waiter_must_acquire(ctx: CheckContext, key: str, bound: float, what: str) -
     if not got:
         raise CheckFailed(
             f"{what}; another client waited {time.monotonic() - start:.1f} s "
-            f"({bound / (FAULT_TTL / 1000):.1f} TTLs) in vain; left behind: {key_state(ctx.namespace.client, key)}"
+            f"({bound / (ctx.ttl(FAULT_TTL) / 1000):.1f} TTLs) in vain; left behind: {key_state(ctx.namespace.client, key)}"
         )
     with contextlib.suppress(Exception):
         waiter.release()
@@ -446,11 +455,14 @@ def fencing_check(ctx: CheckContext) -> str:
     by a resource that keeps the highest token it has seen."""
     how = ctx.subject.capabilities.fencing
     key, resource_key = ctx.namespace.key("fenced"), ctx.namespace.key("resource")
-    a, b = ctx.factory(ctx.client(), key, FAULT_TTL), ctx.factory(ctx.client(), key, LONG_TTL)
+    a, b = (
+        ctx.factory(ctx.client(), key, ctx.ttl(FAULT_TTL)),
+        ctx.factory(ctx.client(), key, ctx.ttl(LONG_TTL)),
+    )
     resource = FencedResource(ctx.client(), resource_key)
     tokens: list[int | None] = []
     for i in range(5):
-        lock = ctx.factory(ctx.client(), key, LONG_TTL)
+        lock = ctx.factory(ctx.client(), key, ctx.ttl(LONG_TTL))
         with expect(f"grant {i + 1}", prop=PROGRESS):
             got = lock.acquire(blocking=False)
             tokens.append(fencing_token(lock, got, how) if granted(got) else None)
@@ -463,7 +475,7 @@ def fencing_check(ctx: CheckContext) -> str:
         if token_a is None:
             raise CheckFailed("A could not acquire a free lock (or got no token)", prop=PROGRESS)
         resource.write(token_a, "from A")
-    time.sleep(FAULT_TTL / 1000 + 0.05)  # A pauses past its lease
+    time.sleep(ctx.ttl(FAULT_TTL) / 1000 + 0.05)  # A pauses past its lease
     with expect("B acquires and writes", prop=PROGRESS):
         token_b = fencing_token(b, b.acquire(blocking=True, timeout=2), how)
         if token_b is None:
@@ -487,7 +499,7 @@ def fencing_check(ctx: CheckContext) -> str:
 
 def skew_check(ctx: CheckContext) -> str:
     """A client whose clock runs ahead by twice the TTL must not take a lock whose lease is valid."""
-    ttl = 1_000
+    ttl = ctx.ttl(1_000)
     key = ctx.namespace.key("skew")
     a = ctx.factory(ctx.client(), key, ttl)
     b = ctx.factory(ctx.client(), key, ttl, clock=lambda: time.time() + 2 * ttl / 1000)

@@ -17,6 +17,8 @@ implementation"):
 * single-flight: `factory(client, key, ttl_ms)` with `call(fn)`.
 * Bad input: `ttl_ms <= 0`, an empty key or an empty name raises (any exception) before
   anything is written. Nothing stricter.
+* A factory that can only hold leases in whole seconds (a library taking int seconds) says
+  so with an attribute `ttl_resolution_ms = 1000`; the checks then use TTLs it can hold.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ class Capabilities:
     fencing: str | None = None  # TOKEN_RETURNED, TOKEN_ATTRIBUTE or None
     register_many: bool = False
     clock: bool = False  # the factory takes an injectable `clock`
+    ttl_resolution_ms: int = 1  # the factory can only hold leases in multiples of this (whole seconds: 1000)
 
     def describe(self) -> str:
         """'extend, fencing token from acquire's return' or 'nothing optional'."""
@@ -88,6 +91,8 @@ class Capabilities:
             parts.append("register_many")
         if self.clock:
             parts.append("an injectable clock")
+        if self.ttl_resolution_ms > 1:
+            parts.append(f"leases in steps of {self.ttl_resolution_ms} ms")
         return ", ".join(parts) or "nothing optional"
 
 
@@ -186,8 +191,9 @@ def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[
     if kind == "registry":
         return Capabilities(register_many=callable(getattr(obj, "register_many", None)))
     clock = takes_clock(factory)
+    resolution = ttl_resolution(factory)
     if kind == "single_flight":
-        return Capabilities(clock=clock)
+        return Capabilities(clock=clock, ttl_resolution_ms=resolution)
     extend = callable(getattr(obj, "extend", None))
     fencing = None
     acquired = obj.acquire(blocking=False)
@@ -198,4 +204,10 @@ def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[
             fencing = TOKEN_ATTRIBUTE
         with contextlib.suppress(Exception):  # a refusal here says nothing about capabilities
             obj.release()
-    return Capabilities(extend=extend, fencing=fencing, clock=clock)
+    return Capabilities(extend=extend, fencing=fencing, clock=clock, ttl_resolution_ms=resolution)
+
+
+def ttl_resolution(factory: Callable[..., Any]) -> int:
+    """What the factory says its leases' granularity is (`ttl_resolution_ms`; 1 if nothing)."""
+    value = getattr(factory, "ttl_resolution_ms", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1

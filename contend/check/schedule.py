@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 import shlex
+import time
 from typing import Any
 
 import hypothesis
-from hypothesis.errors import DidNotReproduce
+from hypothesis.errors import DidNotReproduce, Flaky, FlakyStrategyDefinition
 from hypothesis.stateful import run_state_machine_as_test
 
 from contend.check.framework import Check, CheckContext, CheckFailed, CheckInconclusive
@@ -25,6 +26,12 @@ from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
 from contend.schedule.scheduler import SchedulerError, compress
+
+
+class _OutOfTime(BaseException):
+    """The check's time budget is nearly spent: stop generating examples (Hypothesis does not
+    catch a BaseException, so no shrinking or replay follows)."""
+
 
 _BLOB = re.compile(r"@reproduce_failure\('([^']+)', b'([^']*)'\)")
 
@@ -64,9 +71,13 @@ def schedule_check(ctx: CheckContext) -> str:
     options = ctx.options
     examples = options.hunt_examples if subject.known_bad else options.schedule_examples
     last: list[ScheduledMachine] = []
+    tried = [0]
 
     def factory() -> ScheduledMachine:
         ctx.check_abandoned()
+        if ctx.wrap_up_by is not None and time.monotonic() > ctx.wrap_up_by and not options.replay:
+            raise _OutOfTime  # generation only: a failure being shrunk never gets here late
+        tried[0] += 1
         last[:] = [machine(ctx.target, abandoned=ctx.abandoned)]
         return last[0]
 
@@ -76,10 +87,20 @@ def schedule_check(ctx: CheckContext) -> str:
         run_state_machine_as_test(factory, settings=machine_settings(examples, shrink=options.shrink))  # type: ignore[arg-type]
     except PropertyViolated as exc:
         raise CheckFailed(_evidence(exc, last, subject, options.replay), prop=exc.property) from None
+    except _OutOfTime:
+        return (
+            f"{tried[0]} Hypothesis-chosen interleavings (seed fixed; the check's time budget allowed "
+            f"no more of the {examples}), no property broken"
+        )
     except DidNotReproduce:
         return "the replayed example ran to its end: no property broke this time"
     except SchedulerError as exc:
         raise CheckInconclusive(str(exc)) from None
+    except (Flaky, FlakyStrategyDefinition) as exc:
+        raise CheckInconclusive(
+            "the implementation behaved differently on the same schedule: it depends on something the "
+            f"schedule does not control (a background thread, garbage collection, real time): {type(exc).__name__}"
+        ) from None
     if options.replay:
         return "the replayed example ran to its end: no property broke this time"
     return f"{examples} Hypothesis-chosen interleavings (seed fixed), no property broken"

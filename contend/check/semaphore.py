@@ -19,6 +19,7 @@ from contend.check.faults import (
     MODEL_TTL,
     Inconclusive,
     own_clients,
+    pause_all,
     tapped_client,
     up_to_three_runs,
 )
@@ -40,7 +41,8 @@ def _semaphore_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
     key = ctx.namespace.key("model-n", attempt)
     limit = 3
     procs = [f"p{i}" for i in range(5)]
-    clients = {p: ctx.client() for p in procs}
+    tapped = {p: ctx.tapped_client() for p in procs}
+    clients = {p: client for p, (client, _) in tapped.items()}
     model = SemaphoreModel(limit, fair=FIFO in ctx.subject.claims)
     state = model.init()
     held: dict[str, Any] = {}
@@ -53,7 +55,7 @@ def _semaphore_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
         ctx.note(f"model-n: operation {step} of {n}")
         if expiries and step >= expiries[0] and state.holders:
             expiries.pop(0)
-            time.sleep(MODEL_TTL / 1000 + 0.05)
+            pause_all([trips for _, trips in tapped.values()], ctx.ttl(MODEL_TTL) / 1000 + 0.05)
             for q in sorted(map(str, state.holders)):
                 _, state = model.apply(state, "expire", q)
             renewed.clear()
@@ -66,11 +68,11 @@ def _semaphore_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
         f = "acquire" if rng.random() < 0.55 and p not in state.holders else "release"
         output: Any = UNKNOWN  # what release returns is not judged, only its effect
         if f == "acquire":
-            lock = ctx.factory(clients[p], key, MODEL_TTL, limit=limit)
+            lock = ctx.factory(clients[p], key, ctx.ttl(MODEL_TTL), limit=limit)
             with expect(f"op {step}: {p} acquire", prop=MUTUAL_EXCLUSION):
                 output = granted(lock.acquire(blocking=False))
         else:
-            lock = held.pop(p, None) or ctx.factory(clients[p], key, MODEL_TTL, limit=limit)
+            lock = held.pop(p, None) or ctx.factory(clients[p], key, ctx.ttl(MODEL_TTL), limit=limit)
             if p not in state.holders:
                 non_holder_releases += 1
             with contextlib.suppress(Exception):  # refusing is allowed: the effect is what counts
@@ -80,7 +82,7 @@ def _semaphore_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
         recent.append(f"{p} {f}" + ("" if output is UNKNOWN else f" → {output!r}"))
         legal, nxt = model.step(state, Op(f, None, output, key, p))
         if not legal:
-            if any(done - renewed.get(str(h), done) > MODEL_TTL * 0.7 / 1000 for h in state.holders):
+            if any(done - renewed.get(str(h), done) > ctx.ttl(MODEL_TTL) * 0.7 / 1000 for h in state.holders):
                 raise Inconclusive
             prop = PROGRESS if output is False else SAFE_RELEASE if non_holder_releases else MUTUAL_EXCLUSION
             raise CheckFailed(
@@ -104,7 +106,7 @@ def limit_check(ctx: CheckContext) -> str:
     for r in range(rounds):
         ctx.note(f"limit-n: round {r + 1} of {rounds}")
         key = ctx.namespace.key("limit", r)
-        sems = [ctx.factory(c, key, LONG_TTL, limit=limit) for c in clients]
+        sems = [ctx.factory(c, key, ctx.ttl(LONG_TTL), limit=limit) for c in clients]
         all_tried = threading.Barrier(k)
         outcomes = burst([functools.partial(take_then_give_back, s, all_tried) for s in sems])
         winners = sum(1 for o in outcomes if o.ok and o.value)
@@ -126,7 +128,7 @@ def limit_check(ctx: CheckContext) -> str:
 def fifo_check(ctx: CheckContext) -> str:
     """Six waiters queue one after another behind a holder; they must be granted in that order."""
     key, n = ctx.namespace.key("fifo"), 6
-    holder = ctx.factory(ctx.client(), key, LONG_TTL)
+    holder = ctx.factory(ctx.client(), key, ctx.ttl(LONG_TTL))
     with expect("the holder acquires", prop=PROGRESS):
         holder.acquire(blocking=False)
     order: list[int] = []
@@ -144,7 +146,7 @@ def fifo_check(ctx: CheckContext) -> str:
     with own_clients() as extra:
         for i in range(n):
             client, trips = tapped_client(ctx, extra)
-            lock = ctx.factory(client, key, LONG_TTL)
+            lock = ctx.factory(client, key, ctx.ttl(LONG_TTL))
             t = threading.Thread(target=wait_turn, args=(i, lock), daemon=True)
             t.start()
             threads.append(t)

@@ -71,7 +71,8 @@ def seed001_check(ctx: CheckContext) -> str:
 def leader_crash_check(ctx: CheckContext) -> str:
     """The leader computes, then its connection dies before it hands the result over: its waiters
     must get the result from a new leader, or an error, within a bound."""
-    ttl, bound = 300, 5.0
+    ttl = ctx.ttl(300)
+    bound = 5.0 + 3 * ttl / 1000
     key = ctx.namespace.key("crash")
     calls = _Calls()
     computed = threading.Event()
@@ -113,7 +114,7 @@ def slow_leader_check(ctx: CheckContext) -> str:
     """The leader computes for three of its TTLs; callers arriving after the first TTL must wait for
     it and get its result, not start a second computation. (The TTL is long enough that a
     renewing leader's heartbeat is not late on a loaded machine.)"""
-    ttl = SLOW_LEADER_TTL
+    ttl = ctx.ttl(SLOW_LEADER_TTL)
     key = ctx.namespace.key("slow")
     calls = _Calls()
     leader = ctx.factory(ctx.client(), key, ttl)
@@ -156,7 +157,8 @@ def _swallow_call(flight: Any, fn: Callable[[], Any]) -> None:
 
 def leader_error_check(ctx: CheckContext) -> str:
     """The leader's function raises: each waiter must raise too (or lead a retry), never return nothing."""
-    ttl, bound = 300, 5.0
+    ttl = ctx.ttl(300)
+    bound = 5.0 + 3 * ttl / 1000
     key = ctx.namespace.key("error")
     started = threading.Event()
     leader = ctx.factory(ctx.client(), key, ttl)

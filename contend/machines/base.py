@@ -21,6 +21,8 @@ example.
 
 from __future__ import annotations
 
+import gc
+import random
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -76,6 +78,14 @@ class ScheduledMachine(RuleBasedStateMachine):
 
     def __init__(self, target: Target, *, abandoned: threading.Event | None = None) -> None:
         super().__init__()
+        # Code under test that draws random back-offs (pottery's Redlock) must draw the same ones
+        # when an example is run again: seed the shared generator, and put it back at teardown.
+        self._random_state = random.getstate()
+        random.seed(0)
+        # Nor may a garbage collection run finalizers (a lock that releases itself in __del__) in
+        # the middle of an example: collection waits for the example to end.
+        self._gc_was_enabled = gc.isenabled()
+        gc.disable()
         self.target = target
         #: Set when the check running this machine is abandoned: stop at the next step.
         self.abandoned = abandoned
@@ -173,7 +183,7 @@ class ScheduledMachine(RuleBasedStateMachine):
         last = self.scheduler.trace[-1] if self.scheduler.trace else None
         if last is not None:
             for cmd in last.sent:
-                self._known_keys.update(arg for arg in cmd[1:] if arg.startswith(self._key_prefix))
+                self._known_keys.update(arg for arg in cmd[1:] if self._key_prefix in arg)
                 if not self.reads_server_clock and _reads_time(cmd):
                     self.reads_server_clock = True
         client = self.scheduler.clients[index]
@@ -265,6 +275,9 @@ class ScheduledMachine(RuleBasedStateMachine):
                 self.check_quiescent()
         finally:
             self.scheduler.close()
+            if self._gc_was_enabled:
+                gc.enable()
+            random.setstate(self._random_state)
             self.ns.cleanup()
             for conn in [*self.connections, self.admin]:
                 _idle_connections.setdefault(self.target.url, []).append(conn)

@@ -88,13 +88,13 @@ class LockMachine(ScheduledMachine):
 
     def __init__(self, target: Target, **kwargs: Any) -> None:
         self.locks: list[Any] = []
+        self.retired: list[Any] = []  # lock objects no longer used, kept until the example ends
         self.holding: dict[int, float] = {}  # client -> virtual time its lease stops being surely valid
-        self.written_at: dict[
-            int, float
-        ] = {}  # client -> jumped time its lease was last (re)written, at the latest
-        self.letting_go: set[int] = (
-            set()
-        )  # holders whose release has made a round trip: the lease may be gone
+        # client -> jumped time its lease was last (re)written (at the latest), and the TTL it asked for
+        self.written_at: dict[int, float] = {}
+        self.lease_len: dict[int, float] = {}
+        # holders whose release has made a round trip: the lease may be gone
+        self.letting_go: set[int] = set()
         self.believers: set[int] = set()  # clients whose acquire returned True and who have not released
         self.started_at: dict[int, float] = {}
         self.tokens: list[int] = []
@@ -337,6 +337,7 @@ class LockMachine(ScheduledMachine):
             )
         self.holding[index] = self.started_at[index] + self.ttl
         self.written_at[index] = self.scheduler.jumped
+        self.lease_len[index] = self.ttl
         self.letting_go.discard(index)
         self.believers.add(index)
         token = _token(self.locks[index], value)
@@ -353,21 +354,30 @@ class LockMachine(ScheduledMachine):
         """An extend returned `value` (None if it raised). True from a holder whose lease was
         valid restarts it; one that returns after its lease ran out must not have touched a
         successor's lease (checked once the successor's own TTL has run out)."""
-        started, now = self.last_op_started, self.scheduler.vclock
+        started = self.last_op_started
         until = self.holding.get(index, -1.0)
-        if until <= now:
+        if self.surely_expired(index):
             self.after_stale(index, "extend")
             return
         if until > started and value is not None and value is not False and bool(value):
             self.holding[index] = max(until, started + EXTEND_MS / 1000)
             self.written_at[index] = self.scheduler.jumped
+            self.lease_len[index] = EXTEND_MS / 1000
+
+    def surely_expired(self, index: int) -> bool:
+        """Has client `index`'s lease surely run out? Its lease may have been written as late as
+        its acquire's (or extend's) last round trip: only its TTL of clock jumps after that ends it
+        for sure. (For mutual exclusion a lease counts from the acquire's start: the other way
+        round, it surely ran until then.)"""
+        written = self.written_at.get(index)
+        return written is None or self.scheduler.jumped >= written + self.lease_len.get(index, self.ttl)
 
     def released(self, index: int) -> None:
-        was_valid = self.holding.get(index, -1.0) > self.scheduler.vclock
+        stale = self.surely_expired(index)
         self.believers.discard(index)
         self.holding.pop(index, None)
         self.letting_go.discard(index)
-        if not was_valid:
+        if stale:
             self.after_stale(index, "release")
 
     def after_stale(self, index: int, what: str) -> None:
@@ -390,7 +400,7 @@ class LockMachine(ScheduledMachine):
             return
         if self.reads_server_clock or successor in self.extends:
             return  # its lease does not run out on the virtual clock, or it extends it itself
-        honest_end = self.written_at[successor] + self.ttl
+        honest_end = self.written_at[successor] + self.lease_len.get(successor, self.ttl)
         self.scheduler.advance(
             max(0.0, honest_end - self.scheduler.jumped) + 0.002,
             note=f"{names[successor]} pauses until its own lease must have run out",
@@ -407,7 +417,7 @@ class LockMachine(ScheduledMachine):
         """Before a round trip of an extend whose lease has run out while another client holds
         the lock, read the TTLs of the keys the clients named: the extend must not raise one."""
         self.ttls_before = None
-        stale = self.holding.get(index, -1.0) <= self.scheduler.vclock
+        stale = self.surely_expired(index)
         if (
             SAFE_RELEASE in self.claims
             and self.limit == 1
@@ -450,6 +460,7 @@ class LockMachine(ScheduledMachine):
 
     def probe_acquires(self) -> bool:
         """Can the probe client take the lock right now? (It gives it back if it can.)"""
+        self.retired.append(self.locks[self.probe])  # kept alive: a finalizer must not run mid-example
         lock = self.locks[self.probe] = self.new_lock(self.probe)
         outcome = self.run_alone(self.probe, lambda: lock.acquire(blocking=False), "probe acquire()")
         got = outcome.error is None and granted(outcome.value)

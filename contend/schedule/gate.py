@@ -54,7 +54,8 @@ if TYPE_CHECKING:
     from contend.schedule.scheduler import ClientHandle
 
 BLOCKING_POPS = frozenset({"BLPOP", "BRPOP", "BLMOVE", "BRPOPLPUSH", "BZPOPMIN", "BZPOPMAX"})
-POLL_INTERVAL = 0.01  # virtual seconds between polls of a blocking pop
+POLL_INTERVAL = 0.01  # virtual seconds between polls of a blocking pop, at first
+MAX_POLL_INTERVAL = 0.16  # ... and at most
 
 _local = threading.local()
 _install_lock = threading.Lock()
@@ -141,6 +142,8 @@ def install() -> None:
         redis.client.PubSub.parse_response = _polled_pubsub  # type: ignore[method-assign]
         concurrent.futures.ThreadPoolExecutor.submit = _inline_submit  # type: ignore[method-assign]
         threading.Event.wait = _event_wait  # type: ignore[method-assign]
+        _originals["thread_start"] = threading.Thread.start
+        threading.Thread.start = _thread_start  # type: ignore[method-assign]
         time.sleep = _sleep  # type: ignore[assignment]
         time.monotonic = _monotonic
         time.time = _time
@@ -162,6 +165,7 @@ def uninstall() -> None:
         redis.client.PubSub.parse_response = _originals["pubsub"]  # type: ignore[method-assign]
         concurrent.futures.ThreadPoolExecutor.submit = _originals["submit"]  # type: ignore[method-assign]
         threading.Event.wait = REAL_EVENT_WAIT  # type: ignore[method-assign]
+        threading.Thread.start = _originals["thread_start"]  # type: ignore[method-assign]
         time.sleep = REAL_SLEEP
         time.monotonic = REAL_MONOTONIC
         time.time = REAL_TIME
@@ -251,13 +255,15 @@ def _polled_execute(self: Any, *args: Any, **options: Any) -> Any:
         return execute(self, *args, **options)
     timeout = float(args[-1])
     deadline = None if timeout == 0 else _monotonic() + timeout
+    pause = POLL_INTERVAL
     while True:
         reply = execute(self, *_one_pass(name, args[1:-1]))
         if reply is not None:
             return reply
         if deadline is not None and _monotonic() >= deadline:
             return None
-        _sleep(POLL_INTERVAL if deadline is None else min(POLL_INTERVAL, deadline - _monotonic()))
+        _sleep(pause if deadline is None else min(pause, deadline - _monotonic()))
+        pause = min(pause * 2, MAX_POLL_INTERVAL)  # a long wait costs few steps
 
 
 def _one_pass(name: str, operands: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -294,8 +300,19 @@ def _inline_submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: A
     return future
 
 
+def _thread_start(self: threading.Thread) -> None:
+    """Thread.start waits (Event.wait) for the new thread to run: a real wait, not a virtual one,
+    so a client that starts a background thread (a lease renewer) does so in one step."""
+    outer = getattr(_local, "real_waits", False)
+    _local.real_waits = True
+    try:
+        _originals["thread_start"](self)
+    finally:
+        _local.real_waits = outer
+
+
 def _event_wait(self: threading.Event, timeout: float | None = None) -> bool:
-    if current() is None:
+    if current() is None or getattr(_local, "real_waits", False):
         return REAL_EVENT_WAIT(self, timeout)
     deadline = None if timeout is None else _monotonic() + max(0.0, float(timeout))
     while not self.is_set():

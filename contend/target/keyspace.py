@@ -1,7 +1,9 @@
 """The run namespace: every key a run writes lives under it, and cleanup deletes only it.
 
-Cleanup is SCAN MATCH <namespace>:* plus UNLINK, in every database the run
-wrote to. FLUSHDB and FLUSHALL are never sent: the server may not be ours.
+Cleanup is SCAN MATCH *<namespace>:* plus UNLINK, in every database the run
+wrote to: the keys that contain the namespace, whose run id is random, so a
+library that prefixes the key it is given ("lock:<key>") is cleaned up too.
+FLUSHDB and FLUSHALL are never sent: the server may not be ours.
 """
 
 from __future__ import annotations
@@ -33,7 +35,9 @@ class Namespace:
             raise ValueError("a namespace must be a non-empty string")
         self.client = client
         self.prefix = prefix or f"contend:{new_run_id()}"
-        self.pattern = glob_escape(self.prefix) + ":*"
+        # Keys that contain the namespace, not only those that start with it: a library may put
+        # its own prefix in front of the key it is given (python-redis-lock's "lock:<key>").
+        self.pattern = "*" + glob_escape(self.prefix) + ":*"
         self.dbs = sorted({db_of(client), *dbs})
 
     def key(self, *parts: object) -> str:

@@ -30,17 +30,15 @@ class RoundTrips:
         self.sent = 0
         self.budget: int | None = None
         self.pause_at: int | None = None
-        self.paused = threading.Event()  # set while a round trip is held by pause_after
+        self.paused = threading.Event()  # set while round trips are held by pause_after
         self._resume = threading.Event()
         self._lock = threading.Lock()
 
     def spend(self) -> None:
         """One round trip is about to go out; SimulatedCrash when the budget is spent."""
         if self.pause_at is not None and self.sent >= self.pause_at:
-            self.pause_at = None
-            self.paused.set()
+            self.paused.set()  # every round trip from now on waits (a paused process sends nothing)
             self._resume.wait(30)
-            self.paused.clear()
         if self.budget is None:
             self.sent += 1
             return
@@ -57,12 +55,15 @@ class RoundTrips:
             self.budget = round_trips
 
     def pause_after(self, round_trips: int) -> None:
-        """Let `round_trips` more round trips through, then hold the next one until `resume()`
-        (`paused` is set while it waits; it goes on by itself after 30 s)."""
+        """Let `round_trips` more round trips through, then hold every one after until `resume()`
+        (`paused` is set once one waits; they go on by themselves after 30 s). The client's
+        background threads (a lease renewer) are held too: the whole process is paused."""
         self._resume.clear()
         self.pause_at = self.sent + round_trips
 
     def resume(self) -> None:
+        self.pause_at = None
+        self.paused.clear()
         self._resume.set()
 
 

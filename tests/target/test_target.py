@@ -121,6 +121,19 @@ def test_cleanup_escapes_glob_characters(client):
         client.delete("contend-test:aXb:1")
 
 
+def test_cleanup_finds_keys_a_library_prefixed(client):
+    ns = Namespace(client)
+    ns.ensure_empty()
+    client.set(f"lock:{ns.key('x')}", "a library's own prefix")
+    client.set(f"lock:{ns.prefix}-other:x", "not ours: another namespace that starts alike")
+    try:
+        assert ns.count() == 1
+        assert ns.cleanup() == 1
+        assert client.exists(f"lock:{ns.prefix}-other:x")
+    finally:
+        client.delete(f"lock:{ns.prefix}-other:x")
+
+
 def test_namespace_refuses_empty_prefix(client):
     with pytest.raises(ValueError, match="non-empty"):
         Namespace(client, "  ")
