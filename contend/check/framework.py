@@ -33,9 +33,10 @@ class CheckFailed(AssertionError):
     """The implementation broke a property: the message is the evidence, `property` its name
     (None: the property the check is about)."""
 
-    def __init__(self, message: str, *, prop: str | None = None) -> None:
+    def __init__(self, message: str, *, prop: str | None = None, facts: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.property = prop
+        self.facts = facts or {}
 
 
 class CheckInconclusive(Exception):
@@ -158,6 +159,9 @@ class CheckResult:
     detail: str
     seconds: float
     prop: str = ""  # the property a failure broke
+    #: About a failure, where known: seconds_to_first (counterexample found after), clients and
+    #: round_trips (of the shrunk one), replay (the command)
+    facts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -222,7 +226,8 @@ def run_check(
     if error is None:
         return CheckResult(check.name, PASS, str(box.get("detail", "")), seconds)
     if isinstance(error, CheckFailed):
-        return CheckResult(check.name, FAIL, str(error), seconds, error.property or check.prop)
+        facts = {"seconds_to_first": round(seconds, 3), **error.facts}
+        return CheckResult(check.name, FAIL, str(error), seconds, error.property or check.prop, facts)
     if isinstance(error, CheckInconclusive):
         return CheckResult(check.name, INCONCLUSIVE, f"inconclusive ({error})", seconds)
     if isinstance(error, Abandoned):

@@ -72,21 +72,28 @@ def schedule_check(ctx: CheckContext) -> str:
     examples = options.hunt_examples if subject.known_bad else options.schedule_examples
     last: list[ScheduledMachine] = []
     tried = [0]
+    first: list[float] = []
+    started = time.monotonic()
 
     def factory() -> ScheduledMachine:
         ctx.check_abandoned()
         if ctx.wrap_up_by is not None and time.monotonic() > ctx.wrap_up_by and not options.replay:
             raise _OutOfTime  # generation only: a failure being shrunk never gets here late
         tried[0] += 1
-        last[:] = [machine(ctx.target, abandoned=ctx.abandoned)]
-        return last[0]
+        made = machine(ctx.target, abandoned=ctx.abandoned)
+        made.first_violation = first
+        last[:] = [made]
+        return made
 
     if options.replay:
         factory._hypothesis_internal_use_reproduce_failure = parse_replay(options.replay)  # type: ignore[attr-defined]
     try:
         run_state_machine_as_test(factory, settings=machine_settings(examples, shrink=options.shrink))  # type: ignore[arg-type]
     except PropertyViolated as exc:
-        raise CheckFailed(_evidence(exc, last, subject, options.replay), prop=exc.property) from None
+        text, facts = _evidence(exc, last, subject, options.replay)
+        if first:
+            facts["seconds_to_first"] = round(first[0] - started, 3)
+        raise CheckFailed(text, prop=exc.property, facts=facts) from None
     except _OutOfTime:
         return (
             f"{tried[0]} Hypothesis-chosen interleavings (seed fixed; the check's time budget allowed "
@@ -106,15 +113,21 @@ def schedule_check(ctx: CheckContext) -> str:
     return f"{examples} Hypothesis-chosen interleavings (seed fixed), no property broken"
 
 
-def _evidence(exc: PropertyViolated, last: list[ScheduledMachine], subject: Any, replayed: str | None) -> str:
+def _evidence(
+    exc: PropertyViolated, last: list[ScheduledMachine], subject: Any, replayed: str | None
+) -> tuple[str, dict[str, Any]]:
     trace = last[0].scheduler if last else None
     steps = [s for s in trace.trace if s.sent or s.note] if trace else []
     clients = len({s.client for s in steps if s.sent})
     round_trips = sum(1 for s in steps if s.sent)
     lines = "\n".join("    " + line for line in compress(steps))
     replay = replay_text(exc) or replayed
-    again = f"\n    replay: {replay_command(subject, replay)}" if replay and subject.selector else ""
-    return f"{exc.detail} — {clients} client(s), {round_trips} round trip(s):\n{lines}{again}"
+    command = replay_command(subject, replay) if replay and subject.selector else ""
+    again = f"\n    replay: {command}" if command else ""
+    facts: dict[str, Any] = {"clients": clients, "round_trips": round_trips, "trace": compress(steps)}
+    if command:
+        facts["replay"] = command
+    return f"{exc.detail} — {clients} client(s), {round_trips} round trip(s):\n{lines}{again}", facts
 
 
 SCHEDULE = Check(

@@ -24,6 +24,7 @@ from __future__ import annotations
 import gc
 import random
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -170,9 +171,15 @@ class ScheduledMachine(RuleBasedStateMachine):
             self.fail(PROGRESS, f"{client.name} {label} did not finish in {max_steps} round trips on its own")
         return client.outcome
 
+    #: time.monotonic() of the first violation any machine of the run found (set by a caller
+    #: that wants to know how long the search took before shrinking: a one-element list)
+    first_violation: list[float] | None = None
+
     def fail(self, prop: str, detail: str) -> None:
         """Report that property `prop` (a catalog name) broke, with `detail` as the evidence."""
         self.failed = True
+        if self.first_violation is not None and not self.first_violation:
+            self.first_violation.append(time.monotonic())
         note("interleaving (step, client, what it sent → what came back):\n" + self.scheduler.format_trace())
         note(f"schedule for ReplayChooser: {schedule_expression(self.scheduler.schedule)}")
         raise PropertyViolated(prop, detail)
