@@ -16,7 +16,7 @@ from contend import __version__, interrupt
 from contend.errors import ContendError
 
 #: Subcommands, each a module of contend.commands with add_parser(sub, common) and run(args, out, err).
-COMMANDS = ("check", "bench", "server", "history", "stress", "load", "report")
+COMMANDS = ("check", "scoreboard", "bench", "server", "history", "stress", "load", "report")
 
 #: Width for logs and pipes (CI): wide enough that result tables are not cut to "caug…".
 #: A terminal, or $COLUMNS, keeps its own width.

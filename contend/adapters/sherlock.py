@@ -15,6 +15,10 @@ sherlock raises LockTimeoutException when it runs out: that is a False here.
 A timeout of None (no limit) becomes a year. `release()` → `release()`
 (LockException on a lost lease). No `extend`: sherlock's `renew()` resets the
 lease to its own `expire` only.
+
+`never_expire_factory` is the configuration sherlock's README shows to "never
+expire locks" (`expire=None`): contend's `ttl_ms` is then not used, and the
+lock claims mutual exclusion and safe release but not crash liveness.
 """
 
 from __future__ import annotations
@@ -32,10 +36,14 @@ FOREVER = 365 * 24 * 3600.0
 class SherlockLock:
     """sherlock's RedisLock behind contend's lock protocol."""
 
-    def __init__(self, client: redis.Redis, key: str, ttl_ms: int) -> None:
+    def __init__(self, client: redis.Redis, key: str, ttl_ms: int, *, expires: bool = True) -> None:
         check_lease(key, ttl_ms)
         self.lock = sherlock_lib.RedisLock(
-            key, client=client, expire=whole_seconds(ttl_ms), timeout=0, retry_interval=RETRY_SECONDS
+            key,
+            client=client,
+            expire=whole_seconds(ttl_ms) if expires else None,
+            timeout=0,
+            retry_interval=RETRY_SECONDS,
         )
 
     def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
@@ -54,6 +62,11 @@ class SherlockLock:
 def factory(client: redis.Redis, key: str, ttl_ms: int) -> SherlockLock:
     """The lock-protocol factory."""
     return SherlockLock(client, key, ttl_ms)
+
+
+def never_expire_factory(client: redis.Redis, key: str, ttl_ms: int) -> SherlockLock:
+    """The lock-protocol factory for `expire=None` ("never expire locks", sherlock's README)."""
+    return SherlockLock(client, key, ttl_ms, expires=False)
 
 
 factory.ttl_resolution_ms = 1000  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ it exposes a token; `--claim`/`--no-claim` add or drop one.
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -75,6 +76,8 @@ class Subject:
     capabilities: Capabilities | None = None
     #: How the command line names this subject (for replay commands): --only NAME, or --impl ...
     selector: tuple[str, ...] = ()
+    #: The command the selector goes with.
+    command: tuple[str, ...] = ("contend", "check")
     #: What was added to or dropped from the defaults (--claim / --no-claim), for the table.
     claim_changes: tuple[str, ...] = ()
 
@@ -272,7 +275,12 @@ def run_battery(
                 row.results.append(result)
                 on_result(subject, result)
                 continue
-            ns = Namespace(run_namespace.client, run_namespace.key(subject.name, check.name), dbs=subject.dbs)
+            ns = Namespace(
+                run_namespace.client,
+                run_namespace.key(subject.name, check.name),
+                dbs=subject.dbs,
+                other_urls=run_namespace.other_urls,
+            )
             ctx = CheckContext(target, ns, subject.factory, options, subject.dbs, subject)
             try:
                 result = run_check(check, ctx, stop, left)
@@ -282,6 +290,7 @@ def run_battery(
                 )
                 raise
             finally:
+                gc.collect()  # finalizers of the check's objects (a lock released in __del__) run now
                 ns.cleanup()
             row.results.append(result)
             on_result(subject, result)

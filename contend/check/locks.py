@@ -287,14 +287,23 @@ def expiry_check(ctx: CheckContext) -> str:
             )
             ctx.note(f"expiry: the holder stalls {where}")
             key = ctx.namespace.key("expiry", k)
-            b, c, d = (
-                ctx.factory(ctx.client(), key, ctx.ttl(LONG_TTL)) for _ in range(3)
+            b, c, d, e = (
+                ctx.factory(ctx.client(), key, ctx.ttl(LONG_TTL)) for _ in range(4)
             )  # long: no stall ends them
             thread, trips = _stalled_holder(ctx, extra, key, k, "release")
             time.sleep(ctx.ttl(FAULT_TTL) / 1000 + 0.05)  # A's lease runs out while it is stalled
             try:
                 with expect("B acquires after A's lease expired", prop=PROGRESS):
                     took = granted(b.acquire(blocking=True, timeout=ctx.ttl(FAULT_TTL) * 3 / 1000))
+                # The premise: B's hold keeps others out before A's late release does anything.
+                # If it does not, what C would show below is not A's doing.
+                with expect("E tries while B holds the lock and A is still stalled", prop=MUTUAL_EXCLUSION):
+                    if took and granted(e.acquire(blocking=False)):
+                        raise CheckFailed(
+                            "B acquired, then E acquired too while B held the lock (before A's late "
+                            f"release ran; {key_state(ctx.namespace.client, key)})",
+                            prop=MUTUAL_EXCLUSION,
+                        )
             finally:
                 trips.resume()
                 thread.join(10)

@@ -62,7 +62,7 @@ def parse_replay(text: str) -> tuple[str, bytes]:
 
 def replay_command(subject: Any, replay: str) -> str:
     """The command that replays one failing example against the same implementation."""
-    return shlex.join(["contend", "check", *subject.selector, "--replay", replay])
+    return shlex.join([*subject.command, *subject.selector, "--replay", replay])
 
 
 def schedule_check(ctx: CheckContext) -> str:

@@ -22,6 +22,7 @@ from contend.check.battery import (
     user_subject,
 )
 from contend.check.framework import CheckOptions, CheckResult
+from contend.check.noise import Noise, quieted
 from contend.check.report import claims_lines, evidence_lines, results_table, write_json
 from contend.check.schedule import SCHEDULE, parse_replay
 from contend.commands.arguments import positive_float, positive_int
@@ -187,6 +188,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     _validate(args)
     only_checks = [SCHEDULE.name] if args.replay else list(args.check or ())
     rows: list[ResultRow] = []
+    noise = Noise()
     started = time.perf_counter()
     interrupted: interrupt.Interrupted | None = None
     interrupt.on_forced_exit(lambda: print_partial(rows, out, args, started))
@@ -210,22 +212,25 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 def advance(subject: Subject, result: CheckResult) -> None:
                     progress.update(task, advance=1, description=f"{subject.name} · {result.check}")
 
-                run_battery(
-                    target,
-                    subjects,
-                    options,
-                    run_ns,
-                    advance,
-                    only_checks=only_checks,
-                    stop=interrupt.STOP,
-                    rows=rows,
-                )
+                with quieted() as noise:
+                    run_battery(
+                        target,
+                        subjects,
+                        options,
+                        run_ns,
+                        advance,
+                        only_checks=only_checks,
+                        stop=interrupt.STOP,
+                        rows=rows,
+                    )
         except interrupt.Interrupted as exc:
             interrupted = exc
         finally:
             run_ns.cleanup()
             client.close()
     code = _report(rows, out, args, started, target.description, interrupted=interrupted is not None)
+    if noise.summary():
+        out.print(f"[dim]{noise.summary()}[/]", soft_wrap=True)
     if interrupted is not None:
         out.print(
             f"[bold yellow]interrupted[/] ({interrupted}): the results so far are above; servers stopped"

@@ -98,7 +98,7 @@ class ScheduledMachine(RuleBasedStateMachine):
         #: virtual time does not move its leases, and liveness under it cannot be judged.
         self.reads_server_clock = False
         self.admin = _take_connection(target)
-        self.ns = Namespace(self.admin, dbs=self.dbs)
+        self.ns = Namespace(self.admin, dbs=self.dbs, other_urls=target.also)
         self.scheduler = Scheduler()
         self.connections: list[redis.Redis] = []
         self.current: int | None = None
@@ -226,25 +226,23 @@ class ScheduledMachine(RuleBasedStateMachine):
         keys = sorted(self._known_keys)
         if not keys:
             return
-        for db in self.ns.dbs:
-            client = self.ns._client_for(db)
-            try:
-                with client.pipeline(transaction=False) as pipe:
-                    for key in keys:
-                        pipe.pttl(key)
-                    ttls = pipe.execute()
-                    for key, pttl in zip(keys, ttls, strict=True):
-                        if pttl <= 0:
-                            continue
-                        if pttl <= seconds * 1000:
-                            pipe.delete(key)
-                            self.scheduler.note(f"{key} expires: its TTL passed")
-                        else:
-                            pipe.pexpire(key, int(pttl - seconds * 1000))
-                    pipe.execute()
-            finally:
-                if client is not self.admin:
-                    client.close()
+        several = len(self.ns.dbs) + len(self.ns.other_urls) > 1
+        for where, client in self.ns.stores():
+            with client.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.pttl(key)
+                ttls = pipe.execute()
+                for key, pttl in zip(keys, ttls, strict=True):
+                    if pttl <= 0:
+                        continue
+                    if pttl <= seconds * 1000:
+                        pipe.delete(key)
+                        self.scheduler.note(
+                            f"{key}{f' ({where})' if several else ''} expires: its TTL passed"
+                        )
+                    else:
+                        pipe.pexpire(key, int(pttl - seconds * 1000))
+                pipe.execute()
 
     # Rules -----------------------------------------------------------------------------
     @precondition(lambda self: bool(self.scheduler.runnable()))

@@ -1,4 +1,4 @@
-"""The report as a list of blocks, written out twice: Markdown (for a CI step summary) and self-contained HTML."""
+"""A report as a list of blocks, written out twice: Markdown (for a CI step summary) and self-contained HTML."""
 
 from __future__ import annotations
 
@@ -32,7 +32,12 @@ class Image:
     alt: str
 
 
-Block = Heading | Para | Table | Image
+@dataclass(frozen=True)
+class Code:
+    text: str  # shown as is, in a monospaced block
+
+
+Block = Heading | Para | Table | Image | Code
 
 
 def markdown(blocks: list[Block]) -> str:
@@ -48,6 +53,8 @@ def markdown(blocks: list[Block]) -> str:
             out.append("| " + " | ".join(_md_cell(c) for c in block.header) + " |")
             out.append("|" + "|".join("---:" if a == "r" else "---" for a in align) + "|")
             out.extend("| " + " | ".join(_md_cell(c) for c in row) + " |" for row in block.rows)
+        elif isinstance(block, Code):
+            out.append("```\n" + block.text.rstrip("\n") + "\n```")
         else:
             out.append(f"![{block.alt}]({block.path.name})")
         out.append("")
@@ -65,6 +72,7 @@ th, td { border: 1px solid #ccc; padding: 0.25em 0.6em; }
 th { background: #f3f3f3; }
 td.r, th.r { text-align: right; }
 code { background: #f3f3f3; padding: 0 0.2em; }
+pre { background: #f6f6f6; padding: 0.6em; overflow-x: auto; font-size: 0.88em; }
 img { max-width: 100%; display: block; margin: 0.5em 0 1.5em; }
 """
 
@@ -89,6 +97,8 @@ def html_page(title: str, blocks: list[Block]) -> str:
                 for row in block.rows
             )
             body.append(f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+        elif isinstance(block, Code):
+            body.append(f"<pre>{html.escape(block.text)}</pre>")
         else:
             data = base64.b64encode(block.path.read_bytes()).decode()
             body.append(f'<img alt="{html.escape(block.alt)}" src="data:image/png;base64,{data}">')

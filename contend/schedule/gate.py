@@ -19,8 +19,8 @@ unmodified code, third-party libraries included:
 * `PubSub.parse_response` (behind `get_message(timeout=...)` and `listen()`)
   polls too: one non-blocking read, then a virtual sleep, until a message
   arrives or the timeout has passed in virtual time.
-* `time.sleep`, `time.monotonic`, `time.time` and `time.perf_counter` read a
-  virtual clock in scheduled threads: a sleep is a yield that ends when the
+* `time.sleep`, `time.monotonic`, `time.time`, `time.perf_counter` and
+  `timeit.default_timer` read a virtual clock in scheduled threads: a sleep is a yield that ends when the
   scheduler's clock reaches the wake-up time, so retry loops cost no real time.
   `threading.Event.wait` becomes a virtual poll of the event. Code that
   imported `sleep` or `monotonic` by name before the gate was installed keeps
@@ -41,6 +41,7 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 import time
+import timeit
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -148,6 +149,7 @@ def install() -> None:
         time.monotonic = _monotonic
         time.time = _time
         time.perf_counter = _perf_counter
+        timeit.default_timer = _perf_counter  # what pottery's ContextTimer reads
 
 
 def uninstall() -> None:
@@ -170,6 +172,7 @@ def uninstall() -> None:
         time.monotonic = REAL_MONOTONIC
         time.time = REAL_TIME
         time.perf_counter = REAL_PERF_COUNTER
+        timeit.default_timer = REAL_PERF_COUNTER
 
 
 # Patched redis-py ----------------------------------------------------------

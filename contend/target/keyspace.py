@@ -1,7 +1,8 @@
 """The run namespace: every key a run writes lives under it, and cleanup deletes only it.
 
 Cleanup is SCAN MATCH *<namespace>:* plus UNLINK, in every database the run
-wrote to: the keys that contain the namespace, whose run id is random, so a
+wrote to and on every other server the implementation writes to (Redlock's
+other masters): the keys that contain the namespace, whose run id is random, so a
 library that prefixes the key it is given ("lock:<key>") is cleaned up too.
 FLUSHDB and FLUSHALL are never sent: the server may not be ours.
 """
@@ -9,7 +10,7 @@ FLUSHDB and FLUSHALL are never sent: the server may not be ours.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import redis
 
@@ -22,7 +23,8 @@ def new_run_id() -> str:
 
 
 class Namespace:
-    """A key prefix `contend:<run-id>` on one server, in one or more databases."""
+    """A key prefix `contend:<run-id>` on one server, in one or more databases, and on the
+    servers at `other_urls` (which the implementation under test also writes to)."""
 
     def __init__(
         self,
@@ -30,6 +32,7 @@ class Namespace:
         prefix: str | None = None,
         *,
         dbs: Iterable[int] = (),
+        other_urls: Sequence[str] = (),
     ) -> None:
         if prefix is not None and (not isinstance(prefix, str) or not prefix.strip()):
             raise ValueError("a namespace must be a non-empty string")
@@ -39,6 +42,7 @@ class Namespace:
         # its own prefix in front of the key it is given (python-redis-lock's "lock:<key>").
         self.pattern = "*" + glob_escape(self.prefix) + ":*"
         self.dbs = sorted({db_of(client), *dbs})
+        self.other_urls = tuple(other_urls)
 
     def key(self, *parts: object) -> str:
         """`<prefix>:<part>:<part>...`"""
@@ -52,50 +56,59 @@ class Namespace:
         if db not in self.dbs:
             self.dbs = sorted({*self.dbs, db})
 
-    def keys(self) -> Iterator[tuple[int, bytes]]:
-        """(db, key) for every key under the namespace."""
-        for db in self.dbs:
-            client = self._client_for(db)
+    def stores(self) -> Iterator[tuple[str, redis.Redis]]:
+        """(where, client) for each place the namespace's keys live: each database of the
+        server ("db N"), then each other server (its URL). A client made here is closed when
+        the iteration moves past it."""
+        places: list[tuple[str, int | str]] = [(f"db {db}", db) for db in self.dbs]
+        places += [(url, url) for url in self.other_urls]
+        for where, place in places:
+            client = (
+                self._client_for(place)
+                if isinstance(place, int)
+                else redis.Redis.from_url(place, socket_connect_timeout=5)
+            )
             try:
-                for key in client.scan_iter(match=self.pattern, count=1000):
-                    yield db, key
+                yield where, client
             finally:
                 if client is not self.client:
                     client.close()
+
+    def keys(self) -> Iterator[tuple[str, bytes]]:
+        """(where, key) for every key under the namespace (where: "db N" or a server's URL)."""
+        for where, client in self.stores():
+            for key in client.scan_iter(match=self.pattern, count=1000):
+                yield where, key
 
     def count(self) -> int:
         return sum(1 for _ in self.keys())
 
     def ensure_empty(self) -> None:
         """NamespaceInUse when the namespace already holds keys (another run's, or a user's)."""
-        for db, key in self.keys():
+        for where, key in self.keys():
             raise NamespaceInUse(
                 f"namespace {self.prefix!r} already holds keys on this server "
-                f"(e.g. {key.decode(errors='replace')!r} in db {db}); "
+                f"(e.g. {key.decode(errors='replace')!r} in {where}); "
                 "pick another --namespace or let contend choose a fresh one"
             )
 
     def cleanup(self) -> int:
         """UNLINK every key under the namespace; returns how many were deleted."""
         deleted = 0
-        for db in self.dbs:
-            client = self._client_for(db)
-            try:
-                batch: list[bytes] = []
-                for key in client.scan_iter(match=self.pattern, count=1000):
-                    batch.append(key)
-                    if len(batch) >= 500:
-                        deleted += int(client.unlink(*batch))
-                        batch.clear()
-                if batch:
+        for _, client in self.stores():
+            batch: list[bytes] = []
+            for key in client.scan_iter(match=self.pattern, count=1000):
+                batch.append(key)
+                if len(batch) >= 500:
                     deleted += int(client.unlink(*batch))
-            finally:
-                if client is not self.client:
-                    client.close()
+                    batch.clear()
+            if batch:
+                deleted += int(client.unlink(*batch))
         return deleted
 
     def _client_for(self, db: int) -> redis.Redis:
         return self.client if db_of(self.client) == db else client_for_db(self.client, db)
 
     def __repr__(self) -> str:
-        return f"<Namespace {self.prefix!r} dbs={self.dbs}>"
+        others = f" others={list(self.other_urls)}" if self.other_urls else ""
+        return f"<Namespace {self.prefix!r} dbs={self.dbs}{others}>"

@@ -38,6 +38,9 @@ class Target:
     url: str
     description: str
     embedded: EmbeddedRedis | None = None
+    #: Other servers the implementation under test also writes to (Redlock's other masters):
+    #: its keys there are cleaned up with the namespace and follow the scheduler's virtual time.
+    also: tuple[str, ...] = ()
 
     def client(self, *, pool_size: int | None = None, **kwargs: Any) -> redis.Redis:
         """A new client. With `pool_size`, threads share at most that many connections and
@@ -56,7 +59,7 @@ class Target:
 
     def namespace(self, prefix: str | None = None, *, client: redis.Redis | None = None) -> Namespace:
         """A fresh run namespace; NamespaceInUse if `prefix` already holds keys."""
-        ns = Namespace(client or self.client(), prefix)
+        ns = Namespace(client or self.client(), prefix, other_urls=self.also)
         ns.ensure_empty()
         return ns
 

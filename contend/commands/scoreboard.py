@@ -1,0 +1,204 @@
+"""`contend scoreboard`: which Python Redis lock libraries keep their promises."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from contend import interrupt
+from contend.check.framework import CheckOptions, CheckResult
+from contend.check.noise import Noise, quieted
+from contend.check.schedule import parse_replay
+from contend.commands.arguments import positive_float, positive_int
+from contend.errors import ContendError
+from contend.schedule.gate import check_redis_py
+from contend.scoreboard import render
+from contend.scoreboard.libraries import LIBRARIES, Library, by_key
+from contend.scoreboard.run import Scoreboard, run_scoreboard
+from contend.target.target import open_target
+
+#: Interleavings per row: a full run, and --quick (the test suite's).
+FULL_EXAMPLES = 200
+QUICK_EXAMPLES = 25
+#: Real-time budget of one check: library code may hang.
+CHECK_SECONDS = 30.0
+DEFAULT_OUT = Path("reports/scoreboard")
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        "scoreboard",
+        parents=[common],
+        help="judge the Python Redis lock libraries (redis-py, python-redis-lock, pottery, sherlock)",
+        description="Run each library (unmodified, behind an adapter in contend/adapters/) through "
+        "the lock battery and the schedule check, judged on what its own documentation claims. "
+        "Prints library × property, writes report.md and index.html with every counterexample "
+        "(shrunk interleaving, replay command, the defect in the library's source). Libraries "
+        "install with pip install 'contend[libs]'; a missing one is skipped. Exit 0 when every "
+        "verdict matches the expectations recorded in contend/scoreboard/expected.py, 1 when one "
+        "does not, 2 on bad input; 130/143 when interrupted (the rows so far are printed).",
+    )
+    parser.add_argument(
+        "--lib",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"only this row (repeatable): {', '.join(lib.key for lib in LIBRARIES)}",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"fewer examples ({QUICK_EXAMPLES} interleavings per row instead of {FULL_EXAMPLES}, "
+        "smaller bursts): about a minute, what the test suite runs",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help="where report.md and index.html go (default: %(default)s)",
+    )
+    parser.add_argument("--no-write", action="store_true", help="print the table only, write no report")
+    parser.add_argument(
+        "--replay",
+        metavar="VERSION:BLOB",
+        help="run the schedule check on one recorded example (printed with a counterexample) "
+        "against one row (--lib NAME)",
+    )
+    parser.add_argument(
+        "--schedule-examples",
+        type=positive_int,
+        metavar="N",
+        help="interleavings per row (overrides the default of the mode)",
+    )
+    parser.add_argument(
+        "--check-seconds",
+        type=positive_float,
+        default=CHECK_SECONDS,
+        metavar="S",
+        help="real-time budget of one check; past it the check is inconclusive (default %(default)g)",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random checks (default 0)")
+    return parser
+
+
+def options_for(args: argparse.Namespace) -> CheckOptions:
+    """The battery's sizes for the mode asked for."""
+    examples = args.schedule_examples or (QUICK_EXAMPLES if args.quick else FULL_EXAMPLES)
+    if args.quick:
+        return CheckOptions(
+            seed=args.seed,
+            model_ops=100,
+            burst_clients=8,
+            burst_rounds=4,
+            schedule_examples=examples,
+            check_seconds=args.check_seconds,
+            replay=args.replay,
+        )
+    return CheckOptions(
+        seed=args.seed, schedule_examples=examples, check_seconds=args.check_seconds, replay=args.replay
+    )
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    libraries = by_key(args.lib)
+    if args.replay:
+        parse_replay(args.replay)
+        if len(args.lib) != 1:
+            raise ContendError("--replay replays one row's example: give exactly one --lib NAME")
+    check_redis_py()
+    options = options_for(args)
+    command = shlex.join(["contend", "scoreboard", *sys.argv[2:]]) if sys.argv[1:2] == ["scoreboard"] else ""
+    board: Scoreboard | None = None
+    noise = Noise()
+    interrupted: interrupt.Interrupted | None = None
+
+    def last_words() -> None:
+        _summary(board, out, args, command, interrupted=True)
+
+    interrupt.on_forced_exit(last_words)
+    with open_target(args.redis_url, args.redis_server) as target:
+        board = Scoreboard(target.description, quick=args.quick)
+        out.print(f"contend scoreboard on {target.description}")
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as progress:
+            task = progress.add_task("scoreboard", total=len(libraries))
+            current: list[str] = [""]
+
+            def started(library: Library) -> None:
+                if current[0]:
+                    progress.update(task, advance=1)
+                current[0] = library.key
+                progress.update(task, description=library.key)
+
+            def checked(subject: Any, result: CheckResult) -> None:
+                progress.update(task, description=f"{subject.name} · {result.check} {result.status}")
+
+            try:
+                with quieted() as noise:
+                    run_scoreboard(
+                        libraries,
+                        target,
+                        options,
+                        redis_server=args.redis_server,
+                        on_result=checked,
+                        on_library=started,
+                        stop=interrupt.STOP,
+                        board=board,
+                        namespace=args.namespace,
+                    )
+            except interrupt.Interrupted as exc:
+                interrupted = exc
+    code = _summary(board, out, args, command or "contend scoreboard", interrupted=interrupted is not None)
+    if noise.summary():
+        out.print(f"[dim]{noise.summary()}[/]", soft_wrap=True)
+    if interrupted is not None:
+        out.print(f"[bold yellow]interrupted[/] ({interrupted}): the rows so far are above; servers stopped")
+        return interrupted.code
+    return code
+
+
+def _summary(
+    board: Scoreboard | None, out: Console, args: argparse.Namespace, command: str, *, interrupted: bool
+) -> int:
+    """Print the table, skips and surprises; write the report; the exit code."""
+    if board is None or not board.results:
+        return 0
+    out.print(render.rich_table(board))
+    for result in board.results:
+        if result.skipped:
+            out.print(f"[yellow]skipped[/] {result.skipped}", soft_wrap=True)
+    if not args.no_write and not interrupted and not args.replay:
+        written = render.write(board, args.out, command)
+        out.print("report: " + ", ".join(str(p) for p in written), soft_wrap=True)
+    if args.replay:
+        row = board.results[0].row
+        for r in row.results if row else ():
+            out.print(f"replayed: {r.status}: {r.detail}", soft_wrap=True)
+        return 0
+    surprises = board.surprises
+    ran = [r for r in board.results if not r.skipped]
+    if surprises:
+        out.print("[bold red]not as recorded in contend/scoreboard/expected.py[/]:")
+        for line in surprises:
+            out.print(f"  {line}", soft_wrap=True)
+        return 1
+    skipped = len(board.results) - len(ran)
+    also = f", {skipped} skipped (not installed)" if skipped else ""
+    out.print(
+        f"[bold green]every verdict as recorded[/]: {len(ran)} row(s){also} · {board.seconds:.0f} s",
+        soft_wrap=True,
+    )
+    return 0

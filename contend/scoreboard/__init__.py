@@ -1,0 +1,6 @@
+"""`contend scoreboard`: the Python Redis lock libraries people use, judged on what they claim.
+
+`libraries` lists the rows (a library in one documented configuration each), `run` runs them
+through the lock battery, `expected` records the verdicts and the findings behind each
+failure, and `render` prints the table and writes the report.
+"""

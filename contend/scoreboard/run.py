@@ -1,0 +1,215 @@
+"""Running the scoreboard: each library row through the lock battery, then a verdict per property.
+
+A row runs every lock check but `bad-input` (which would judge contend's adapter, not the
+library) with the claims the library makes. A property's verdict is `fail` when a check broke
+it, `inconclusive` when a check about it (or the schedule check, which judges them all)
+could not decide, `pass` otherwise; a property the library does not claim is not judged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+from contend.check.battery import BATTERIES, ResultRow, Subject, run_battery
+from contend.check.framework import FAIL, INCONCLUSIVE, CheckOptions, CheckResult
+from contend.check.schedule import SCHEDULE
+from contend.impl.catalog import BAD_INPUT, PROGRESS
+from contend.scoreboard.expected import Finding, expected_failures
+from contend.scoreboard.libraries import Library, LibraryMissing
+from contend.target.binary import find_redis_server
+from contend.target.server import EmbeddedRedis
+from contend.target.target import Target
+
+PASS_V, FAIL_V, INCONCLUSIVE_V, NOT_CLAIMED = "pass", "fail", "inconclusive", ""
+#: Checks that judge the adapter rather than the library.
+SKIPPED_CHECKS = frozenset({"bad-input"})
+#: Judged for every row: an operation that never returns is a finding whatever the claims.
+ALWAYS = (PROGRESS,)
+
+
+@dataclass
+class LibraryResult:
+    """One row of the scoreboard."""
+
+    library: Library
+    version: str = ""
+    skipped: str = ""  # why the row did not run (the library is not installed)
+    row: ResultRow | None = None
+    seconds: float = 0.0
+
+    @property
+    def properties(self) -> list[str]:
+        """The properties judged for this row: its claims, then those judged always."""
+        return [*sorted(self.library.claims), *(p for p in ALWAYS if p not in self.library.claims)]
+
+    def failures(self, prop: str) -> list[CheckResult]:
+        """The failed checks that name `prop` as the property broken."""
+        return [r for r in self.row.results if r.status == FAIL and r.prop == prop] if self.row else []
+
+    def verdict(self, prop: str) -> str:
+        if self.row is None or prop not in self.properties:
+            return NOT_CLAIMED
+        if self.failures(prop):
+            return FAIL_V
+        about = [r for r in self.row.results if r.check == SCHEDULE.name or r.prop == prop]
+        if not about or any(r.status == INCONCLUSIVE for r in about):
+            return INCONCLUSIVE_V
+        return PASS_V
+
+    def expected(self, prop: str) -> str:
+        if prop not in self.properties:
+            return NOT_CLAIMED
+        return FAIL_V if prop in expected_failures(self.library.key) else PASS_V
+
+    def finding(self, prop: str) -> Finding | None:
+        return expected_failures(self.library.key).get(prop)
+
+    def surprises(self) -> list[str]:
+        """Every verdict that differs from the recorded expectation, in words."""
+        if self.row is None:
+            return []
+        found = [
+            f"{self.library.key} · {prop}: {self.verdict(prop)}, expected {self.expected(prop)}"
+            for prop in self.properties
+            if self.verdict(prop) != self.expected(prop)
+        ]
+        unclaimed = {r.prop for r in self.row.results if r.status == FAIL} - set(self.properties)
+        found += [f"{self.library.key} · {prop}: fail (not claimed)" for prop in sorted(unclaimed)]
+        return found
+
+
+@dataclass
+class Scoreboard:
+    server: str
+    results: list[LibraryResult] = field(default_factory=list)
+    seconds: float = 0.0
+    quick: bool = False
+
+    @property
+    def surprises(self) -> list[str]:
+        return [s for r in self.results for s in r.surprises()]
+
+
+def subject_for(library: Library, factory: Callable[..., object]) -> Subject:
+    """The battery's row for a library: its claims, and how `contend scoreboard` replays it."""
+    return Subject(
+        library.key,
+        "lock",
+        factory,
+        summary=library.title,
+        claims=library.claims,
+        selector=("--lib", library.key),
+        command=("contend", "scoreboard"),
+    )
+
+
+def checks_for(library: Library, replay: str | None) -> list[str]:
+    """The checks a row runs (only the schedule check when replaying one of its examples)."""
+    if replay:
+        return [SCHEDULE.name]
+    return [c.name for c in BATTERIES["lock"] if c.name not in SKIPPED_CHECKS and c.prop != BAD_INPUT]
+
+
+@contextlib.contextmanager
+def _masters(target: Target, library: Library, redis_server: str | None) -> Iterator[Target]:
+    """The target, with `masters - 1` more embedded servers for a lock that spans several."""
+    if library.masters <= 1:
+        yield target
+        return
+    with contextlib.ExitStack() as stack:
+        binary = find_redis_server(redis_server)
+        others = [stack.enter_context(EmbeddedRedis(binary)) for _ in range(library.masters - 1)]
+        yield replace(
+            target,
+            description=f"{target.description} + {len(others)} embedded masters",
+            also=tuple(s.url for s in others),
+        )
+
+
+def run_library(
+    library: Library,
+    target: Target,
+    options: CheckOptions,
+    *,
+    redis_server: str | None = None,
+    on_result: Callable[[Subject, CheckResult], None] = lambda s, r: None,
+    stop: threading.Event | None = None,
+    result: LibraryResult | None = None,
+    namespace: str | None = None,
+) -> LibraryResult:
+    """One row: the library's version, then its battery, filled into `result` as it runs (so an
+    interrupted row keeps its checks so far). A row whose library is missing is skipped, with
+    the reason."""
+    result = result or LibraryResult(library)
+    try:
+        result.version = library.version()
+        library.load()  # imports the library: a missing one is skipped before servers start
+    except LibraryMissing as exc:
+        result.skipped = str(exc)
+        return result
+    started = time.perf_counter()
+    rows: list[ResultRow] = []
+    try:
+        with _masters(target, library, redis_server) as spanning:
+            client = spanning.client()
+            run_ns = spanning.namespace(namespace, client=client)
+            try:
+                run_battery(
+                    spanning,
+                    [subject_for(library, library.factory(spanning.also))],
+                    options,
+                    run_ns,
+                    on_result,
+                    only_checks=checks_for(library, options.replay),
+                    stop=stop,
+                    rows=rows,
+                )
+            finally:
+                run_ns.cleanup()
+                client.close()
+    finally:
+        result.row = rows[0] if rows else None
+        result.seconds = time.perf_counter() - started
+    return result
+
+
+def run_scoreboard(
+    libraries: Sequence[Library],
+    target: Target,
+    options: CheckOptions,
+    *,
+    redis_server: str | None = None,
+    on_result: Callable[[Subject, CheckResult], None] = lambda s, r: None,
+    on_library: Callable[[Library], None] = lambda lib: None,
+    stop: threading.Event | None = None,
+    board: Scoreboard | None = None,
+    namespace: str | None = None,
+) -> Scoreboard:
+    """Every row in turn, appended to `board` as it starts (an interrupted run keeps the rows
+    so far)."""
+    board = board or Scoreboard(target.description)
+    started = time.perf_counter()
+    try:
+        for library in libraries:
+            if stop is not None and stop.is_set():
+                break
+            on_library(library)
+            result = LibraryResult(library)
+            board.results.append(result)
+            run_library(
+                library,
+                target,
+                options,
+                redis_server=redis_server,
+                on_result=on_result,
+                stop=stop,
+                result=result,
+                namespace=namespace,
+            )
+    finally:
+        board.seconds = time.perf_counter() - started
+    return board
