@@ -20,9 +20,10 @@ random 0-0.2 s (its own back-off). `release()` → `release()`
 lease by its own `auto_release_time` only, at most `num_extensions` times, so
 contend's extend(ttl_ms) has no counterpart. With three masters, the second
 and third are other embedded servers; every lock object gets connections of
-its own to them. pottery sends each master's command from a worker thread of a
-thread pool; under contend's scheduler that work runs in the client's own
-thread, one master after the other.
+its own to them, and the masters hash by rank so that pottery (which keeps them
+in a frozenset) contacts them in the same order on every run. pottery sends
+each master's command from a worker thread of a thread pool; under contend's
+scheduler that work runs in the client's own thread, one master after the other.
 """
 
 from __future__ import annotations
@@ -51,6 +52,26 @@ class PotteryRedlock:
         self.lock.release()
 
 
+class Master(redis.Redis):
+    """A Redis client whose hash is its rank among the masters.
+
+    pottery keeps its masters in a frozenset and contacts them in its
+    iteration order; with id-based hashes that order changes from run to run,
+    and a replayed schedule would send its round trips to other servers. Ranks
+    0, 1, 2 iterate in that order: the client's own server first.
+    """
+
+    def __init__(self, rank: int, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.rank = rank
+
+    def __hash__(self) -> int:
+        return self.rank
+
+    def __eq__(self, other: object) -> bool:
+        return self is other
+
+
 def factory(client: redis.Redis, key: str, ttl_ms: int) -> PotteryRedlock:
     """The lock-protocol factory: Redlock on one master, the client's server."""
     return PotteryRedlock({client}, key, ttl_ms)
@@ -62,8 +83,11 @@ def three_masters(other_urls: Sequence[str]) -> Callable[[redis.Redis, str, int]
         raise ValueError(f"three masters need two other servers, got {len(other_urls)}")
 
     def factory(client: redis.Redis, key: str, ttl_ms: int) -> PotteryRedlock:
-        others = {redis.Redis.from_url(url, socket_connect_timeout=5) for url in other_urls}
-        return PotteryRedlock({client, *others}, key, ttl_ms)
+        masters: set[redis.Redis] = {Master(0, connection_pool=client.connection_pool)}
+        for rank, url in enumerate(other_urls, 1):
+            pool = redis.ConnectionPool.from_url(url, socket_connect_timeout=5)
+            masters.add(Master(rank, connection_pool=pool))
+        return PotteryRedlock(masters, key, ttl_ms)
 
     factory.__name__ = "three_masters"
     return factory
