@@ -12,17 +12,20 @@ so the ratio means something on a noisy machine.
 from __future__ import annotations
 
 import argparse
+import functools
 import random
+import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from contend.history.checker import check_paired
-from contend.history.formats import dumps_jsonl, parse_jsonl
+from contend.history.formats import dumps_jsonl, parse_jsonl, read_history
 from contend.history.invariants import registry_ids
-from contend.history.records import Record, pair
+from contend.history.records import Paired, Record, pair
 from contend.models.base import Model
 from contend.models.cas_register import CasRegisterModel
 from contend.models.kv import KvModel
@@ -165,6 +168,19 @@ def kv_history(operations: int = 10_000, processes: int = 8, keys: int = 10, see
     return simulate(next_op, apply, processes=processes, operations=operations, seed=seed)
 
 
+def corrupt_each_key(records: Sequence[Record], at: float = 0.5) -> list[Record]:
+    """A copy in which, for every key, the first non-empty ok get at or after fraction `at` lost its
+    last character: every partition is not linearizable."""
+    out = list(records)
+    done: set[Any] = set()
+    for k in range(int(len(out) * at), len(out)):
+        r = out[k]
+        if r.type == "ok" and r.f == "get" and r.key not in done and r.value:
+            out[k] = replace(r, value=r.value[:-1])
+            done.add(r.key)
+    return out
+
+
 def corrupt(
     records: Sequence[Record], f: str, output: Callable[[Record], Any], at: float = 0.5
 ) -> list[Record]:
@@ -192,7 +208,13 @@ class Figure:
         return self.operations / self.check_seconds if self.check_seconds else 0.0
 
 
-def measure(name: str, records: list[Record], model: Model[Any], timeout: float | None = 60.0) -> Figure:
+def measure(
+    name: str,
+    records: list[Record],
+    model: Model[Any],
+    timeout: float | None = 60.0,
+    all_partitions: bool = False,
+) -> Figure:
     """Parse (JSONL text → records → pairs) as the baseline, then check; best of a few runs."""
     text = dumps_jsonl(records)
     parse = min(_timed(lambda: pair(parse_jsonl(text)))[0] for _ in range(3))
@@ -201,7 +223,9 @@ def measure(name: str, records: list[Record], model: Model[Any], timeout: float 
     best = float("inf")
     verdict = None
     for _ in range(runs):
-        seconds, verdict = _timed(lambda: check_paired(paired, model, timeout=timeout))
+        seconds, verdict = _timed(
+            lambda: check_paired(paired, model, timeout=timeout, all_partitions=all_partitions)
+        )
         best = min(best, seconds)
     assert verdict is not None
     return Figure(name, verdict.operations, verdict.checked, verdict.outcome.value, parse, best)
@@ -213,36 +237,105 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - start, value
 
 
-def suite(quick: bool = False) -> list[tuple[str, list[Record], Model[Any], str]]:
-    """(name, history, model, expected outcome) for each benchmark history."""
+#: A benchmark history: name, records, model, expected outcome, search every partition.
+Case = tuple[str, list[Record], Model[Any], str, bool]
+
+
+def suite(quick: bool = False) -> list[Case]:
+    """(name, history, model, expected outcome, --all) for each benchmark history."""
     n_reg = 10_000 if quick else 100_000
     reg = registry_history(operations=n_reg, names=n_reg // 5)
     cas = cas_register_history(processes=5, operations=1000)
     cas_info = cas_register_history(processes=5, operations=1000, seed=2, info_rate=0.02)
     kv = kv_history(operations=2_000 if quick else 10_000)
+    # Porcupine's c50 shape: 50 clients on 10 keys; every partition made not linearizable.
+    kv50_bad = corrupt_each_key(kv_history(operations=2_000, processes=50, keys=10))
 
     def unstable(r: Record) -> Any:
         return r.value + 1 if isinstance(r.value, int) else 1
 
     return [
-        (f"registry {n_reg} ops, by name", reg, RegistryByNameModel(), "linearizable"),
+        (f"registry {n_reg} ops, by name", reg, RegistryByNameModel(), "linearizable", False),
         (
             f"registry {n_reg} ops, one unstable id",
             corrupt(reg, "register", unstable, 0.9),
             RegistryByNameModel(),
             "not linearizable",
+            False,
         ),
-        ("cas-register 5 procs 1000 ops", cas, CasRegisterModel(), "linearizable"),
-        ("cas-register 5 procs 1000 ops, 2% info", cas_info, CasRegisterModel(), "linearizable"),
+        ("cas-register 5 procs 1000 ops", cas, CasRegisterModel(), "linearizable", False),
+        ("cas-register 5 procs 1000 ops, 2% info", cas_info, CasRegisterModel(), "linearizable", False),
         (
             "cas-register 5 procs 1000 ops, bad read",
             corrupt(cas, "read", lambda r: 99, 0.5),
             CasRegisterModel(),
             "not linearizable",
+            False,
         ),
-        (f"kv {len(kv) // 2} ops, 10 keys", kv, KvModel(), "linearizable"),
-        ("kv, bad get", corrupt(kv, "get", lambda r: "zz", 0.5), KvModel(), "not linearizable"),
+        (f"kv {len(kv) // 2} ops, 10 keys", kv, KvModel(), "linearizable", False),
+        ("kv, bad get", corrupt(kv, "get", lambda r: "zz", 0.5), KvModel(), "not linearizable", False),
+        ("kv 50 procs 10 keys, every key bad", kv50_bad, KvModel(), "not linearizable", False),
+        ("kv 50 procs 10 keys, every key bad, --all", kv50_bad, KvModel(), "not linearizable", True),
     ]
+
+
+#: The etcd logs porcupine_test.go expects to be linearizable; the other 79 (000-102, no 095) are not.
+PORCUPINE_ETCD_LINEARIZABLE = frozenset(
+    {2, 5, 7, 18, 25, 31, 38, 45, 48, 49, 51, 53, 56, 67, 75, 76, 80, 87, 92, 98, 100, 101, 102}
+)
+
+
+def porcupine(test_data: Path) -> bool:
+    """Check Porcupine's test histories (its repository's test_data/) in this one process.
+
+    Each verdict is compared with the one porcupine_test.go expects (etcd logs
+    against the cas-register model, kv files against kv), and each file's time
+    to read and pair it is printed beside its check time. True when every verdict agrees.
+    """
+    cases: list[tuple[Path, Model[Any], str]] = []
+    for path in sorted(test_data.glob("jepsen/etcd_*.log")):
+        n = int(path.stem.removeprefix("etcd_"))
+        expected = "linearizable" if n in PORCUPINE_ETCD_LINEARIZABLE else "not linearizable"
+        cases.append((path, CasRegisterModel(), expected))
+    for path in sorted(test_data.glob("kv/c*-*.txt")):
+        cases.append((path, KvModel(), "linearizable" if path.stem.endswith("-ok") else "not linearizable"))
+    if not cases:
+        print(f"no jepsen/etcd_*.log or kv/c*-*.txt under {test_data}: give Porcupine's test_data directory")
+        return False
+    wrong: list[str] = []
+    etcd_total: list[float] = []
+    started = time.perf_counter()
+    print(
+        f"{'history':28} {'ops':>6} {'outcome':>17} {'parse+pair s':>12} {'check s':>9} {'check/parse':>11}"
+    )
+    for path, model, expected in cases:
+        read_seconds, paired = _timed(functools.partial(_read_paired, path))
+        check_seconds, verdict = _timed(functools.partial(check_paired, paired, model, timeout=60))
+        if verdict.outcome.value != expected:
+            wrong.append(f"{path.name}: {verdict.outcome.value}, Porcupine's tests expect {expected}")
+        if path.parent.name == "jepsen":
+            etcd_total.append(read_seconds + check_seconds)
+        if path.parent.name == "kv" or path.stem in ("etcd_000", "etcd_002"):
+            print(
+                f"{path.parent.name + '/' + path.name:28} {verdict.operations:>6} {verdict.outcome.value:>17} "
+                f"{read_seconds:>12.4f} {check_seconds:>9.4f} {check_seconds / read_seconds:>11.2f}"
+            )
+    total = time.perf_counter() - started
+    if etcd_total:
+        print(
+            f"{len(etcd_total)} etcd histories in one process: {sum(etcd_total):.2f} s, "
+            f"median {statistics.median(etcd_total) * 1000:.1f} ms each (read + pair + check)"
+        )
+    print(
+        f"{len(cases)} Porcupine histories, {len(cases) - len(wrong)} verdicts as its tests expect, {total:.2f} s"
+    )
+    for line in wrong:
+        print(f"  MISMATCH {line}")
+    return not wrong
+
+
+def _read_paired(path: Path) -> Paired:
+    return pair(read_history(path))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -251,23 +344,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--profile", metavar="NAME", help="cProfile the check of the history whose name starts so"
     )
+    parser.add_argument(
+        "--porcupine",
+        type=Path,
+        metavar="DIR",
+        help="instead: check Porcupine's test histories (DIR is test_data/ of its repository) against "
+        "the verdicts its Go tests expect",
+    )
     args = parser.parse_args(argv)
     print(
         f"$ {' '.join([sys.executable.rsplit('/', 1)[-1], '-m', 'contend.benchmarks.checker', *(argv or sys.argv[1:])])}"
     )
+    if args.porcupine:
+        return 0 if porcupine(args.porcupine) else 1
     ok = True
     header = f"{'history':44} {'ops':>7} {'parts':>6} {'outcome':>17} {'parse+pair s':>12} {'check s':>9} {'ops/s':>9} {'check/parse':>11}"
     print(header)
-    for name, records, model, expected in suite(args.quick):
+    for name, records, model, expected, everything in suite(args.quick):
         if args.profile and name.startswith(args.profile):
             import cProfile
             import pstats
 
             paired = pair(records)
             prof = cProfile.Profile()
-            prof.runcall(check_paired, paired, model, timeout=120)
+            prof.runcall(check_paired, paired, model, timeout=120, all_partitions=everything)
             pstats.Stats(prof).sort_stats("tottime").print_stats(12)
-        fig = measure(name, records, model)
+        fig = measure(name, records, model, all_partitions=everything)
         flag = "" if fig.outcome == expected else f"  (expected {expected})"
         ok &= fig.outcome == expected
         print(

@@ -5,18 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 
-from contend.commands.arguments import positive_float
-from contend.history.checker import Linearizability, Verdict, check_paired
+from contend.commands.arguments import positive_float, positive_int
+from contend.history.checker import Linearizability, Verdict
 from contend.history.formats import read_history
 from contend.history.invariants import Violation
-from contend.history.models import MODELS, model_for
-from contend.history.records import FORMATS, HistoryError, pair
+from contend.history.models import HISTORY_MODELS, MODELS, HistoryCheck, Options
+from contend.history.records import FORMATS, Call, HistoryError, pair
+
+#: Exit codes, and which one a batch of files ends with: the worst, in this order.
+LINEARIZABLE, NOT_LINEARIZABLE, BAD_INPUT, UNKNOWN = 0, 1, 2, 3
+SEVERITY = {LINEARIZABLE: 0, UNKNOWN: 1, BAD_INPUT: 2, NOT_LINEARIZABLE: 3}
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -26,30 +31,58 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         description="Work with recorded operation histories.",
     )
     actions = parser.add_subparsers(dest="history_command", metavar="ACTION", required=True)
+    models = "\n".join(
+        f"  {m.name}: {m.summary}.\n    operations: {', '.join(m.operations)}"
+        for m in HISTORY_MODELS.values()
+    )
     check = actions.add_parser(
         "check",
         help="is the history linearizable with respect to a model?",
-        description="Check FILE (native JSONL, Jepsen EDN maps one per line, or jepsen.util log lines) "
-        "against a sequential model, partition by partition, plus the model's linear-time invariants. "
-        "Exit 0 linearizable, 1 not linearizable (or an invariant broken), 3 unknown (a partition's "
-        "time budget was spent), 2 bad input.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Check each FILE (native JSONL, Jepsen EDN maps one per line, or jepsen.util log "
+        "lines) against a sequential model, partition by partition, plus the model's linear-time "
+        "invariants. The JSONL format: docs/HISTORY.md.\n\n"
+        "Strict by default: an operation the model does not know is an error (exit 2), and a "
+        "history in which nothing could be checked never passes.\n\n"
+        "Exit 0 linearizable (and every invariant holds), 1 not linearizable or an invariant "
+        "broken, 2 bad input, 3 unknown (the time budget ran out). With several files, one line "
+        "each and the worst exit code: 1, then 2, then 3, then 0.",
+        epilog="models:\n" + models,
     )
-    check.add_argument("file", type=Path, metavar="FILE", help="the history")
+    check.add_argument("files", type=Path, nargs="+", metavar="FILE", help="the history file(s)")
     check.add_argument("--model", required=True, choices=MODELS, help="the sequential specification")
     check.add_argument(
         "--timeout",
         type=positive_float,
         default=60.0,
         metavar="S",
-        help="search budget per partition in seconds; past it the verdict is unknown (default %(default)s)",
+        help="time budget of each file's whole check, in seconds; past it the verdict is unknown "
+        "(exit 3), with the partitions decided so far and the ones left open (default %(default)s)",
     )
-    check.add_argument("--format", choices=FORMATS, help="the file's format (default: guessed)")
-    check.add_argument("--json", action="store_true", help="print the verdict as JSON instead of text")
+    check.add_argument(
+        "--all",
+        action="store_true",
+        dest="all_partitions",
+        help="search every partition, not only up to the first one proven not linearizable",
+    )
+    check.add_argument(
+        "--lenient",
+        action="store_true",
+        help="skip operations the model does not know (and say how many) instead of refusing the file",
+    )
+    check.add_argument("--format", choices=FORMATS, help="the files' format (default: guessed per file)")
+    check.add_argument("--json", action="store_true", help="print the verdict as JSON (one line per file)")
     check.add_argument("--html", type=Path, metavar="OUT", help="write a self-contained HTML timeline to OUT")
     check.add_argument(
         "--lease-expiry",
         action="store_true",
         help="mutex: a lease may expire unseen before any operation (real TTLs in a stress run)",
+    )
+    check.add_argument(
+        "--ttl-ms",
+        type=positive_int,
+        metavar="MS",
+        help="mutex: the lease every acquire asked for; adds the lease-validity invariant",
     )
     check.add_argument(
         "--linear-only",
@@ -59,39 +92,139 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     return parser
 
 
-def run(args: argparse.Namespace, out: Console, err: Console) -> int:
-    records = read_history(args.file, args.format)
-    paired = pair(records)
-    model, invariants = model_for(args.model, paired.calls, lease_expiry=args.lease_expiry)
-    violations = [v for check in invariants for v in check(paired.calls)]
-    verdict: Verdict | None = None
-    if not args.linear_only:
-        try:
-            verdict = check_paired(paired, model, timeout=args.timeout)
-        except HistoryError as exc:
-            raise HistoryError(f"{args.file}: {exc}") from None
-    code = _exit_code(verdict, violations)
+@dataclass
+class FileResult:
+    """One file's outcome: its exit code, and the verdict and violations (or the error)."""
 
+    path: Path
+    code: int
+    verdict: Verdict | None = None
+    violations: list[Violation] = field(default_factory=list)
+    invariants: list[str] = field(default_factory=list)
+    lenient_skipped: dict[str, int] = field(default_factory=dict)
+    error: str | None = None
+
+    def line(self) -> str:
+        """One line for a batch: the file and its verdict."""
+        if self.error is not None:
+            return f"{self.path}: error: {self.error}"
+        parts = [self.verdict.summary()] if self.verdict is not None else ["search skipped (--linear-only)"]
+        if self.violations:
+            parts.append(f"{len(self.violations)} invariant violation(s), first: {self.violations[0]}")
+        if self.lenient_skipped:
+            parts.append(f"--lenient skipped {_counted(self.lenient_skipped)}")
+        return f"{self.path}: " + "; ".join(parts)
+
+    def to_json(self, model: str) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "file": str(self.path),
+            "model": model,
+            "exit_code": self.code,
+            "verdict": self.verdict.to_json() if self.verdict else None,
+            "invariants": [v.to_json() for v in self.violations],
+            "invariants_checked": self.invariants,
+        }
+        if self.lenient_skipped:
+            doc["lenient_skipped"] = self.lenient_skipped
+        if self.error is not None:
+            doc["error"] = self.error
+        return doc
+
+
+def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    files: list[Path] = args.files
+    if args.html and len(files) > 1:
+        raise HistoryError("--html writes one timeline: give it one FILE, or leave --html out")
+    if len(files) == 1:
+        result = check_file(files[0], args)  # bad input raises: the CLI prints it and exits 2
+        return _report_one(result, args, out, err)
+    worst = LINEARIZABLE
+    tally: dict[int, int] = {}
+    for path in files:
+        try:
+            result = check_file(path, args)
+        except HistoryError as exc:
+            result = FileResult(path, BAD_INPUT, error=_named(path, str(exc)))
+        tally[result.code] = tally.get(result.code, 0) + 1
+        worst = max(worst, result.code, key=SEVERITY.__getitem__)
+        if args.json:
+            out.file.write(json.dumps(result.to_json(args.model), default=repr) + "\n")
+            out.file.flush()
+        else:
+            style = {0: "green", 1: "bold red", 2: "red", 3: "yellow"}[result.code]
+            out.print(f"[{style}]{escape(result.line())}[/]", soft_wrap=True)
+    if not args.json:
+        names = {0: "linearizable", 1: "not linearizable", 2: "bad input", 3: "unknown"}
+        counts = ", ".join(f"{tally[c]} {names[c]}" for c in (0, 1, 3, 2) if tally.get(c))
+        out.print(f"{len(files)} files: {counts}; exit {worst}")
+    return worst
+
+
+def check_file(path: Path, args: argparse.Namespace) -> FileResult:
+    """Read, pair and check one file; HistoryError for bad input (the message names the file)."""
+    records = read_history(path, args.format)
+    try:
+        paired = pair(records)
+    except HistoryError as exc:
+        raise HistoryError(_named(path, str(exc))) from None
+    entry = HISTORY_MODELS[args.model]
+    unknown = entry.unknown_operations(paired.calls)
+    calls: list[Call] = paired.calls
+    if unknown and not args.lenient:
+        raise HistoryError(
+            f"{path}: the {entry.name} model does not know the operation(s) {_counted(unknown)}; it "
+            f"accepts {', '.join(entry.operations)}. Rename them, choose another --model, or pass "
+            "--lenient to skip them"
+        )
+    if unknown:
+        calls = [c for c in calls if c.f in entry.operations]
+    if not calls:
+        raise HistoryError(
+            f"{path}: nothing to check: none of its {len(paired.calls)} operation(s) is one the "
+            f"{entry.name} model accepts ({', '.join(entry.operations)})"
+        )
+    check: HistoryCheck = entry.build(calls, Options(lease_expiry=args.lease_expiry, ttl_ms=args.ttl_ms))
+    try:
+        verdict, violations = check.run(
+            calls,
+            nemesis=paired.nemesis,
+            timeout=args.timeout,
+            all_partitions=args.all_partitions,
+            search=not args.linear_only,
+        )
+    except HistoryError as exc:
+        raise HistoryError(_named(path, str(exc))) from None
+    return FileResult(
+        path,
+        _exit_code(verdict, violations),
+        verdict,
+        violations,
+        check.invariant_names,
+        lenient_skipped=unknown,
+    )
+
+
+def _report_one(result: FileResult, args: argparse.Namespace, out: Console, err: Console) -> int:
+    verdict, violations = result.verdict, result.violations
     if args.html:
         if verdict is None:
             err.print("[yellow]--html needs the search; skipped with --linear-only[/]")
         else:
             from contend.history.timeline import write_timeline
 
-            write_timeline(verdict, args.html, title=f"{args.file.name} · {args.model}")
+            write_timeline(verdict, args.html, title=f"{result.path.name} · {args.model}")
     if args.json:
-        doc: dict[str, Any] = {
-            "file": str(args.file),
-            "model": args.model,
-            "exit_code": code,
-            "verdict": verdict.to_json() if verdict else None,
-            "invariants": [v.to_json() for v in violations],
-        }
+        doc = result.to_json(args.model)
         if args.html and verdict is not None:
             doc["html"] = str(args.html)
         out.file.write(json.dumps(doc, indent=2, default=repr) + "\n")
-        return code
-
+        return result.code
+    if result.lenient_skipped:
+        out.print(
+            f"[yellow]--lenient: skipped {escape(_counted(result.lenient_skipped))}, "
+            f"operations the {escape(args.model)} model does not know[/]",
+            soft_wrap=True,
+        )
     if verdict is not None:
         style = {0: "bold green", 1: "bold red", 3: "bold yellow"}[verdict.outcome.exit_code]
         out.print(f"[{style}]{escape(verdict.summary())}[/]", soft_wrap=True)
@@ -99,23 +232,31 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             out.print(escape(p.explain()), soft_wrap=True)
         if len(verdict.partitions) > 10:
             out.print(f"… and {len(verdict.partitions) - 10} more partition(s)")
-    names = ", ".join(getattr(c, "__name__", "?") for c in invariants)
+    names = ", ".join(result.invariants)
     if violations:
         out.print(f"[bold red]{len(violations)} invariant violation(s)[/] ({names})")
         for v in violations[:20]:
             out.print(f"  {escape(str(v))}", soft_wrap=True)
         if len(violations) > 20:
             out.print(f"  … and {len(violations) - 20} more")
-    elif invariants:
+    elif result.invariants:
         out.print(f"invariants hold: {names}")
     if args.html and verdict is not None:
         out.print(f"timeline: {escape(str(args.html))}")
-    return code
+    return result.code
 
 
 def _exit_code(verdict: Verdict | None, violations: Sequence[Violation]) -> int:
     if violations or (verdict is not None and verdict.outcome is Linearizability.NOT_LINEARIZABLE):
-        return 1
+        return NOT_LINEARIZABLE
     if verdict is not None and verdict.outcome is Linearizability.UNKNOWN:
-        return 3
-    return 0
+        return UNKNOWN
+    return LINEARIZABLE
+
+
+def _counted(names: dict[str, int]) -> str:
+    return ", ".join(f"{name!r} ×{n}" for name, n in sorted(names.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _named(path: Path, message: str) -> str:
+    return message if str(path) in message else f"{path}: {message}"

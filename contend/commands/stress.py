@@ -192,7 +192,7 @@ def report(result: StressResult, out: Console) -> None:
     out.print(f"linearizability: {escape(verdict.summary())}", soft_wrap=True)
     for p in verdict.partitions[:5]:
         out.print(escape(p.explain()), soft_wrap=True)
-    names = ", ".join(result.workload.invariant_names())
+    names = ", ".join(result.invariants)
     if result.violations:
         out.print(f"invariants ({names}): [bold red]{len(result.violations)} violation(s)[/]")
         groups: dict[str, list[str]] = {}

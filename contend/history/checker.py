@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,11 @@ class Linearizability(enum.Enum):
         return {"linearizable": 0, "not linearizable": 1, "unknown": 3}[self.value]
 
 
+#: What a search returns: (outcome, the longest linearizable prefix as operation indices,
+#: the model state after each, the culprit's index or None, steps explored).
+SearchResult = tuple[Linearizability, list[int], list[Any], "int | None", int]
+
+
 @dataclass
 class PartitionResult:
     """One partition's verdict and evidence.
@@ -62,6 +67,8 @@ class PartitionResult:
     culprit_op: Op | None
     explored: int
     seconds: float
+    #: The partition's place in the history (its first call's id): results are listed in this order.
+    order: int = 0
 
     def explain(self) -> str:
         """Two or three lines a person can act on."""
@@ -70,8 +77,8 @@ class PartitionResult:
             return f"partition{where}: linearizable, {len(self.calls)} operations"
         if self.outcome is Linearizability.UNKNOWN:
             return (
-                f"partition{where}: unknown after {self.seconds:.2f} s and {self.explored} steps "
-                f"({len(self.calls)} operations); the search budget was spent"
+                f"partition{where}: open after {self.seconds:.2f} s and {self.explored} steps of search "
+                f"({len(self.calls)} operations) when the time budget ran out"
             )
         state = self.states[-1] if self.states else "the initial state"
         lines = [
@@ -88,7 +95,12 @@ class PartitionResult:
 
 @dataclass
 class Verdict:
-    """The whole history's verdict; `partitions` holds the ones that are not linearizable or unknown."""
+    """The whole history's verdict.
+
+    `partitions` holds the ones that are not linearizable, then the ones left
+    open when the time budget ran out; `unsearched` counts the partitions not
+    searched at all because one was already proven not linearizable.
+    """
 
     outcome: Linearizability
     model: str
@@ -101,6 +113,17 @@ class Verdict:
     seconds: float
     timeout: float | None = None
     linearizations: dict[Any, list[Call]] = field(default_factory=dict)
+    unsearched: int = 0
+
+    @property
+    def open(self) -> int:
+        """Partitions whose search the time budget cut short."""
+        return sum(1 for p in self.partitions if p.outcome is Linearizability.UNKNOWN)
+
+    @property
+    def decided(self) -> int:
+        """Partitions with a verdict of their own."""
+        return self.checked - self.open - self.unsearched
 
     @property
     def culprit(self) -> Call | None:
@@ -111,12 +134,25 @@ class Verdict:
         return min(bad, key=lambda c: (c.end if c.end is not None else c.start, c.id)) if bad else None
 
     def summary(self) -> str:
+        """One line: the verdict, what it covers and what was left undecided."""
         text = (
             f"{self.outcome.value}: {self.operations} operations in {self.checked} partition(s), "
             f"model {self.model}, {self.seconds:.2f} s"
         )
+        if self.outcome is Linearizability.UNKNOWN:
+            text += (
+                f"; the {self.timeout:g} s budget ran out with {self.decided} partition(s) decided "
+                f"(all linearizable) and {self.open} open"
+            )
+        elif self.open:
+            text += f"; {self.open} partition(s) still open when the {self.timeout:g} s budget ran out"
+        if self.unsearched:
+            text += (
+                f"; stopped at the first partition proven not linearizable, {self.unsearched} "
+                "not searched (--all searches every one)"
+            )
         if self.skipped:
-            text += f"; {self.skipped} operation(s) the model does not check"
+            text += f"; {self.skipped} operation(s) the model does not check were skipped"
         return text
 
     def to_json(self) -> dict[str, Any]:
@@ -126,9 +162,12 @@ class Verdict:
             "model": self.model,
             "operations": self.operations,
             "partitions_checked": self.checked,
+            "partitions_decided": self.decided,
+            "partitions_open": self.open,
+            "partitions_unsearched": self.unsearched,
             "skipped": self.skipped,
             "seconds": round(self.seconds, 6),
-            "timeout_per_partition": self.timeout,
+            "timeout": self.timeout,
             "culprit": _call_json(self.culprit) if self.culprit else None,
             "partitions": [
                 {
@@ -151,25 +190,50 @@ class Verdict:
 # --------------------------------------------------------------------------- entry points
 
 
+class NothingToCheck(HistoryError):
+    """No operation the model checks took effect: a history that decides nothing is never a pass."""
+
+
 def check_history(
     records: Sequence[Record],
     model: Model[Any],
     *,
     timeout: float | None = None,
     keep_linearizations: bool = False,
+    all_partitions: bool = False,
 ) -> Verdict:
-    """Pair `records` and check them against `model`; `timeout` is seconds per partition."""
+    """Pair `records` and check them against `model`; `timeout` is seconds for the whole check."""
     paired = pair(records)
-    return check_paired(paired, model, timeout=timeout, keep_linearizations=keep_linearizations)
+    return check_paired(
+        paired,
+        model,
+        timeout=timeout,
+        keep_linearizations=keep_linearizations,
+        all_partitions=all_partitions,
+    )
 
 
 def check_paired(
-    paired: Paired, model: Model[Any], *, timeout: float | None = None, keep_linearizations: bool = False
+    paired: Paired,
+    model: Model[Any],
+    *,
+    timeout: float | None = None,
+    keep_linearizations: bool = False,
+    all_partitions: bool = False,
 ) -> Verdict:
     """Check an already paired history."""
     return check_calls(
-        paired.calls, model, timeout=timeout, nemesis=paired.nemesis, keep_linearizations=keep_linearizations
+        paired.calls,
+        model,
+        timeout=timeout,
+        nemesis=paired.nemesis,
+        keep_linearizations=keep_linearizations,
+        all_partitions=all_partitions,
     )
+
+
+#: A turn of the partitions' searches is at most this many slices of CLOCK_EVERY steps each.
+MAX_SLICES = 16
 
 
 def check_calls(
@@ -179,13 +243,19 @@ def check_calls(
     timeout: float | None = None,
     nemesis: Sequence[Record] = (),
     keep_linearizations: bool = False,
+    all_partitions: bool = False,
 ) -> Verdict:
     """Check paired calls. Failed calls did not take effect and are left out.
 
+    The partitions' searches take turns (slices that double, up to
+    MAX_SLICES), so the first partition proven not linearizable ends the
+    check early, unless `all_partitions`; `timeout` is the budget of the whole
+    check, past which the partitions still open make the verdict UNKNOWN.
     Raises HistoryError (naming the line) when an operation is not one the
-    model knows.
+    model knows, and NothingToCheck when no operation is left to check.
     """
     started = time.perf_counter()
+    deadline = None if timeout is None else started + timeout
     live = [c for c in calls if c.status != "fail"]
     adapt: Callable[[Op], Op] | None = getattr(model, "adapt", None)
     ops: list[Op] = []
@@ -198,16 +268,13 @@ def check_calls(
                 raise HistoryError(f"{_line(c)}: {c.f}: {exc}") from None
         ops.append(op)
     position = {id(op): k for k, op in enumerate(ops)}
-    groups = model.partition(ops)
+    groups = [g for g in model.partition(ops) if g]
+    if not groups:
+        raise NothingToCheck(_nothing(calls, live))
     compile_step: Callable[[Op], Transition] | None = getattr(model, "compile_step", None)
-    init = model.init
-    failing: list[PartitionResult] = []
-    kept: dict[Any, list[Call]] = {}
-    outcome = Linearizability.LINEARIZABLE
+    pending: list[_Partition] = []
     covered = 0
     for group in groups:
-        if not group:
-            continue
         try:
             members = [position[id(op)] for op in group]
         except KeyError:
@@ -215,31 +282,60 @@ def check_calls(
                 f"{type(model).__name__}.partition must return the Op objects it was given"
             ) from None
         covered += len(members)
-        part_calls = [live[k] for k in members]
-        result = check_partition(
-            part_calls, group, model, timeout=timeout, compile_step=compile_step, init=init
-        )
-        if result.outcome is Linearizability.NOT_LINEARIZABLE:
-            failing.append(result)
-            outcome = Linearizability.NOT_LINEARIZABLE
-        elif result.outcome is Linearizability.UNKNOWN:
-            failing.append(result)
-            if outcome is Linearizability.LINEARIZABLE:
-                outcome = Linearizability.UNKNOWN
-        elif keep_linearizations:
-            kept[result.key] = result.linearization
+        pending.append(_Partition([live[k] for k in members], group, model, compile_step))
+
+    results: list[PartitionResult] = []
+    slices = 1
+    stopped = timed_out = False
+    while pending and not (stopped or timed_out):
+        still: list[_Partition] = []
+        for k, part in enumerate(pending):
+            if part.advance(slices):
+                result = part.finish(model, keep_linearizations)
+                results.append(result)
+                if result.outcome is Linearizability.NOT_LINEARIZABLE and not all_partitions:
+                    stopped = True
+            else:
+                still.append(part)
+            if stopped or (deadline is not None and time.perf_counter() > deadline):
+                still.extend(pending[k + 1 :])
+                timed_out = not stopped and bool(still)
+                break
+        pending = still
+        slices = min(2 * slices, MAX_SLICES)
+    unsearched = 0
+    if stopped:
+        unsearched = len(pending)
+    else:
+        for part in pending:  # the budget ran out: what each open search found so far
+            part.run.stop()
+            results.append(part.finish(model, keep_linearizations))
+    outcomes = {r.outcome for r in results}
+    if Linearizability.NOT_LINEARIZABLE in outcomes:
+        outcome = Linearizability.NOT_LINEARIZABLE
+    elif Linearizability.UNKNOWN in outcomes:
+        outcome = Linearizability.UNKNOWN
+    else:
+        outcome = Linearizability.LINEARIZABLE
+    failing = sorted(
+        (r for r in results if r.outcome is not Linearizability.LINEARIZABLE),
+        key=lambda r: (r.outcome is Linearizability.UNKNOWN, r.order),
+    )
     return Verdict(
         outcome=outcome,
         model=getattr(model, "name", type(model).__name__),
         calls=list(calls),
         nemesis=list(nemesis),
         partitions=failing,
-        checked=sum(1 for g in groups if g),
+        checked=len(groups),
         operations=len(live),
         skipped=len(live) - covered,
         seconds=time.perf_counter() - started,
         timeout=timeout,
-        linearizations=kept,
+        linearizations={r.key: r.linearization for r in results if r.outcome is Linearizability.LINEARIZABLE}
+        if keep_linearizations
+        else {},
+        unsearched=unsearched,
     )
 
 
@@ -249,43 +345,104 @@ def check_partition(
     model: Model[Any],
     *,
     timeout: float | None = None,
-    compile_step: Callable[[Op], Transition] | None = None,
-    init: Callable[[], Any] | None = None,
     keep: bool = True,
 ) -> PartitionResult:
-    """Search one partition: `ops[i]` is the model's view of `calls[i]`.
+    """Search one partition on its own: `ops[i]` is the model's view of `calls[i]`.
 
     `keep` False leaves a linearizable partition's `linearization` empty (saves time).
     """
-    started = time.perf_counter()
-    if compile_step is not None:
-        steps: list[Transition] = []
-        for c, op in zip(calls, ops, strict=True):
-            try:
-                steps.append(compile_step(op))
-            except (ValueError, TypeError) as exc:
-                raise HistoryError(f"{_line(c)}: {c.f}: {exc}") from None
-    else:
-        steps = [_bind(model.step, op) for op in ops]
-    deadline = None if timeout is None else started + timeout
-    try:
-        found, order, states, culprit, explored = search(
-            steps, [c.start for c in calls], [c.end for c in calls], (init or model.init)(), deadline
+    part = _Partition(list(calls), list(ops), model, getattr(model, "compile_step", None))
+    deadline = None if timeout is None else time.perf_counter() + timeout
+    while not part.advance(1):
+        if deadline is not None and time.perf_counter() > deadline:
+            part.run.stop()
+            break
+    return part.finish(model, keep)
+
+
+class _Partition:
+    """A partition's calls, the model's view of them, and its search (made when first advanced:
+    a history with many partitions holds only the searches under way in memory)."""
+
+    def __init__(
+        self,
+        calls: list[Call],
+        ops: list[Op],
+        model: Model[Any],
+        compile_step: Callable[[Op], Transition] | None,
+    ) -> None:
+        self.calls = calls
+        self.ops = ops
+        self._model = model
+        self._compile_step = compile_step
+        self._run: Search | None = None
+
+    @property
+    def run(self) -> Search:
+        if self._run is None:
+            calls = self.calls
+            steps = _transitions(calls, self.ops, self._model, self._compile_step)
+            self._run = Search(steps, [c.start for c in calls], [c.end for c in calls], self._model.init())
+        return self._run
+
+    def advance(self, slices: int) -> bool:
+        """Search on (see Search.advance); a model step that raised names its line."""
+        try:
+            return self.run.advance(slices)
+        except _StepError as exc:
+            c = self.calls[exc.index]
+            raise HistoryError(f"{_line(c)}: {c.f}: {exc.cause}") from None
+
+    def finish(self, model: Model[Any], keep: bool) -> PartitionResult:
+        """The PartitionResult of the search: its result, or what it found before it was stopped."""
+        found, order, states, culprit, explored = self.run.stop()
+        calls, ops = self.calls, self.ops
+        describe = model.describe_state
+        return PartitionResult(
+            key=ops[0].key if ops else None,
+            outcome=found,
+            calls=calls,
+            linearization=[calls[i] for i in order]
+            if found is not Linearizability.LINEARIZABLE or keep
+            else [],
+            states=[describe(s) for s in states] if found is not Linearizability.LINEARIZABLE else [],
+            culprit=calls[culprit] if culprit is not None else None,
+            culprit_op=ops[culprit] if culprit is not None else None,
+            explored=explored,
+            seconds=self.run.seconds,
+            order=min(c.id for c in calls) if calls else 0,
         )
-    except _StepError as exc:
-        c = calls[exc.index]
-        raise HistoryError(f"{_line(c)}: {c.f}: {exc.cause}") from None
-    describe = model.describe_state
-    return PartitionResult(
-        key=ops[0].key if ops else None,
-        outcome=found,
-        calls=list(calls),
-        linearization=[calls[i] for i in order] if found is not Linearizability.LINEARIZABLE or keep else [],
-        states=[describe(s) for s in states] if found is not Linearizability.LINEARIZABLE else [],
-        culprit=calls[culprit] if culprit is not None else None,
-        culprit_op=ops[culprit] if culprit is not None else None,
-        explored=explored,
-        seconds=time.perf_counter() - started,
+
+
+def _transitions(
+    calls: Sequence[Call],
+    ops: Sequence[Op],
+    model: Model[Any],
+    compile_step: Callable[[Op], Transition] | None,
+) -> list[Transition]:
+    if compile_step is None:
+        return [_bind(model.step, op) for op in ops]
+    steps: list[Transition] = []
+    for c, op in zip(calls, ops, strict=True):
+        try:
+            steps.append(compile_step(op))
+        except (ValueError, TypeError) as exc:
+            raise HistoryError(f"{_line(c)}: {c.f}: {exc}") from None
+    return steps
+
+
+def _nothing(calls: Sequence[Call], live: Sequence[Call]) -> str:
+    failed = len(calls) - len(live)
+    if not calls:
+        return "nothing to check: the history has no client operation (only nemesis events?)"
+    if not live:
+        return (
+            f"nothing to check: all {failed} operation(s) failed (type fail: they took no effect), "
+            "so no verdict can be reached"
+        )
+    return (
+        f"nothing to check: none of the {len(live)} operation(s) that took effect is one the model checks"
+        + (f" ({failed} failed)" if failed else "")
     )
 
 
@@ -326,14 +483,72 @@ def search(
     ends: Sequence[int | None],
     init: Any,
     deadline: float | None = None,
-) -> tuple[Linearizability, list[int], list[Any], int | None, int]:
+) -> SearchResult:
     """The WGL search over operations 0..n-1 with call times `starts` and return times `ends`.
 
     `steps[i](state) -> (legal, next_state)`; `ends[i]` None means the
     operation may never have taken effect. Returns (outcome, the longest
     linearizable prefix as operation indices, the state after each, the
-    culprit's index or None, steps explored).
+    culprit's index or None, steps explored); UNKNOWN once `deadline`
+    (a time.perf_counter() value) has passed.
     """
+    run = Search(steps, starts, ends, init)
+    while not run.advance(1):
+        if deadline is not None and time.perf_counter() > deadline:
+            return run.stop()
+    assert run.result is not None
+    return run.result
+
+
+class Search:
+    """One partition's search, run a slice of CLOCK_EVERY steps at a time.
+
+    Several partitions' searches take turns this way, so a partition that is
+    quickly proven not linearizable is found while harder ones are still open,
+    and one time budget covers them all.
+    """
+
+    def __init__(
+        self, steps: Sequence[Transition], starts: Sequence[int], ends: Sequence[int | None], init: Any
+    ) -> None:
+        self._run = _search(steps, starts, ends, init)
+        self._started = False
+        self.result: SearchResult | None = None
+        self.seconds = 0.0
+
+    def advance(self, slices: int) -> bool:
+        """Search up to `slices` × CLOCK_EVERY more steps; True once decided (`result` is set)."""
+        if self.result is not None:
+            return True
+        began = time.perf_counter()
+        try:
+            for _ in range(slices):
+                self._run.send(None)
+                self._started = True
+        except StopIteration as done:
+            self.result = done.value
+        finally:
+            self.seconds += time.perf_counter() - began
+        return self.result is not None
+
+    def stop(self) -> SearchResult:
+        """Give up: UNKNOWN, with the longest linearizable prefix found so far."""
+        if self.result is None:
+            if not self._started:
+                self.result = (Linearizability.UNKNOWN, [], [], None, 0)
+            else:
+                try:
+                    self._run.send(True)
+                except StopIteration as done:
+                    self.result = done.value
+        assert self.result is not None
+        return self.result
+
+
+def _search(
+    steps: Sequence[Transition], starts: Sequence[int], ends: Sequence[int | None], init: Any
+) -> Generator[None, bool | None, SearchResult]:
+    """`search` as a generator: it yields every CLOCK_EVERY steps; sent True, it stops (UNKNOWN)."""
     n = len(steps)
     events: list[tuple[int, int, int]] = []
     remaining = 0
@@ -400,7 +615,6 @@ def search(
     best_len = -1
     best_ops: list[int] = []
     best_states: list[Any] = []
-    perf = time.perf_counter
     entry = nxt[head]
     limit = 0  # while scanning info calls: the first pending return; only calls before it may go
     in_main = True
@@ -459,7 +673,7 @@ def search(
                         if not clock:
                             clock = CLOCK_EVERY
                             explored += CLOCK_EVERY
-                            if deadline is not None and perf() > deadline:
+                            if (yield):
                                 return Linearizability.UNKNOWN, best_ops, best_states, None, explored
                         continue
                 entry = nxt[entry]
@@ -495,7 +709,7 @@ def search(
                         if not clock:
                             clock = CLOCK_EVERY
                             explored += CLOCK_EVERY
-                            if deadline is not None and perf() > deadline:
+                            if (yield):
                                 return Linearizability.UNKNOWN, best_ops, best_states, None, explored
                         continue
                 entry = nxt[entry]
@@ -527,7 +741,7 @@ def search(
                 if not clock:
                     clock = CLOCK_EVERY
                     explored += CLOCK_EVERY
-                    if deadline is not None and perf() > deadline:
+                    if (yield):
                         return Linearizability.UNKNOWN, best_ops, best_states, None, explored
     except Exception as exc:
         if i >= 0:

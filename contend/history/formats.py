@@ -3,11 +3,15 @@ line, or one vector of them) and jepsen.util log lines."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import fastjsonschema
 
 from contend.history.edn import EdnReader
 from contend.history.records import FORMATS, TYPES, HistoryError, Record, make_record, show
@@ -82,11 +86,45 @@ def parse_jsonl(text: str, source: str = "<jsonl>") -> list[Record]:
                     f"{source}:{lineno}: expected a JSON object, but {exc.msg} (column {exc.colno})"
                 ) from None
     records: list[Record] = []
+    validate = record_validator()
     for (lineno, _), obj in zip(numbered, objects, strict=True):
         if not isinstance(obj, dict):
             raise HistoryError(f"{source}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+        try:
+            validate(obj)
+        except fastjsonschema.JsonSchemaValueException as exc:
+            raise HistoryError(f"{source}:{lineno}: {_schema_message(exc)}") from None
         records.append(make_record(obj, len(records), lineno, source))
     return _finish(records, source)
+
+
+#: The JSON Schema of one JSONL record (documented in docs/HISTORY.md).
+SCHEMA_FILE = "history.schema.json"
+
+
+def record_schema() -> dict[str, Any]:
+    """The JSON Schema every line of a JSONL history is validated against."""
+    text = resources.files("contend.history").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
+
+@functools.cache
+def record_validator() -> Callable[[Any], Any]:
+    """The schema compiled once (fastjsonschema: about 2 µs a record)."""
+    validate: Callable[[Any], Any] = fastjsonschema.compile(record_schema())
+    return validate
+
+
+def _schema_message(exc: fastjsonschema.JsonSchemaValueException) -> str:
+    """`data.process must be integer or string` → `process must be integer or string, got 1.5 (…)`."""
+    message = exc.message
+    if message.startswith("data."):
+        message = message[len("data.") :]
+        message += f", got {json.dumps(exc.value)}"
+    elif message.startswith("data "):
+        message = "the record " + message[len("data ") :]
+    return f"{message} (the record format: docs/HISTORY.md, schema contend/history/{SCHEMA_FILE})"
 
 
 def parse_edn(text: str, source: str = "<edn>") -> list[Record]:

@@ -13,6 +13,7 @@ times. The files they are read from and written to: `contend.history.formats`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -171,13 +172,18 @@ class Paired:
 def pair(records: Sequence[Record]) -> Paired:
     """Pair each invocation with its process's next completion.
 
-    Times are the records' `time` when every record has one, else their
+    Times are the records' `time` when every record has one (the records are
+    then taken in time order, whatever their order in the file), else their
     positions (nemesis records then get their position as `time`). Errors
     name the line: a completion with no open invocation, an invocation while
     the process's previous one is open, an invocation by a process whose
     earlier operation ended in info.
     """
-    timed = all(r.time is not None for r in records)
+    given = records
+    times = [r.time for r in records]
+    timed = None not in times
+    if timed and any(a > b for a, b in itertools.pairwise(times)):  # type: ignore[operator]
+        records = [records[k] for k in sorted(range(len(records)), key=times.__getitem__)]  # type: ignore[arg-type]
     open_: dict[Any, tuple[int, int, Record]] = {}
     crashed: dict[Any, Record] = {}
     slots: list[tuple[int, Record, int, Record | None]] = []
@@ -203,7 +209,10 @@ def pair(records: Sequence[Record]) -> Paired:
             slots.append((pos, r, -1, None))
             continue
         if p not in open_:
-            raise HistoryError(f"{_at(r)}: expected an invoke by process {p} before this :{r.type} of {r.f}")
+            hint = " (records are taken in time order: is its time before its invocation's?)" if timed else ""
+            raise HistoryError(
+                f"{_at(r)}: expected an invoke by process {p} before this :{r.type} of {r.f}{hint}"
+            )
         slot, inv_pos, inv = open_.pop(p)
         if inv.f != r.f:
             raise HistoryError(
@@ -228,7 +237,7 @@ def pair(records: Sequence[Record]) -> Paired:
         calls.append(
             Call(len(calls), inv.process, inv.f, key, inv.value, output, status, start, end, inv, comp)
         )
-    return Paired(calls, nemesis, records)
+    return Paired(calls, nemesis, given)
 
 
 def _at(r: Record | None) -> str:

@@ -31,24 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from contend.errors import ContendError
-from contend.history.checker import Linearizability, Verdict, check_calls
+from contend.history.checker import Linearizability, Verdict
 from contend.history.formats import write_jsonl
-from contend.history.invariants import (
-    Invariant,
-    Violation,
-    critical_sections,
-    fencing_tokens,
-    lease_validity,
-    locked_counter,
-    registry_errors,
-    registry_ids,
-)
-from contend.history.models import LockRunModel
+from contend.history.invariants import Violation
+from contend.history.models import HistoryCheck, history_check
 from contend.history.records import Call, Record, make_record, pair
 from contend.impl.catalog import IMPLEMENTATIONS, SEED_LAYOUT_DBS, Implementation, by_name
-from contend.models.base import Model
-from contend.models.registry import RegistryModel
-from contend.models.registry_by_name import RegistryByNameModel
 from contend.stress.board import Board, Field
 from contend.stress.cluster import Cluster
 from contend.stress.nemesis import Nemesis, NemesisContext, parse_nemeses
@@ -68,8 +56,6 @@ MAX_PROCS = 256
 #: How long workers may take to start (spawned interpreters import redis-py and the implementations).
 START_TIMEOUT = 60.0
 TICK = 0.01
-#: Search budget (s) of a model that a more partitioned one can stand in for.
-WHOLE_BUDGET = 5.0
 
 
 @dataclass(frozen=True)
@@ -92,33 +78,17 @@ class StressWorkload:
         """The `contend history check --model` that re-checks a kept history."""
         return "registry" if self.family == "registry" else "mutex"
 
-    def models(self) -> list[Model[Any]]:
-        """The models to check against, strongest first; the next is used when one's search runs out of time.
+    def history_check(self, calls: Sequence[Call]) -> HistoryCheck:
+        """The check of the run's history: `contend history check` builds the same one from the
+        model name and the options `recheck_options` gives it."""
+        lock = self.family == "lock"
+        return history_check(
+            self.history_model, calls, lease_expiry=lock, ttl_ms=self.ttl_ms if lock else None
+        )
 
-        A registry is checked whole first (ids 1..n without gaps are part of
-        its state), then name by name, which scales to any length.
-        """
-        if self.family == "registry":
-            return [RegistryModel(), RegistryByNameModel()]
-        return [LockRunModel(fenced=self.fenced, spontaneous_expiry=True)]
-
-    def invariants(self) -> list[Invariant]:
-        if self.family == "registry":
-            return [registry_ids, registry_errors]
-        checks: list[Invariant] = [
-            critical_sections,
-            lambda calls: lease_validity(calls, self.ttl_ms),
-            lambda calls: locked_counter(calls, amount=lambda c: 1),
-        ]
-        if self.fenced:
-            checks.append(fencing_tokens)
-        return checks
-
-    def invariant_names(self) -> list[str]:
-        if self.family == "registry":
-            return ["registry ids", "registry errors"]
-        names = ["critical sections", "lease validity", "locked counter"]
-        return [*names, "fencing tokens"] if self.fenced else names
+    def recheck_options(self) -> str:
+        """The `contend history check` options that rebuild this run's check."""
+        return f" --lease-expiry --ttl-ms {self.ttl_ms}" if self.family == "lock" else ""
 
 
 @dataclass
@@ -173,6 +143,7 @@ class StressResult:
     calls: list[Call]
     nemesis: list[Record]
     seconds: float
+    invariants: list[str] = field(default_factory=list)
     timeline: Path | None = None
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -202,8 +173,8 @@ class StressResult:
 
     def recheck_command(self) -> str:
         """The `contend history check` command that re-checks the kept history."""
-        extra = " --lease-expiry" if self.workload.family == "lock" else ""
-        return f"contend history check {self.history} --model {self.workload.history_model}{extra}"
+        model, extra = self.workload.history_model, self.workload.recheck_options()
+        return f"contend history check {self.history} --model {model}{extra}"
 
     def to_json(self) -> dict[str, Any]:
         o = self.options
@@ -222,7 +193,7 @@ class StressResult:
             "history": str(self.history),
             "timeline": str(self.timeline) if self.timeline else None,
             "verdict": self.verdict.to_json(),
-            "invariants": self.workload.invariant_names(),
+            "invariants": self.invariants,
             "violations": [v.to_json() for v in self.violations],
             "nemesis_events": [{"time": r.time, "f": r.f, "value": r.value} for r in self.nemesis],
         }
@@ -394,7 +365,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
 
     if progress is not None:
         progress(RunProgress(options.duration, options.duration, 0, 0, 0, "", checking=True))
-    verdict, violations, calls = check_records(records, workload, timeout=options.check_timeout)
+    verdict, violations, calls, check = check_records(records, workload, timeout=options.check_timeout)
     nemesis_records = [r for r in records if r.process == "nemesis"]
     counts = {s: sum(1 for c in calls if c.status == s) for s in ("ok", "fail", "info")}
     result = StressResult(
@@ -408,6 +379,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         calls=calls,
         nemesis=nemesis_records,
         seconds=time.perf_counter() - started,
+        invariants=check.invariant_names,
         counts=counts,
     )
     if options.html:
@@ -556,25 +528,15 @@ def merge(
 
 def check_records(
     records: Sequence[Record], workload: StressWorkload, *, timeout: float | None = 30.0
-) -> tuple[Verdict, list[Violation], list[Call]]:
-    """Linearizability against the family's model(s), and the family's invariants; (verdict, violations, calls).
-
-    When a stronger model's search runs out of time (WHOLE_BUDGET at most for
-    all but the last), the next, more partitioned, model decides.
-    """
+) -> tuple[Verdict, list[Violation], list[Call], HistoryCheck]:
+    """Linearizability against the family's model(s), and the family's invariants, as
+    `contend history check` does it: (verdict, violations, calls, the check)."""
     paired = pair(records)
     calls = paired.calls
-    models = workload.models()
-    verdict: Verdict | None = None
-    for k, model in enumerate(models):
-        last = k == len(models) - 1
-        budget = timeout if last or timeout is None else min(timeout, WHOLE_BUDGET)
-        verdict = check_calls(calls, model, timeout=budget, nemesis=paired.nemesis)
-        if verdict.outcome is not Linearizability.UNKNOWN:
-            break
+    check = workload.history_check(calls)
+    verdict, violations = check.run(calls, nemesis=paired.nemesis, timeout=timeout)
     assert verdict is not None
-    violations = [v for check in workload.invariants() for v in check(calls)]
-    return verdict, violations, calls
+    return verdict, violations, calls, check
 
 
 def _remove_raw(raw_dir: Path) -> None:

@@ -29,6 +29,7 @@ CORRECT = [
     ("redispy_lock", "lock"),
     ("attr_fenced_lock", "lock"),
     ("return_fenced_lock", "lock"),
+    ("quorum_lock", "lock"),
     ("lua_registry", "registry"),
     ("watch_registry", "registry"),
     ("zset_semaphore", "semaphore"),

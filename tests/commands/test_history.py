@@ -63,7 +63,9 @@ def test_missing_file_and_unknown_operation_exit_2(capsys, tmp_path):
     code, _, err = check(capsys, tmp_path / "absent.jsonl", "--model", "kv")
     assert code == 2 and "cannot read history" in err
     code, _, err = check(capsys, DATA / "etcd_000.log", "--model", "kv")
-    assert code == 2 and "etcd_000.log: line 19: cas: kv has no operation 'cas'" in err.replace("\n", "")
+    err = err.replace("\n", "")
+    assert code == 2 and "etcd_000.log: the kv model does not know the operation(s) 'cas' ×35" in err
+    assert "it accepts get, put, append" in err and "--lenient" in err
 
 
 def test_json_output(capsys):
@@ -86,7 +88,7 @@ def test_registry_runs_the_linear_time_checks(capsys):
     assert code == 1 and doc["verdict"] is None and len(doc["invariants"]) == 2
 
 
-def test_registry_duplicate_ids_caught_only_by_the_invariant(capsys, tmp_path):
+def test_registry_duplicate_ids_caught_by_the_whole_model_and_the_invariant(capsys, tmp_path):
     records = [
         Record(0, "invoke", "register", None, "a", 0, 0),
         Record(0, "ok", "register", None, 1, 1, 1),
@@ -97,7 +99,7 @@ def test_registry_duplicate_ids_caught_only_by_the_invariant(capsys, tmp_path):
     write_jsonl(records, path)
     code, out, _ = check(capsys, path, "--model", "registry")
     assert code == 1
-    assert out.startswith("linearizable")  # name by name, it is
+    assert out.startswith("not linearizable")  # the whole registry's model; name by name, it would be
     assert "id 1 given to both 'a' and 'b'" in out
 
 
@@ -139,3 +141,162 @@ def test_html_timeline_marks_the_illegal_operation(capsys, tmp_path):
     ET.fromstring(svg.group())  # well-formed
     culprit = re.search(r'class="culprit"[^>]*><title>([^<]*)</title>', page)
     assert culprit is not None and "read" in culprit.group(1) and "line 17" in culprit.group(1)
+
+
+def _write(path, rows):
+    """Records from (process, type, f, key, value) rows, one time unit apart."""
+    write_jsonl([Record(p, t, f, k, v, i, i) for i, (p, t, f, k, v) in enumerate(rows)], path)
+    return path
+
+
+BOTH_LOCK = [
+    (0, "invoke", "lock", "L", None),
+    (1, "invoke", "lock", "L", None),
+    (0, "ok", "lock", "L", True),
+    (1, "ok", "lock", "L", True),
+]
+
+
+def test_an_operation_the_model_does_not_know_is_refused_not_skipped(capsys, tmp_path):
+    """The silent pass of issue 14: `lock` instead of `acquire` made every violation a pass."""
+    path = _write(tmp_path / "typo.jsonl", BOTH_LOCK)
+    code, out, err = check(capsys, path, "--model", "mutex")
+    err = err.replace("\n", "")
+    assert code == 2 and out == ""
+    assert "the mutex model does not know the operation(s) 'lock' ×2" in err
+    assert "it accepts acquire, release, extend, expire, incr, read" in err
+
+
+def test_lenient_skips_and_says_so_but_never_passes_an_empty_check(capsys, tmp_path):
+    path = _write(tmp_path / "typo.jsonl", BOTH_LOCK)
+    code, out, err = check(capsys, path, "--model", "mutex", "--lenient")
+    assert code == 2 and "nothing to check" in err and "none of its 2 operation(s)" in err
+    mixed = _write(
+        tmp_path / "mixed.jsonl",
+        [
+            *BOTH_LOCK,
+            (2, "invoke", "acquire", "L", None),
+            (2, "ok", "acquire", "L", True),
+            (3, "invoke", "acquire", "L", None),
+            (3, "ok", "acquire", "L", True),
+        ],
+    )
+    code, out, _ = check(capsys, mixed, "--model", "mutex", "--lenient")
+    assert code == 1 and "--lenient: skipped 'lock' ×2" in out and "not linearizable" in out
+
+
+def test_a_history_where_nothing_took_effect_is_not_linearizable(capsys, tmp_path):
+    path = _write(
+        tmp_path / "failed.jsonl",
+        [(0, "invoke", "write", None, 1), (0, "fail", "write", None, 1)],
+    )
+    code, out, err = check(capsys, path, "--model", "cas-register")
+    assert code == 2 and "linearizable" not in out
+    assert "nothing to check: all 1 operation(s) failed" in err.replace("\n", "")
+
+
+def test_schema_errors_name_the_line_and_the_field(capsys, tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        '{"process": 0, "type": "invoke", "f": "read"}\n{"process": 1.5, "type": "ok", "f": "read"}\n'
+    )
+    code, _, err = check(capsys, path, "--model", "cas-register")
+    err = err.replace("\n", "")
+    assert code == 2 and "bad.jsonl:2: process must be integer or string, got 1.5" in err
+    assert "docs/HISTORY.md" in err
+
+
+def test_the_schema_file_describes_every_field_the_reader_knows():
+    from contend.history.formats import record_schema
+
+    schema = record_schema()
+    assert set(schema["required"]) == {"process", "type", "f"}
+    assert set(schema["properties"]) == {"process", "type", "f", "key", "value", "time", "index", "error"}
+    assert schema["properties"]["type"]["enum"] == ["invoke", "ok", "fail", "info"]
+
+
+def test_many_files_one_line_each_and_the_worst_exit_code(capsys, tmp_path):
+    typo = _write(tmp_path / "typo.jsonl", BOTH_LOCK)
+    code, out, _ = check(capsys, DATA / "etcd_002.log", DATA / "etcd_002.log", "--model", "cas-register")
+    assert code == 0 and "2 files: 2 linearizable; exit 0" in out
+    files = [DATA / "etcd_002.log", typo, DATA / "etcd_000.log", tmp_path / "absent.log"]
+    code, out, _ = check(capsys, *files, "--model", "cas-register")
+    lines = out.replace("\n ", " ").splitlines()
+    assert code == 1  # not linearizable outranks bad input
+    assert lines[0].startswith(f"{DATA / 'etcd_002.log'}: linearizable")
+    assert lines[1].startswith(f"{typo}: error: ") and "does not know the operation(s) 'lock'" in lines[1]
+    assert lines[2].startswith(f"{DATA / 'etcd_000.log'}: not linearizable")
+    assert lines[3].startswith(f"{tmp_path / 'absent.log'}: error: cannot read history")
+    assert lines[4] == "4 files: 1 linearizable, 1 not linearizable, 2 bad input; exit 1"
+    code, out, _ = check(capsys, DATA / "etcd_002.log", typo, "--model", "cas-register", "--json")
+    docs = [json.loads(line) for line in out.splitlines()]
+    assert code == 2 and [d["exit_code"] for d in docs] == [0, 2] and "error" in docs[1]
+
+
+def test_html_needs_one_file(capsys, tmp_path):
+    code, _, err = check(
+        capsys,
+        DATA / "etcd_002.log",
+        DATA / "etcd_000.log",
+        "--model",
+        "cas-register",
+        "--html",
+        tmp_path / "t.html",
+    )
+    assert code == 2 and "--html writes one timeline" in err and not (tmp_path / "t.html").exists()
+
+
+def test_the_time_budget_covers_the_whole_history(capsys, tmp_path):
+    """Many hard partitions, one budget: unknown (exit 3), with the decided and open ones."""
+    records = []
+    for key in ("a", "b", "c"):
+        base = len(records)
+        for k in range(22):
+            records.append(Record(f"{key}{k}", "invoke", "write", key, k, base + k))
+        records.append(Record(f"{key}r", "invoke", "read", key, None, base + 22))
+        for k in range(22):
+            records.append(Record(f"{key}{k}", "ok", "write", key, k, base + 1000 + k))
+        records.append(Record(f"{key}r", "ok", "read", key, 999, base + 2000))
+    records.append(Record("e", "invoke", "read", "easy", None, 9000))
+    records.append(Record("e", "ok", "read", "easy", None, 9001))
+    records.sort(key=lambda r: r.time)
+    path = tmp_path / "hard.jsonl"
+    write_jsonl(
+        [Record(r.process, r.type, r.f, r.key, r.value, r.time, i) for i, r in enumerate(records)], path
+    )
+    code, out, _ = check(capsys, path, "--model", "cas-register", "--timeout", "0.3", "--json")
+    doc = json.loads(out)["verdict"]
+    assert code == 3 and doc["outcome"] == "unknown" and doc["timeout"] == 0.3
+    assert doc["partitions_checked"] == 4 and doc["partitions_decided"] == 1 and doc["partitions_open"] == 3
+    assert sorted(p["key"] for p in doc["partitions"]) == ["a", "b", "c"]
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("model", ["cas-register", "kv", "registry", "mutex"])
+def test_every_example_in_docs_history_checks_as_shown(capsys, tmp_path, model):
+    """docs/HISTORY.md shows one example per model, in its table's order: each is valid and passes."""
+    blocks = re.findall(r"```jsonl\n(.*?)```", (ROOT / "docs" / "HISTORY.md").read_text(), re.S)
+    order = ["cas-register", "kv", "registry", "mutex"]
+    assert len(blocks) == len(order)
+    path = tmp_path / f"{model}.jsonl"
+    path.write_text(blocks[order.index(model)])
+    code, out, err = check(capsys, path, "--model", model)
+    assert code == 0 and out.startswith("linearizable"), out + err
+
+
+def test_lines_out_of_time_order_are_read_in_time_order(capsys, tmp_path):
+    """Threads may write their lines in any order when every record has a time (docs/HISTORY.md)."""
+    rows = [
+        '{"process": 1, "type": "ok", "f": "write", "value": 2, "time": 30}',
+        '{"process": 0, "type": "invoke", "f": "write", "value": 1, "time": 10}',
+        '{"process": 1, "type": "invoke", "f": "write", "value": 2, "time": 20}',
+        '{"process": 0, "type": "ok", "f": "write", "value": 1, "time": 15}',
+        '{"process": 2, "type": "invoke", "f": "read", "value": null, "time": 40}',
+        '{"process": 2, "type": "ok", "f": "read", "value": 1, "time": 50}',
+    ]
+    path = tmp_path / "shuffled.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    code, out, _ = check(capsys, path, "--model", "cas-register")
+    assert code == 1 and "cannot linearize p2 read() → 1 [line 5]" in out  # 2 was written last

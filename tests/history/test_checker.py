@@ -182,9 +182,17 @@ def test_not_linearizable_wins_over_unknown():
         Record(100, "invoke", "read", "easy", None, 5000, len(records)),
         Record(100, "ok", "read", "easy", 3, 5001, len(records) + 1),
     ]
-    v = check_history(records, CasRegisterModel(initial=0), timeout=0.2)
+    # The searches take turns: the easy partition is proven not linearizable while the hard
+    # one is still open, and that settles the verdict without searching the hard one further.
+    v = check_history(records, CasRegisterModel(initial=0), timeout=60)
     assert v.outcome is Linearizability.NOT_LINEARIZABLE
+    assert [p.key for p in v.partitions] == ["easy"] and v.unsearched == 1 and v.decided == 1
+    assert "1 not searched (--all searches every one)" in v.summary()
+    # --all searches every partition, within the one budget: the hard one is left open.
+    v = check_history(records, CasRegisterModel(initial=0), timeout=0.2, all_partitions=True)
+    assert v.outcome is Linearizability.NOT_LINEARIZABLE and v.unsearched == 0
     assert {p.outcome for p in v.partitions} == {Linearizability.NOT_LINEARIZABLE, Linearizability.UNKNOWN}
+    assert v.open == 1 and "1 partition(s) still open when the 0.2 s budget ran out" in v.summary()
 
 
 def test_unknown_operation_is_bad_input():

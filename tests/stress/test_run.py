@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -81,12 +82,22 @@ def test_fenced_resource_rejects_the_paused_holders_write(tmp_path):
     assert any(f"process {stale[0].process} " in line for line in started)
 
 
-def test_lease_is_lost_after_a_restart_without_persistence(tmp_path):
+def test_lease_is_lost_after_a_restart_without_persistence(tmp_path, capsys):
     result = stress(tmp_path, "token", ttl_ms=2000, hold_ms=30, nemeses=("server-kill",), interval=0.3)
     assert result.exit_code == 1
     lost = [v for v in result.violations if v.check == "lease validity"]
     assert lost and "lost early" in lost[0].message
     assert any("persistence off" in line for line in nemesis_lines(result, "server-kill"))
+    # The kept history re-checks exactly as the run checked it: same model, same invariants.
+    command = result.recheck_command()
+    assert command.endswith("--model mutex --lease-expiry --ttl-ms 2000")
+    capsys.readouterr()
+    assert main([*shlex.split(command)[1:], "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["invariants_checked"] == result.invariants
+    assert "lease validity" in result.invariants and {v["check"] for v in doc["invariants"]} >= {
+        "lease validity"
+    }
 
 
 @pytest.mark.slow
