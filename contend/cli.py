@@ -13,10 +13,10 @@ from typing import Any, TextIO
 from rich.console import Console
 
 from contend import __version__, interrupt
+from contend.commands.names import COMMANDS
 from contend.errors import ContendError
 
 #: Subcommands, each a module of contend.commands with add_parser(sub, common) and run(args, out, err).
-COMMANDS = ("check", "scoreboard", "bench", "server", "history", "stress", "load", "report")
 
 #: Width for logs and pipes (CI): wide enough that result tables are not cut to "caug…".
 #: A terminal, or $COLUMNS, keeps its own width.
@@ -66,7 +66,9 @@ def _target_options() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole CLI; given the arguments, only the command they name is imported (the others
+    are listed with their one-line help), so each command starts without the others' imports."""
     parser = argparse.ArgumentParser(
         prog="contend",
         description="Verify Redis concurrency primitives against sequential models, and measure "
@@ -76,15 +78,26 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"contend {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = _target_options()
-    for name in COMMANDS:
+    chosen = _command_named(argv)
+    for name, summary in COMMANDS.items():
+        if chosen is not None and name != chosen:
+            sub.add_parser(name, help=summary)
+            continue
         module = importlib.import_module(f"contend.commands.{name}")
         command = module.add_parser(sub, common)
         command.set_defaults(handler=module.run)
     return parser
 
 
+def _command_named(argv: Sequence[str] | None) -> str | None:
+    """The command the arguments run (their first word that is not an option), if it is one."""
+    words = sys.argv[1:] if argv is None else argv
+    first = next((w for w in words if not w.startswith("-")), None)
+    return first if first in COMMANDS else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     restore = interrupt.install() if threading.current_thread() is threading.main_thread() else None
     try:
         return int(args.handler(args, stdout, stderr))

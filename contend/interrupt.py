@@ -18,8 +18,6 @@ import threading
 from collections.abc import Callable
 from types import FrameType
 
-from contend.target.server import stop_all
-
 #: Set once a stop signal arrived.
 STOP = threading.Event()
 #: Seconds between the first signal and the forced exit.
@@ -79,8 +77,12 @@ def _force_exit(code: int) -> None:
     for report in _last_words:
         with contextlib.suppress(Exception):
             report()
-    with contextlib.suppress(Exception):
-        stop_all(timeout=1.0)
+    # Servers exist only if contend.target.server was imported (a command that never starts
+    # one, such as `contend history check`, does not pay for importing redis-py here).
+    server = sys.modules.get("contend.target.server")
+    if server is not None:
+        with contextlib.suppress(Exception):
+            server.stop_all(timeout=1.0)
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()

@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from contend.cli import main
+from contend.commands.names import COMMANDS
+
+DATA = Path(__file__).resolve().parent / "data"
 
 SMALL = ["--serial-names", "100", "--burst-rounds", "5", "--schedule-examples", "10", "--no-shrink"]
 
@@ -14,7 +21,7 @@ def test_help_lists_the_commands(capsys):
         main(["--help"])
     assert info.value.code == 0
     out = capsys.readouterr().out
-    for command in ("check", "bench", "server"):
+    for command in COMMANDS:
         assert command in out
 
 
@@ -32,3 +39,16 @@ def test_blank_namespace_is_refused(command, prefix, capsys):
         main([command, "--namespace", prefix])
     assert info.value.code == 2
     assert "--namespace: must be a non-empty key prefix" in capsys.readouterr().err
+
+
+def test_a_command_imports_only_what_it_needs():
+    """`contend history check` starts without redis-py, Hypothesis, Locust or matplotlib (a batch
+    of histories in CI pays start-up once per process, and that start-up was most of it)."""
+    code = (
+        "import sys\n"
+        "from contend.cli import main\n"
+        f"assert main(['history', 'check', {str(DATA / 'etcd_002.log')!r}, '--model', 'cas-register']) == 0\n"
+        "print(sorted(m for m in ('redis', 'hypothesis', 'locust', 'matplotlib') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "[]"

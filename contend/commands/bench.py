@@ -14,6 +14,7 @@ from rich.table import Table
 from contend.benchmarks.locks import LockBench, bench_locks
 from contend.benchmarks.registry import RegistryBench, bench_registry
 from contend.commands.arguments import positive_float, positive_int
+from contend.commands.names import COMMANDS
 from contend.target.target import open_target
 
 FAMILIES = ("registry", "locks")
@@ -25,7 +26,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser: argparse.ArgumentParser = sub.add_parser(
         "bench",
         parents=[common],
-        help="measure throughput as ratios to raw Redis round trips",
+        help=COMMANDS["bench"],
         description="Measure, in one run, the raw round-trip rate of redis-py clients (INCR loops for "
         "the registry, PING loops for locks) and each implementation's rate, printed as ratios to it; "
         "one-client ratios come from alternating slices, so the machine's noise cancels.",

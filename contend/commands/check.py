@@ -26,6 +26,7 @@ from contend.check.noise import Noise, quieted
 from contend.check.report import claims_lines, evidence_lines, results_table, write_json
 from contend.check.schedule import SCHEDULE, parse_replay
 from contend.commands.arguments import positive_float, positive_int
+from contend.commands.names import COMMANDS
 from contend.errors import ContendError
 from contend.impl import catalog
 from contend.schedule.gate import check_redis_py
@@ -44,7 +45,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser: argparse.ArgumentParser = sub.add_parser(
         "check",
         parents=[common],
-        help="run the correctness battery over every implementation, or over yours (--impl)",
+        help=COMMANDS["check"],
         description="Run every check of each implementation's family and print implementation × "
         "check. Correct implementations must pass; known-bad ones must be caught. With --impl, check "
         "your own factory against the protocol of --kind (README: Bring your own implementation): what "

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from contend.commands.arguments import positive_float, positive_int
+from contend.commands.names import COMMANDS
 from contend.history.checker import Linearizability, Verdict
 from contend.history.formats import read_history
 from contend.history.invariants import Violation
@@ -27,7 +28,7 @@ SEVERITY = {LINEARIZABLE: 0, UNKNOWN: 1, BAD_INPUT: 2, NOT_LINEARIZABLE: 3}
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         "history",
-        help="check a recorded history (JSONL, Jepsen EDN or log) for linearizability",
+        help=COMMANDS["history"],
         description="Work with recorded operation histories.",
     )
     actions = parser.add_subparsers(dest="history_command", metavar="ACTION", required=True)

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from contend.commands.arguments import positive_float, positive_int
+from contend.commands.names import COMMANDS
 from contend.load import sweep as sw
 from contend.load.workloads import WORKLOADS
 from contend.target.keyspace import new_run_id
@@ -34,7 +35,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser: argparse.ArgumentParser = sub.add_parser(
         "load",
         parents=[common],
-        help="sweep Locust over strategies × users × hot keys and write the contention report",
+        help=COMMANDS["load"],
         description="Run Locust headless (loadtests/) over strategies × users × hot-key counts, one run per "
         "point, measure the raw round-trip ceiling at the same client counts, keep the raw CSVs under "
         "<out>/raw/ and write the contention report to <out>/. The quick default sweeps the registry "

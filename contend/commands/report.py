@@ -8,11 +8,13 @@ from typing import Any
 
 from rich.console import Console
 
+from contend.commands.names import COMMANDS
+
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         "report",
-        help="write the contention report of a `contend load` sweep",
+        help=COMMANDS["report"],
         description="Read a sweep directory (what `contend load --out DIR` wrote: DIR or DIR/raw) and "
         "write DIR/index.html (self-contained, plots embedded), DIR/report.md (for a CI step summary), "
         "the PNG plots and points.csv. Exit 2 when the directory holds no sweep.",

@@ -16,6 +16,7 @@ from contend.check.framework import CheckOptions, CheckResult
 from contend.check.noise import Noise, quieted
 from contend.check.schedule import parse_replay
 from contend.commands.arguments import positive_float, positive_int
+from contend.commands.names import COMMANDS
 from contend.errors import ContendError
 from contend.schedule.gate import check_redis_py
 from contend.scoreboard import render
@@ -35,7 +36,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser: argparse.ArgumentParser = sub.add_parser(
         "scoreboard",
         parents=[common],
-        help="judge the Python Redis lock libraries (redis-py, python-redis-lock, pottery, sherlock)",
+        help=COMMANDS["scoreboard"],
         description="Run each library (unmodified, behind an adapter in contend/adapters/) through "
         "the lock battery and the schedule check, judged on what its own documentation claims. "
         "Prints library × property, writes report.md and index.html with every counterexample "

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.console import Console
 
+from contend.commands.names import COMMANDS
 from contend.target.binary import find_redis_server
 from contend.target.server import EmbeddedRedis
 
@@ -15,7 +16,7 @@ from contend.target.server import EmbeddedRedis
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         "server",
-        help="run the embedded redis-server in the foreground, or show which binary is used",
+        help=COMMANDS["server"],
         description="Start the embedded redis-server and keep it running until Ctrl-C, "
         "or with --info print which binary contend would use and its version.",
     )

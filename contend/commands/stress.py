@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from contend.commands.names import COMMANDS
 from contend.stress.nemesis import NEMESES
 from contend.stress.run import RunProgress, StressOptions, StressResult, run_stress, stressable, validate
 
@@ -20,7 +21,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser: argparse.ArgumentParser = sub.add_parser(
         "stress",
         parents=[common],
-        help="run N worker processes against one implementation, inject faults, check the history",
+        help=COMMANDS["stress"],
         description="N worker processes (not threads) run the implementation's operations against the "
         "embedded server (or --redis-url) for --duration seconds while the nemesis injects faults. "
         "Every operation is recorded; the history is checked for linearizability and the family's "

@@ -152,7 +152,7 @@ class Verdict:
                 "not searched (--all searches every one)"
             )
         if self.skipped:
-            text += f"; {self.skipped} operation(s) the model does not check were skipped"
+            text += f"; {self.skipped} operation(s) outside the search (for the invariants)"
         return text
 
     def to_json(self) -> dict[str, Any]:
