@@ -339,12 +339,15 @@ def _line(c: Call) -> str:
 
 
 def registry_errors(calls: Sequence[Call]) -> list[Violation]:
-    """A registry never refuses a name: a register that failed (a definite error) is a spurious error."""
+    """A registry never refuses a valid name: a register of non-empty string names that failed
+    (a definite error) is a spurious error. Refusing bad input (an empty or non-string name) is
+    what the protocol asks for, and an operation that never reached the server proves nothing."""
     failed = [
         c
         for c in calls
         if c.f in ("register", "register_many")
         and c.status == "fail"
+        and _valid_names(c.value if c.f == "register_many" else [c.value])
         and not str(c.completion.error if c.completion else "").startswith(UNSENT)
     ]
     if not failed:
@@ -359,6 +362,10 @@ def registry_errors(calls: Sequence[Call]) -> list[Violation]:
             (first,),
         )
     ]
+
+
+def _valid_names(names: Any) -> bool:
+    return isinstance(names, list | tuple) and all(isinstance(n, str) and n for n in names)
 
 
 @dataclass

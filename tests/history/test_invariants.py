@@ -150,3 +150,13 @@ def test_registry_errors_count_refusals_not_unreached_servers():
     )
     (v,) = registry_errors(calls)
     assert v.message.startswith("1 register call(s) failed, the first with RegistrationError")
+
+
+def test_registry_errors_let_bad_input_be_refused():
+    calls = history(
+        (0, "invoke", "register", "", 0),
+        (0, "fail", "register", None, 1, "ValueError: empty name"),
+        (1, "invoke", "register_many", ["a", 7], 2),
+        (1, "fail", "register_many", None, 3, "TypeError: not a string"),
+    )
+    assert registry_errors(calls) == []
