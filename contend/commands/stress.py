@@ -97,7 +97,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         type=float,
         default=30.0,
         metavar="S",
-        help="linearizability search budget per partition (default %(default)s)",
+        help="time budget of the whole linearizability search, in seconds (default %(default)s)",
     )
     parser.add_argument(
         "--out",

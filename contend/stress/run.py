@@ -149,7 +149,7 @@ class StressResult:
 
     @property
     def exit_code(self) -> int:
-        """0 valid, 1 a violation, 3 unknown (a partition's search budget ran out)."""
+        """0 valid, 1 a violation, 3 unknown (the search budget ran out before every partition was decided)."""
         if self.violations or self.verdict.outcome is Linearizability.NOT_LINEARIZABLE:
             return 1
         return 3 if self.verdict.outcome is Linearizability.UNKNOWN else 0
