@@ -31,7 +31,8 @@ CLIENT_OPERATIONS = ("acquire", "release", "extend")
 
 @dataclass(frozen=True)
 class LeaseState:
-    """Who holds the lease (None: free) and the last fencing token granted (0: none yet)."""
+    """Who holds the lease (None: free) and the last fencing token granted (below 0: none yet;
+    a fenced lease starts at -1, so a first token of 0 is legal)."""
 
     holder: Hashable | None = None
     fence: int = 0
@@ -65,7 +66,7 @@ class LeaseModel(DeterministicModel[LeaseState]):
         return f"LeaseModel(fenced={self.fenced}, spontaneous_expiry={self.spontaneous_expiry})"
 
     def init(self) -> LeaseState:
-        return LeaseState()
+        return LeaseState(None, -1) if self.fenced else LeaseState()
 
     def apply(
         self, state: LeaseState, f: str, value: Any = None, process: Any = None
@@ -109,7 +110,7 @@ class LeaseModel(DeterministicModel[LeaseState]):
 
     def describe_state(self, state: LeaseState) -> str:
         if state.holder is None:
-            return f"free (last token {state.fence})"
+            return "free (no token yet)" if state.fence < 0 else f"free (last token {state.fence})"
         return f"held by {state.holder!r} (token {state.fence})"
 
 

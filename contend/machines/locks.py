@@ -100,6 +100,8 @@ class LockMachine(ScheduledMachine):
         self.tokens: list[int] = []
         self.crashed_holders: set[int] = set()
         self.skew_total = 0.0  # every clock jump so far, added up
+        self.skews = 0  # clock jumps so far
+        self.skews_at_start: dict[int, int] = {}  # client → clock jumps before its acquire began
         self.stalls: set[int] = set()  # clients that stall past their TTL once they hold the lock
         self.longest_lease = TTL_MS / 1000  # the longest lease a client may have asked for (an extend's)
         self.extends: set[int] = set()  # clients that extend once they hold the lock
@@ -175,6 +177,7 @@ class LockMachine(ScheduledMachine):
             self.crash_plan[index] = len(self.scheduler.trace), crash_after
         lock = self.locks[index]
         self.started_at[index] = self.scheduler.vclock
+        self.skews_at_start[index] = self.skews
         self.asked.pop(index, None)
         self.start(index, lambda: lock.acquire(blocking=True, timeout=ACQUIRE_TIMEOUT), "acquire()")
 
@@ -202,6 +205,7 @@ class LockMachine(ScheduledMachine):
         index = data.draw(st.integers(0, self.workers - 1), label="client")
         self.scheduler.skew(index, (2 if ahead else -2) * self.ttl)
         self.skew_total += 2 * self.ttl
+        self.skews += 1
 
     def after_step(self) -> None:
         """Note places in line and holders that started giving their lease back, and carry out
@@ -328,7 +332,12 @@ class LockMachine(ScheduledMachine):
         if len(others) >= self.limit:
             held = ", ".join(self.scheduler.clients[o].name for o in sorted(others))
             skewed = [f"{c.name} {c.skew:+g} s" for c in self.scheduler.clients if c.skew]
-            what = CLOCK_SKEW_SAFE if skewed else MUTUAL_EXCLUSION
+            # A clock that jumped while these leases were taken counts even if it jumped back
+            # since: the lease values it wrote (or read) were computed with the skewed clock.
+            since = min(self.skews_at_start.get(i, self.skews) for i in (*others, index))
+            what = CLOCK_SKEW_SAFE if skewed or self.skews > since else MUTUAL_EXCLUSION
+            if not skewed and self.skews > since:
+                skewed = [f"{self.skews - since} jump(s) while these leases were taken, since undone"]
             why = f"; clocks skewed: {', '.join(skewed)}" if skewed else ""
             self.fail(
                 what,

@@ -99,8 +99,8 @@ def test_fencing_counter_counts_grants_only():
             ("acquire", "c"),
         ],
     )
-    assert outs == [1, False, OK, 2, None, 3]
-    assert token(state) == 3
+    assert outs == [0, False, OK, 1, None, 2]  # the smallest legal tokens: 0 may come first
+    assert token(state) == 2
     assert token(LeaseState(None, 3)) is None
 
 
@@ -131,14 +131,14 @@ def test_unfenced_success_is_true_not_one():
 def test_unknown_output_is_legal_and_takes_effect():
     model = LeaseModel(fenced=True)
     legal, s1 = model.step(model.init(), Op("acquire", output=UNKNOWN, process="a"))
-    assert legal and s1 == LeaseState("a", 1)
+    assert legal and s1 == LeaseState("a", 0)  # the smallest token it may have received
     legal, s2 = model.step(s1, Op("acquire", output=UNKNOWN, process="b"))
     assert legal and s2 == s1  # held: the unknown acquire cannot have succeeded
     legal, s3 = model.step(s2, Op("release", output=UNKNOWN, process="a"))
-    assert legal and s3 == LeaseState(None, 1)
+    assert legal and s3 == LeaseState(None, 0)
     # The next token only has to exceed the one the unknown acquire may have received.
-    assert not model.step(s3, Op("acquire", output=1, process="c"))[0]
-    assert model.step(s3, Op("acquire", output=2, process="c"))[0]
+    assert not model.step(s3, Op("acquire", output=0, process="c"))[0]
+    assert model.step(s3, Op("acquire", output=1, process="c"))[0]
 
 
 def test_spontaneous_expiry_explains_a_takeover_but_not_a_foreign_release():
@@ -206,3 +206,14 @@ def test_spontaneous_expiry_with_fencing_still_needs_a_larger_token():
     assert model.step(held, Op("acquire", output=5, process="b")) == (True, LeaseState("b", 5))
     assert not model.step(held, Op("acquire", output=4, process="b"))[0]
     assert model.step(held, Op("acquire", output=False, process="b")) == (True, held)
+
+
+def test_a_first_fencing_token_of_zero_is_legal_and_must_then_increase():
+    model = LeaseModel(fenced=True)
+    legal, s1 = model.step(model.init(), Op("acquire", None, 0, "L", "a"))
+    assert legal and token(s1) == 0
+    legal, s2 = model.step(s1, Op("release", None, OK, "L", "a"))
+    assert legal
+    legal, _ = model.step(s2, Op("acquire", None, 0, "L", "b"))
+    assert not legal  # 0 again: not increasing
+    assert model.describe_state(model.init()) == "free (no token yet)"
