@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from rich.console import Console
+from rich.markup import escape
 
 from contend import __version__, interrupt
 from contend.commands.names import COMMANDS
@@ -102,7 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.handler(args, stdout, stderr))
     except ContendError as exc:
-        stderr.print(f"[bold red]contend:[/] {exc}", soft_wrap=True)
+        stderr.print(f"[bold red]contend:[/] {escape(str(exc))}", soft_wrap=True)
         return 2
     except KeyboardInterrupt as exc:
         stderr.print("[yellow]interrupted[/]: servers stopped, run namespace cleaned up")

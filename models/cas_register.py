@@ -61,9 +61,10 @@ class CasRegisterModel(DeterministicModel[Any]):
         f = ALIASES.get(op.f, op.f)
         value, output, key = op.value, op.output, op.key
         if key is None and _is_independent(f, value):
-            key, value = freeze(value[0]), value[1]
+            key, value = value[0], value[1]
             if output is not UNKNOWN and _is_pair(output):
                 output = output[1]
+        key = freeze(key)  # any JSON value may name the register
         if f == "read":
             return Op(f, None, output if output is UNKNOWN else freeze(output), key, op.process)
         if f == "write":

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from contend.models.base import DeterministicModel
+from contend.models.base import UNKNOWN, DeterministicModel, Op
+from contend.models.cas_register import freeze
 
 RegistryState = tuple[str, ...]
 
@@ -37,6 +38,13 @@ class RegistryModel(DeterministicModel[RegistryState]):
         if f == "count":
             return len(state), state
         raise ValueError(f"registry model has no operation {f!r}")
+
+    def adapt(self, op: Op) -> Op:
+        """register_many's names and ids are read as lists; the model's are tuples."""
+        if op.f != "register_many":
+            return op
+        output = op.output if op.output is UNKNOWN else freeze(op.output)
+        return Op(op.f, freeze(op.value), output, op.key, op.process)
 
     @staticmethod
     def _register(state: RegistryState, name: str) -> tuple[int, RegistryState]:

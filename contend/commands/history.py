@@ -18,7 +18,7 @@ from contend.history.checker import Linearizability, Verdict
 from contend.history.formats import read_history
 from contend.history.invariants import Violation
 from contend.history.models import HISTORY_MODELS, MODELS, HistoryCheck, Options
-from contend.history.records import FORMATS, Call, HistoryError, pair
+from contend.history.records import FORMATS, NEMESIS, Call, HistoryError, pair
 
 #: Exit codes, and which one a batch of files ends with: the worst, in this order.
 LINEARIZABLE, NOT_LINEARIZABLE, BAD_INPUT, UNKNOWN = 0, 1, 2, 3
@@ -184,7 +184,17 @@ def check_file(path: Path, args: argparse.Namespace) -> FileResult:
             f"{path}: nothing to check: none of its {len(paired.calls)} operation(s) is one the "
             f"{entry.name} model accepts ({', '.join(entry.operations)})"
         )
+    if args.ttl_ms is not None and not all(r.time is not None for r in records if r.process != NEMESIS):
+        raise HistoryError(
+            f"{path}: --ttl-ms compares lease lengths with the records' times, and its records have "
+            "none: give every record a time in nanoseconds, or leave --ttl-ms out"
+        )
     check: HistoryCheck = entry.build(calls, Options(lease_expiry=args.lease_expiry, ttl_ms=args.ttl_ms))
+    if args.linear_only and not check.invariants:
+        raise HistoryError(
+            f"--linear-only runs only the invariants, and the {entry.name} model has none: "
+            "leave --linear-only out"
+        )
     try:
         verdict, violations = check.run(
             calls,

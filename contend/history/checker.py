@@ -268,8 +268,11 @@ def check_calls(
                 raise HistoryError(f"{_line(c)}: {c.f}: {exc}") from None
         ops.append(op)
     position = {id(op): k for k, op in enumerate(ops)}
-    groups = [g for g in model.partition(ops) if g]
-    if not groups:
+    try:
+        groups = [g for g in model.partition(ops) if g]
+    except TypeError as exc:  # a key the model cannot tell apart: an object where a name goes
+        raise HistoryError(f"cannot partition the history by key: {exc}") from None
+    if not groups or not any(c.status == "ok" for c in live):
         raise NothingToCheck(_nothing(calls, live))
     compile_step: Callable[[Op], Transition] | None = getattr(model, "compile_step", None)
     pending: list[_Partition] = []
@@ -290,7 +293,7 @@ def check_calls(
     while pending and not (stopped or timed_out):
         still: list[_Partition] = []
         for k, part in enumerate(pending):
-            if part.advance(slices):
+            if part.advance(slices, deadline):
                 result = part.finish(model, keep_linearizations)
                 results.append(result)
                 if result.outcome is Linearizability.NOT_LINEARIZABLE and not all_partitions:
@@ -385,10 +388,10 @@ class _Partition:
             self._run = Search(steps, [c.start for c in calls], [c.end for c in calls], self._model.init())
         return self._run
 
-    def advance(self, slices: int) -> bool:
+    def advance(self, slices: int, deadline: float | None = None) -> bool:
         """Search on (see Search.advance); a model step that raised names its line."""
         try:
-            return self.run.advance(slices)
+            return self.run.advance(slices, deadline)
         except _StepError as exc:
             c = self.calls[exc.index]
             raise HistoryError(f"{_line(c)}: {c.f}: {exc.cause}") from None
@@ -440,6 +443,11 @@ def _nothing(calls: Sequence[Call], live: Sequence[Call]) -> str:
             f"nothing to check: all {failed} operation(s) failed (type fail: they took no effect), "
             "so no verdict can be reached"
         )
+    if not any(c.status == "ok" for c in live):
+        return (
+            f"nothing to check: every one of the {len(live)} operation(s) ended in info (outcome "
+            "unknown), so no result was observed"
+        )
     return (
         f"nothing to check: none of the {len(live)} operation(s) that took effect is one the model checks"
         + (f" ({failed} failed)" if failed else "")
@@ -457,12 +465,16 @@ class _StepError(Exception):
 
 
 def _undominated(seen: list[int], maybe: int) -> bool:
-    """True (and `maybe` recorded) unless some set in `seen` is a subset of `maybe`."""
+    """True (and `maybe` recorded) unless one of the last DOMINANCE_CHECKS sets in `seen` is a
+    subset of `maybe`. Older sets are forgotten: pruning less never changes a verdict, and an
+    unbounded scan made single steps slow enough to overrun the time budget."""
     absent = ~maybe
     for old in seen:
         if not old & absent:
             return False
     seen.append(maybe)
+    if len(seen) > DOMINANCE_CHECKS:
+        del seen[0]
     return True
 
 
@@ -516,8 +528,9 @@ class Search:
         self.result: SearchResult | None = None
         self.seconds = 0.0
 
-    def advance(self, slices: int) -> bool:
-        """Search up to `slices` × CLOCK_EVERY more steps; True once decided (`result` is set)."""
+    def advance(self, slices: int, deadline: float | None = None) -> bool:
+        """Search up to `slices` × CLOCK_EVERY more steps, fewer once `deadline` (a
+        time.perf_counter() value) has passed; True once decided (`result` is set)."""
         if self.result is not None:
             return True
         began = time.perf_counter()
@@ -525,6 +538,8 @@ class Search:
             for _ in range(slices):
                 self._run.send(None)
                 self._started = True
+                if deadline is not None and time.perf_counter() > deadline:
+                    break
         except StopIteration as done:
             self.result = done.value
         finally:

@@ -144,6 +144,8 @@ def _edn_atom(tok: str, where: str) -> Any:
     if re.match(r"[+-]?\d+/\d+$", tok):
         num, den = tok.split("/")
         return int(num) / int(den)
+    if re.match(r"[+-]?0[xX][0-9a-fA-F]+N?$", tok):  # Clojure prints hex ints (object ids in #object[…])
+        return int(tok.rstrip("N"), 16)
     if tok[0].isdigit():
         raise HistoryError(f"{where}: expected a number, got {tok!r}")
     return tok  # a symbol

@@ -82,8 +82,13 @@ def parse_jsonl(text: str, source: str = "<jsonl>") -> list[Record]:
             try:
                 objects.append(json.loads(line))
             except json.JSONDecodeError as exc:
+                hint = (
+                    "; JSONL is one JSON object per line, not one JSON array"
+                    if numbered and numbered[0][1].lstrip().startswith("[")
+                    else ""
+                )
                 raise HistoryError(
-                    f"{source}:{lineno}: expected a JSON object, but {exc.msg} (column {exc.colno})"
+                    f"{source}:{lineno}: expected a JSON object, but {exc.msg} (column {exc.colno}){hint}"
                 ) from None
     records: list[Record] = []
     validate = record_validator()

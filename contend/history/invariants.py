@@ -175,17 +175,26 @@ def lock_holds(
     acquire: str = "acquire",
     release: str = "release",
     held: Callable[[Any], bool] = _held,
+    ttl_ms: int | None = None,
 ) -> list[Violation]:
     """Hold intervals of a lock (per key) never overlap.
 
     A process surely holds the lock from its successful acquire's completion
-    to its next release's invocation (or the end of the history). Two such
-    intervals that overlap mean two clients believed they held it at once.
+    to the first of: its next release's invocation, the invocation of an
+    `expire` of that key (a lease end the recorder saw), the end of its lease
+    when `ttl_ms` is known (acquire invoked + ttl), or the end of the history.
+    Two such intervals that overlap mean two clients believed they held it at once.
     """
+    ttl_ns = None if ttl_ms is None else ttl_ms * 1_000_000
     by_process: dict[Any, list[Call]] = {}
+    expiries: dict[Any, list[float]] = {}
     for c in calls:
         if c.f in (acquire, release):
             by_process.setdefault(c.process, []).append(c)
+        elif c.f == "expire":
+            expiries.setdefault(_hashable(c.key), []).append(c.start)
+    for starts in expiries.values():
+        starts.sort()
     intervals: dict[Any, list[_Span]] = {}
     for ops in by_process.values():
         ops.sort(key=lambda c: c.start)
@@ -193,8 +202,14 @@ def lock_holds(
             if c.f != acquire or c.status != "ok" or c.end is None or not held(c.output):
                 continue
             rel = next((r for r in ops[k + 1 :] if r.f == release and (r.key == c.key)), None)
-            until = rel.start if rel is not None else INF
-            intervals.setdefault(c.key, []).append((c.end, until, c, rel))
+            until: float = rel.start if rel is not None else INF
+            ends = expiries.get(_hashable(c.key), [])
+            after = bisect.bisect_left(ends, c.end)
+            if after < len(ends):
+                until = min(until, ends[after])
+            if ttl_ns is not None:
+                until = min(until, c.start + ttl_ns)
+            intervals.setdefault(_hashable(c.key), []).append((c.end, until, c, rel))
     out: list[Violation] = []
     for key, spans in intervals.items():
         for reach, span, _ in overlapping(spans):
@@ -291,25 +306,28 @@ def locked_counter(
     info, invoked before the read returned).
     """
     size = amount or (lambda c: c.value if isinstance(c.value, int) and not isinstance(c.value, bool) else 1)
-    done = sorted((c.end, size(c)) for c in calls if c.f == incr and c.status == "ok" and c.end is not None)
-    begun = sorted((c.start, size(c)) for c in calls if c.f == incr and c.status in ("ok", "info"))
-    done_at, done_sum = _prefix(done)
-    begun_at, begun_sum = _prefix(begun)
-    out: list[Violation] = []
+    counters: dict[Any, list[Call]] = {}  # each counter (key) on its own
     for c in calls:
-        if c.f != read or c.status != "ok" or not isinstance(c.output, int):
-            continue
-        low = done_sum[bisect.bisect_left(done_at, c.start)]
-        high = begun_sum[bisect.bisect_right(begun_at, c.end if c.end is not None else INF)]
-        if not low <= c.output <= high:
-            bound = f"at least {low}" if c.output < low else f"at most {high}"
-            out.append(
-                Violation(
-                    "locked counter",
-                    f"read {c.output}, but {bound} increments had taken effect (lost update)",
-                    (c,),
-                )
-            )
+        if c.f in (incr, read):
+            counters.setdefault(_hashable(c.key), []).append(c)
+    out: list[Violation] = []
+    for ops in counters.values():
+        done = sorted((c.end, size(c)) for c in ops if c.f == incr and c.status == "ok" and c.end is not None)
+        begun = sorted((c.start, size(c)) for c in ops if c.f == incr and c.status in ("ok", "info"))
+        done_at, done_sum = _prefix(done)
+        begun_at, begun_sum = _prefix(begun)
+        for c in ops:
+            if c.f != read or c.status != "ok" or not isinstance(c.output, int):
+                continue
+            low = done_sum[bisect.bisect_left(done_at, c.start)]
+            high = begun_sum[bisect.bisect_right(begun_at, c.end if c.end is not None else INF)]
+            if c.output < low:
+                what = f"at least {low} increments had taken effect (lost update)"
+            elif c.output > high:
+                what = f"at most {high} increments had been invoked (a count of increments never made)"
+            else:
+                continue
+            out.append(Violation("locked counter", f"read {c.output}, but {what}", (c,)))
     return out
 
 
@@ -326,7 +344,12 @@ def _prefix(points: Iterable[tuple[Any, int]]) -> tuple[list[Any], list[int]]:
 
 
 def _hashable(v: Any) -> Any:
-    return tuple(_hashable(x) for x in v) if isinstance(v, list | tuple) else v
+    """A JSON value as a dict key: lists to tuples, objects to sorted item tuples."""
+    if isinstance(v, list | tuple):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted(((str(k), _hashable(x)) for k, x in v.items()), key=repr))
+    return v
 
 
 def _who(c: Call) -> str:
@@ -378,6 +401,8 @@ class Hold:
 
 
 def _holds(calls: Sequence[Call]) -> list[Hold]:
+    """Each process's successful acquires, per lock key, with the writes it made while holding
+    (to any key: the resource a lock protects is another key) and the release that ended it."""
     by_process: dict[Any, list[Call]] = {}
     for c in calls:
         if c.f in ("acquire", "release", "incr"):
@@ -385,18 +410,18 @@ def _holds(calls: Sequence[Call]) -> list[Hold]:
     holds: list[Hold] = []
     for ops in by_process.values():
         ops.sort(key=lambda c: (c.start, c.id))
-        current: Hold | None = None
+        current: dict[Any, Hold] = {}  # lock key → the process's open hold of it
         for c in ops:
             if c.f == "acquire":
-                current = None
+                current.pop(_hashable(c.key), None)
                 if c.status == "ok" and c.end is not None and c.output is not False and c.output is not None:
-                    current = Hold(c, [])
-                    holds.append(current)
-            elif c.f == "incr" and current is not None:
-                current.writes.append(c)
-            elif c.f == "release" and current is not None:
-                current.release = c
-                current = None
+                    current[_hashable(c.key)] = Hold(c, [])
+                    holds.append(current[_hashable(c.key)])
+            elif c.f == "incr":
+                for hold in current.values():
+                    hold.writes.append(c)
+            elif c.f == "release" and _hashable(c.key) in current:
+                current.pop(_hashable(c.key)).release = c
     return holds
 
 
@@ -409,16 +434,18 @@ def critical_sections(calls: Sequence[Call]) -> list[Violation]:
     lease that expired under a paused client, unfenced, does this. A write the
     resource refused (a stale fencing token: fail) does not count.
     """
-    spans: list[_Span] = []
+    by_lock: dict[Any, list[_Span]] = {}
     for hold in _holds(calls):
         acquire = hold.acquire
         landed = [w for w in hold.writes if w.status == "ok"]
         if landed and acquire.end is not None:
             last = max(landed, key=lambda w: w.start)
             if last.start > acquire.end:
-                spans.append((acquire.end, last.start, acquire, last))
+                by_lock.setdefault(_hashable(acquire.key), []).append(
+                    (acquire.end, last.start, acquire, last)
+                )
     out: list[Violation] = []
-    for reach, span, first in overlapping(spans):
+    for reach, span, first in (found for spans in by_lock.values() for found in overlapping(spans)):
         if first:  # one violation per span that others overlap, not one per overlapping span
             out.append(
                 Violation(
@@ -462,7 +489,7 @@ def lease_validity(calls: Sequence[Call], ttl_ms: int) -> list[Violation]:
         for h in window:
             p = h.acquire
             assert p.end is not None
-            if p.id not in lost and q.start > p.end and released_at(h) > q.end:
+            if p.key == q.key and p.id not in lost and q.start > p.end and released_at(h) > q.end:
                 left = (p.start + ttl_ns - q.end) / 1e6
                 out.append(
                     Violation(

@@ -130,8 +130,12 @@ def make_record(fields: dict[str, Any], index: int, line: int | None, source: st
         raise HistoryError(f"{where}: expected :type to be one of invoke, ok, fail, info; got {kind!r}")
     if not isinstance(f, str | int) or isinstance(f, bool):
         raise HistoryError(f"{where}: expected :f (the operation's name), got {f!r}")
-    if time is not None and (isinstance(time, bool) or not isinstance(time, int | float)):
-        raise HistoryError(f"{where}: expected :time to be a number of nanoseconds, got {time!r}")
+    if time is not None and (
+        isinstance(time, bool)
+        or not isinstance(time, int | float)
+        or (isinstance(time, float) and not time.is_integer())
+    ):
+        raise HistoryError(f"{where}: expected :time to be a whole number of nanoseconds, got {time!r}")
     if not isinstance(idx, int) or isinstance(idx, bool):
         raise HistoryError(f"{where}: expected :index to be an integer, got {idx!r}")
     return Record(
@@ -172,18 +176,29 @@ class Paired:
 def pair(records: Sequence[Record]) -> Paired:
     """Pair each invocation with its process's next completion.
 
-    Times are the records' `time` when every record has one (the records are
-    then taken in time order, whatever their order in the file), else their
-    positions (nemesis records then get their position as `time`). Errors
-    name the line: a completion with no open invocation, an invocation while
-    the process's previous one is open, an invocation by a process whose
-    earlier operation ended in info.
+    Times are the records' `time` when every client record has one (the
+    records are then taken in time order, whatever their order in the file; a
+    nemesis record without one takes the time of the record before it), else
+    their positions (nemesis records then get their position as `time`).
+    Errors name the line: times on some client records but not all, a
+    completion with no open invocation, an invocation while the process's
+    previous one is open, an invocation by a process whose earlier operation
+    ended in info.
     """
     given = records
-    times = [r.time for r in records]
-    timed = None not in times
-    if timed and any(a > b for a, b in itertools.pairwise(times)):  # type: ignore[operator]
-        records = [records[k] for k in sorted(range(len(records)), key=times.__getitem__)]  # type: ignore[arg-type]
+    timed = _timed(records)
+    if timed:
+        times: list[int] = []
+        last = 0
+        for r in records:
+            last = r.time if r.time is not None else last
+            times.append(last)
+        if any(r.time is None for r in records):
+            records = [
+                r if r.time is not None else replace(r, time=t) for r, t in zip(records, times, strict=True)
+            ]
+        if any(a > b for a, b in itertools.pairwise(times)):
+            records = [records[k] for k in sorted(range(len(records)), key=times.__getitem__)]
     open_: dict[Any, tuple[int, int, Record]] = {}
     crashed: dict[Any, Record] = {}
     slots: list[tuple[int, Record, int, Record | None]] = []
@@ -238,6 +253,24 @@ def pair(records: Sequence[Record]) -> Paired:
             Call(len(calls), inv.process, inv.f, key, inv.value, output, status, start, end, inv, comp)
         )
     return Paired(calls, nemesis, given)
+
+
+def _timed(records: Sequence[Record]) -> bool:
+    """Do the client records carry times? All or none of them must (HistoryError otherwise)."""
+    with_time = without = None
+    for r in records:
+        if r.process == NEMESIS:
+            continue
+        if r.time is None:
+            without = without or r
+        else:
+            with_time = with_time or r
+        if with_time is not None and without is not None:
+            raise HistoryError(
+                f"{_at(without)}: no time, but {_at(with_time)} has one: give every record a time "
+                "(nanoseconds) or none (then line order is time order)"
+            )
+    return with_time is not None
 
 
 def _at(r: Record | None) -> str:

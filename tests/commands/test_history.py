@@ -300,3 +300,173 @@ def test_lines_out_of_time_order_are_read_in_time_order(capsys, tmp_path):
     path.write_text("\n".join(rows) + "\n")
     code, out, _ = check(capsys, path, "--model", "cas-register")
     assert code == 1 and "cannot linearize p2 read() → 1 [line 5]" in out  # 2 was written last
+
+
+# --- found by trying histories written elsewhere (each was a false alarm, a miss or a traceback)
+
+
+def _lines(path, *objects):
+    path.write_text("".join(json.dumps(o) + "\n" for o in objects))
+    return path
+
+
+def _op(process, kind, f, key=None, value=None, time=None):
+    doc = {"process": process, "type": kind, "f": f, "key": key, "value": value}
+    if time is not None:
+        doc["time"] = time
+    return doc
+
+
+def test_register_many_is_checked_by_the_whole_registry(capsys, tmp_path):
+    path = _lines(
+        tmp_path / "many.jsonl",
+        _op(0, "invoke", "register_many", value=["a", "b"]),
+        _op(0, "ok", "register_many", value=[1, 2]),
+        _op(1, "invoke", "lookup", value="b"),
+        _op(1, "ok", "lookup", value=2),
+    )
+    code, out, _ = check(capsys, path, "--model", "registry")
+    assert code == 0, out
+
+
+def test_locks_and_counters_on_other_keys_are_judged_apart(capsys, tmp_path):
+    ms = 1_000_000
+    path = _lines(
+        tmp_path / "two.jsonl",
+        _op(0, "invoke", "acquire", "A", time=0),
+        _op(0, "ok", "acquire", "A", True, time=1 * ms),
+        _op(0, "invoke", "incr", "counter-A", 1, time=2 * ms),
+        _op(0, "ok", "incr", "counter-A", 1, time=3 * ms),
+        _op(1, "invoke", "acquire", "B", time=4 * ms),
+        _op(1, "ok", "acquire", "B", True, time=5 * ms),
+        _op(1, "invoke", "incr", "counter-B", 1, time=6 * ms),
+        _op(1, "ok", "incr", "counter-B", 1, time=7 * ms),
+        _op(1, "invoke", "read", "counter-B", time=8 * ms),
+        _op(1, "ok", "read", "counter-B", 1, time=9 * ms),
+        _op(1, "invoke", "release", "B", time=10 * ms),
+        _op(1, "ok", "release", "B", "ok", time=11 * ms),
+        _op(0, "invoke", "release", "A", time=12 * ms),
+        _op(0, "ok", "release", "A", "ok", time=13 * ms),
+    )
+    code, out, _ = check(capsys, path, "--model", "mutex", "--ttl-ms", "1000")
+    assert code == 0 and "invariants hold: critical sections, locked counter, lease validity" in out, out
+
+
+def test_a_recorded_expiry_or_an_unseen_one_ends_a_hold(capsys, tmp_path):
+    ms = 1_000_000
+    seen = _lines(
+        tmp_path / "seen.jsonl",
+        _op(0, "invoke", "acquire", "L"),
+        _op(0, "ok", "acquire", "L", True),
+        _op("harness", "invoke", "expire", "L"),
+        _op("harness", "ok", "expire", "L"),
+        _op(1, "invoke", "acquire", "L"),
+        _op(1, "ok", "acquire", "L", True),
+    )
+    code, out, _ = check(capsys, seen, "--model", "mutex")
+    assert code == 0 and "invariants hold: lock holds" in out, out
+    unseen = _lines(
+        tmp_path / "unseen.jsonl",
+        _op(0, "invoke", "acquire", "L", time=0),
+        _op(0, "ok", "acquire", "L", True, time=1 * ms),
+        _op(1, "invoke", "acquire", "L", time=50 * ms),
+        _op(1, "ok", "acquire", "L", True, time=51 * ms),
+    )
+    code, out, _ = check(capsys, unseen, "--model", "mutex", "--lease-expiry", "--ttl-ms", "10")
+    assert code == 0, out
+    code, out, _ = check(capsys, unseen, "--model", "mutex", "--ttl-ms", "100")  # the lease had 50 ms left
+    assert code == 1 and "lease validity" in out
+
+
+def test_a_fencing_token_may_start_at_zero(capsys, tmp_path):
+    path = _lines(
+        tmp_path / "zero.jsonl",
+        _op(0, "invoke", "acquire", "L"),
+        _op(0, "ok", "acquire", "L", 0),
+        _op(0, "invoke", "release", "L"),
+        _op(0, "ok", "release", "L", "ok"),
+        _op(1, "invoke", "acquire", "L"),
+        _op(1, "ok", "acquire", "L", 1),
+    )
+    code, out, _ = check(capsys, path, "--model", "mutex")
+    assert code == 0 and "fencing tokens" in out, out
+
+
+def test_a_nemesis_line_without_time_keeps_the_client_times(capsys, tmp_path):
+    path = _lines(
+        tmp_path / "nemesis.jsonl",
+        _op(0, "invoke", "write", "x", 1, time=100),
+        _op(1, "ok", "read", "x", 1, time=400),
+        _op(0, "ok", "write", "x", 1, time=200),
+        _op(1, "invoke", "read", "x", time=300),
+        {"process": "nemesis", "type": "info", "f": "start-partition", "value": "majority"},
+    )
+    code, out, _ = check(capsys, path, "--model", "cas-register")
+    assert code == 0, out
+    mixed = _lines(
+        tmp_path / "mixed.jsonl", _op(0, "invoke", "write", value=1, time=100), _op(0, "ok", "write", value=1)
+    )
+    code, _, err = check(capsys, mixed, "--model", "cas-register")
+    assert code == 2 and "line 2: no time, but line 1 has one" in err.replace("\n", "")
+
+
+@pytest.mark.parametrize(
+    ("rows", "args", "message"),
+    [
+        (
+            [_op(0, "invoke", "write", value=1), _op(0, "info", "write")],
+            [],
+            "every one of the 1 operation(s) ended in info",
+        ),
+        (
+            [_op(0, "invoke", "write", value=1), _op(0, "ok", "write", value=1)],
+            ["--linear-only"],
+            "the cas-register model has none",
+        ),
+        (
+            [_op(0, "invoke", "write", value=1, time=10.5), _op(0, "ok", "write", value=1, time=11)],
+            [],
+            "time must be integer, got 10.5",
+        ),
+        (
+            [_op(0, "invoke", "cas", value={"old": 1}), _op(0, "ok", "cas", value=True)],
+            [],
+            "cas expects [old new], got {'old': 1}",
+        ),
+    ],
+)
+def test_what_decides_nothing_or_cannot_be_read_is_refused(capsys, tmp_path, rows, args, message):
+    path = _lines(tmp_path / "h.jsonl", *rows)
+    code, out, err = check(capsys, path, "--model", "cas-register", *args)
+    assert code == 2 and out == "" and message in err.replace("\n", ""), err
+
+
+def test_ttl_needs_times_and_jsonl_is_not_one_array(capsys, tmp_path):
+    path = _lines(tmp_path / "h.jsonl", _op(0, "invoke", "acquire", "L"), _op(0, "ok", "acquire", "L", True))
+    code, _, err = check(capsys, path, "--model", "mutex", "--ttl-ms", "10")
+    assert code == 2 and "--ttl-ms compares lease lengths with the records' times" in err.replace("\n", "")
+    array = tmp_path / "h.json"
+    array.write_text(json.dumps([_op(0, "invoke", "read"), _op(0, "ok", "read")], indent=2))
+    code, _, err = check(capsys, array, "--model", "cas-register")
+    assert code == 2 and "JSONL is one JSON object per line, not one JSON array" in err.replace("\n", "")
+
+
+def test_jepsen_object_errors_and_object_keys_are_read(capsys, tmp_path):
+    edn = tmp_path / "h.edn"
+    edn.write_text(
+        "{:type :invoke, :f :write, :value 3, :process 0, :time 1}\n"
+        '{:type :info, :f :write, :value 3, :process 0, :time 2, :error #object[java.net.SocketTimeoutException 0x5a2e4553 "Read timed out"]}\n'
+        "{:type :invoke, :f :read, :value nil, :process 5, :time 3}\n"
+        "{:type :ok, :f :read, :value 3, :process 5, :time 4}\n"
+    )
+    code, out, _ = check(capsys, edn, "--model", "cas-register")
+    assert code == 0, out
+    keyed = _lines(
+        tmp_path / "k.jsonl",
+        _op(0, "invoke", "write", {"table": "t", "id": [1, 2]}, 5),
+        _op(0, "ok", "write", {"table": "t", "id": [1, 2]}, 5),
+        _op(0, "invoke", "read", {"id": [1, 2], "table": "t"}),
+        _op(0, "ok", "read", {"id": [1, 2], "table": "t"}, 5),
+    )
+    code, out, _ = check(capsys, keyed, "--model", "cas-register")
+    assert code == 0 and "1 partition(s)" in out, out

@@ -317,3 +317,14 @@ def test_generated_histories():
 
 
 # --------------------------------------------------------------------------- linear-time invariants
+
+
+def test_dominance_pruning_remembers_a_bounded_number_of_sets():
+    """An unbounded list made single search steps slow enough to overrun the time budget."""
+    from contend.history.checker import DOMINANCE_CHECKS, _undominated
+
+    seen: list[int] = []
+    for k in range(DOMINANCE_CHECKS * 3):
+        assert _undominated(seen, 1 << (k + 1))  # disjoint sets: none dominates another
+    assert len(seen) == DOMINANCE_CHECKS
+    assert not _undominated(seen, seen[-1] | 1)  # a superset of a remembered set is pruned

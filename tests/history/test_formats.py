@@ -133,7 +133,7 @@ def test_jsonl_errors_name_the_line():
         read_history(DATA / "malformed.jsonl")
     with pytest.raises(HistoryError, match=r"x:2: expected a JSON object, got list"):
         parse_jsonl('{"process":0,"type":"invoke","f":"read"}\n[1]\n', "x")
-    with pytest.raises(HistoryError, match=r'x:1: time must be number, got "soon" \(the record format'):
+    with pytest.raises(HistoryError, match=r'x:1: time must be integer, got "soon" \(the record format'):
         parse_jsonl('{"process":0,"type":"invoke","f":"read","time":"soon"}\n', "x")
     with pytest.raises(HistoryError, match=r"x:1: the record must contain \['f'\] properties"):
         parse_jsonl('{"process":0,"type":"invoke"}\n', "x")
