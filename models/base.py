@@ -93,8 +93,19 @@ def single_partition(ops: Sequence[Op]) -> list[list[Op]]:
 
 
 def partition_by_key(ops: Sequence[Op]) -> list[list[Op]]:
-    """One partition per `op.key`, in first-seen order."""
+    """One partition per `op.key` (lists and objects compared by value), in first-seen order."""
     groups: dict[Any, list[Op]] = {}
     for op in ops:
-        groups.setdefault(op.key, []).append(op)
+        groups.setdefault(freeze(op.key), []).append(op)
     return list(groups.values())
+
+
+def freeze(v: Any) -> Any:
+    """Lists to tuples and dicts to sorted item tuples, recursively: model states must be hashable."""
+    if isinstance(v, list | tuple):
+        return tuple(freeze(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted(((k, freeze(x)) for k, x in v.items()), key=repr))
+    if isinstance(v, set | frozenset):
+        return frozenset(freeze(x) for x in v)
+    return v

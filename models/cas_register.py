@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from contend.models.base import UNKNOWN, DeterministicModel, Op, partition_by_key
+from contend.models.base import UNKNOWN, DeterministicModel, Op, freeze, partition_by_key
 
 ALIASES = {"get": "read", "put": "write", "set": "write", "compare-and-set": "cas"}
 
@@ -92,14 +92,3 @@ def _is_independent(f: str, value: Any) -> bool:
     if not _is_pair(value):
         return False
     return _is_pair(value[1]) if f == "cas" else f in ("read", "write")
-
-
-def freeze(v: Any) -> Any:
-    """Lists to tuples and dicts to sorted item tuples, recursively: model states must be hashable."""
-    if isinstance(v, list | tuple):
-        return tuple(freeze(x) for x in v)
-    if isinstance(v, dict):
-        return tuple(sorted(((k, freeze(x)) for k, x in v.items()), key=repr))
-    if isinstance(v, set | frozenset):
-        return frozenset(freeze(x) for x in v)
-    return v

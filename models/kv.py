@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from contend.models.base import UNKNOWN, DeterministicModel, Op, partition_by_key
-from contend.models.cas_register import freeze
+from contend.models.base import UNKNOWN, DeterministicModel, Op, freeze, partition_by_key
 
 KvState = tuple[tuple[Any, Any], ...]
 ALIASES = {"read": "get", "write": "put", "set": "put"}

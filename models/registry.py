@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from contend.models.base import UNKNOWN, DeterministicModel, Op
-from contend.models.cas_register import freeze
+from contend.models.base import UNKNOWN, DeterministicModel, Op, freeze
 
 RegistryState = tuple[str, ...]
 
@@ -40,9 +39,9 @@ class RegistryModel(DeterministicModel[RegistryState]):
         raise ValueError(f"registry model has no operation {f!r}")
 
     def adapt(self, op: Op) -> Op:
-        """register_many's names and ids are read as lists; the model's are tuples."""
-        if op.f != "register_many":
-            return op
+        """Names and ids are read as JSON (lists); the model's are hashable (tuples)."""
+        if op.f == "register_many" and not isinstance(op.value, list | tuple):
+            raise ValueError(f"register_many expects a list of names, got {op.value!r}")
         output = op.output if op.output is UNKNOWN else freeze(op.output)
         return Op(op.f, freeze(op.value), output, op.key, op.process)
 

@@ -57,8 +57,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         type=positive_float,
         default=60.0,
         metavar="S",
-        help="time budget of each file's whole check, in seconds; past it the verdict is unknown "
-        "(exit 3), with the partitions decided so far and the ones left open (default %(default)s)",
+        help="time budget of each file's linearizability search, in seconds; past it the verdict is "
+        "unknown (exit 3), with the partitions decided so far and the ones left open; reading the "
+        "file and the linear-time invariants come on top (default %(default)s)",
     )
     check.add_argument(
         "--all",
@@ -137,7 +138,13 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.html and len(files) > 1:
         raise HistoryError("--html writes one timeline: give it one FILE, or leave --html out")
     if len(files) == 1:
-        result = check_file(files[0], args)  # bad input raises: the CLI prints it and exits 2
+        try:
+            result = check_file(files[0], args)
+        except HistoryError as exc:  # the CLI prints it and exits 2; --json says so on stdout too
+            if args.json:
+                failed = FileResult(files[0], BAD_INPUT, error=_named(files[0], str(exc)))
+                out.file.write(json.dumps(failed.to_json(args.model), indent=2) + "\n")
+            raise
         return _report_one(result, args, out, err)
     worst = LINEARIZABLE
     tally: dict[int, int] = {}

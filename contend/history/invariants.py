@@ -180,9 +180,10 @@ def lock_holds(
     """Hold intervals of a lock (per key) never overlap.
 
     A process surely holds the lock from its successful acquire's completion
-    to the first of: its next release's invocation, the invocation of an
-    `expire` of that key (a lease end the recorder saw), the end of its lease
-    when `ttl_ms` is known (acquire invoked + ttl), or the end of the history.
+    to the first of: its next release's invocation (a failed release frees
+    nothing), the invocation of an `expire` of that key invoked after the
+    acquire was (a lease end the recorder saw), the end of its lease when
+    `ttl_ms` is known (acquire invoked + ttl), or the end of the history.
     Two such intervals that overlap mean two clients believed they held it at once.
     """
     ttl_ns = None if ttl_ms is None else ttl_ms * 1_000_000
@@ -201,15 +202,18 @@ def lock_holds(
         for k, c in enumerate(ops):
             if c.f != acquire or c.status != "ok" or c.end is None or not held(c.output):
                 continue
-            rel = next((r for r in ops[k + 1 :] if r.f == release and (r.key == c.key)), None)
+            rel = next(
+                (r for r in ops[k + 1 :] if r.f == release and r.key == c.key and r.status != "fail"), None
+            )
             until: float = rel.start if rel is not None else INF
             ends = expiries.get(_hashable(c.key), [])
-            after = bisect.bisect_left(ends, c.end)
+            after = bisect.bisect_left(ends, c.start)  # an expiry while the acquire was in flight counts
             if after < len(ends):
                 until = min(until, ends[after])
             if ttl_ns is not None:
                 until = min(until, c.start + ttl_ns)
-            intervals.setdefault(_hashable(c.key), []).append((c.end, until, c, rel))
+            if until > c.end:  # a lease that ran out before its acquire returned was never surely held
+                intervals.setdefault(_hashable(c.key), []).append((c.end, until, c, rel))
     out: list[Violation] = []
     for key, spans in intervals.items():
         for reach, span, _ in overlapping(spans):

@@ -470,3 +470,57 @@ def test_jepsen_object_errors_and_object_keys_are_read(capsys, tmp_path):
     )
     code, out, _ = check(capsys, keyed, "--model", "cas-register")
     assert code == 0 and "1 partition(s)" in out, out
+
+
+def test_a_lease_that_ran_out_before_its_acquire_returned_was_never_held(capsys, tmp_path):
+    ms = 1_000_000
+    path = _lines(
+        tmp_path / "late.jsonl",
+        _op(1, "invoke", "acquire", "L", time=0),
+        _op(0, "invoke", "acquire", "L", time=11 * ms),
+        _op(0, "ok", "acquire", "L", True, time=12 * ms),
+        _op(1, "ok", "acquire", "L", True, time=15 * ms),  # its 10 ms lease ended before this ack
+        _op(1, "invoke", "release", "L", time=16 * ms),
+        _op(1, "ok", "release", "L", "not-owner", time=17 * ms),
+        _op(0, "invoke", "release", "L", time=20 * ms),
+        _op(0, "ok", "release", "L", "ok", time=21 * ms),
+    )
+    code, out, _ = check(capsys, path, "--model", "mutex", "--lease-expiry", "--ttl-ms", "10")
+    assert code == 0 and "invariants hold: lock holds, lease validity" in out, out
+
+
+def test_object_keys_partition_every_model_and_names_are_json(capsys, tmp_path):
+    lock = _lines(
+        tmp_path / "lock.jsonl",
+        _op(0, "invoke", "acquire", {"db": 1}),
+        _op(0, "ok", "acquire", {"db": 1}, True),
+    )
+    assert check(capsys, lock, "--model", "mutex")[0] == 0
+    names = _lines(
+        tmp_path / "names.jsonl",
+        _op(0, "invoke", "register_many", value=[["a"], "b"]),
+        _op(0, "ok", "register_many", value=[1, 2]),
+        _op(1, "invoke", "reverse", value=1),
+        _op(1, "ok", "reverse", value=["a"]),
+    )
+    assert check(capsys, names, "--model", "registry")[0] == 0
+    text = _lines(
+        tmp_path / "text.jsonl",
+        _op(0, "invoke", "register_many", value="ab"),
+        _op(0, "ok", "register_many", value=[1, 2]),
+    )
+    code, _, err = check(capsys, text, "--model", "registry")
+    assert code == 2 and "register_many expects a list of names, got 'ab'" in err
+
+
+def test_one_value_per_line_and_json_output_for_bad_input(capsys, tmp_path):
+    path = tmp_path / "split.jsonl"
+    path.write_text(
+        '{"process": 0, "type": "invoke", "f": "write", "value": "a\nb"}\n{"process": 0, "type": "ok", "f": "write", "value": 1},{"x": 1}\n'
+    )
+    code, out, err = check(capsys, path, "--model", "cas-register", "--json")
+    assert code == 2 and "split.jsonl:1: expected a JSON object, but Unterminated string" in err.replace(
+        "\n", ""
+    )
+    doc = json.loads(out)
+    assert doc["exit_code"] == 2 and doc["verdict"] is None and "Unterminated string" in doc["error"]
