@@ -109,7 +109,11 @@ class FileResult:
     def line(self) -> str:
         """One line for a batch: the file and its verdict."""
         if self.error is not None:
-            return f"{self.path}: error: {self.error}"
+            where, rest = str(self.path), self.error
+            if rest.startswith(where):  # say the file once: `f.jsonl: error: line 3: …`
+                rest = rest[len(where) :].lstrip(": ")
+                rest = f"line {rest}" if rest[:1].isdigit() else rest
+            return f"{where}: error: {rest}"
         parts = [self.verdict.summary()] if self.verdict is not None else ["search skipped (--linear-only)"]
         if self.violations:
             parts.append(f"{len(self.violations)} invariant violation(s), first: {self.violations[0]}")
