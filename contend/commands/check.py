@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from contend import interrupt
 from contend.check.battery import (
@@ -27,6 +26,7 @@ from contend.check.report import claims_lines, evidence_lines, results_table, wr
 from contend.check.schedule import SCHEDULE, parse_replay
 from contend.commands.arguments import positive_float, positive_int
 from contend.commands.names import COMMANDS
+from contend.commands.progress import progress_bar
 from contend.errors import ContendError
 from contend.impl import catalog
 from contend.schedule.gate import check_redis_py
@@ -200,14 +200,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         try:
             subjects = _subjects(args, target)
             total = sum(len(s.checks(only_checks)) for s in subjects)
-            with Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                console=err,
-                transient=True,
-            ) as progress:
+            with progress_bar(err) as progress:
                 task = progress.add_task("checking", total=total)
 
                 def advance(subject: Subject, result: CheckResult) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -14,10 +13,10 @@ from rich.markup import escape
 
 from contend.commands.arguments import positive_float, positive_int
 from contend.commands.names import COMMANDS
-from contend.history.checker import Linearizability, Verdict
+from contend.history.checker import Verdict
 from contend.history.formats import read_history
 from contend.history.invariants import Violation
-from contend.history.models import HISTORY_MODELS, MODELS, HistoryCheck, Options
+from contend.history.models import HISTORY_MODELS, MODELS, HistoryCheck, Options, exit_code
 from contend.history.records import FORMATS, NEMESIS, Call, HistoryError, pair
 
 #: Exit codes, and which one a batch of files ends with: the worst, in this order.
@@ -218,7 +217,7 @@ def check_file(path: Path, args: argparse.Namespace) -> FileResult:
         raise HistoryError(_named(path, str(exc))) from None
     return FileResult(
         path,
-        _exit_code(verdict, violations),
+        exit_code(verdict, violations),
         verdict,
         violations,
         check.invariant_names,
@@ -266,14 +265,6 @@ def _report_one(result: FileResult, args: argparse.Namespace, out: Console, err:
     if args.html and verdict is not None:
         out.print(f"timeline: {escape(str(args.html))}")
     return result.code
-
-
-def _exit_code(verdict: Verdict | None, violations: Sequence[Violation]) -> int:
-    if violations or (verdict is not None and verdict.outcome is Linearizability.NOT_LINEARIZABLE):
-        return NOT_LINEARIZABLE
-    if verdict is not None and verdict.outcome is Linearizability.UNKNOWN:
-        return UNKNOWN
-    return LINEARIZABLE
 
 
 def _counted(names: dict[str, int]) -> str:

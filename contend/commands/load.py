@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from contend.commands.arguments import positive_float, positive_int
 from contend.commands.names import COMMANDS
+from contend.commands.progress import progress_bar
 from contend.load import sweep as sw
 from contend.load.workloads import WORKLOADS
 from contend.target.keyspace import new_run_id
@@ -118,14 +118,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"contend load on {target.description}: {len(points)} runs of {plan.seconds:g} s, "
             f"{plan.processes} Locust process(es) each, about {_duration(plan.estimate_seconds())}"
         )
-        progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        )
+        progress = progress_bar(err)
         try:
             with progress:
                 task = progress.add_task("starting", total=len(points) + len(plan.users))

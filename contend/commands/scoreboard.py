@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from contend import interrupt
 from contend.check.framework import CheckOptions, CheckResult
@@ -17,6 +16,7 @@ from contend.check.noise import Noise, quieted
 from contend.check.schedule import parse_replay
 from contend.commands.arguments import positive_float, positive_int
 from contend.commands.names import COMMANDS
+from contend.commands.progress import progress_bar
 from contend.errors import ContendError
 from contend.schedule.gate import check_redis_py
 from contend.scoreboard import render
@@ -127,14 +127,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     with open_target(args.redis_url, args.redis_server) as target:
         board = Scoreboard(target.description, quick=args.quick)
         out.print(f"contend scoreboard on {target.description}")
-        with Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
-        ) as progress:
+        with progress_bar(err) as progress:
             task = progress.add_task("scoreboard", total=len(libraries))
             current: list[str] = [""]
 

@@ -294,7 +294,7 @@ def check_calls(
         still: list[_Partition] = []
         for k, part in enumerate(pending):
             if part.advance(slices, deadline):
-                result = part.finish(model, keep_linearizations)
+                result = part.finish(keep_linearizations)
                 results.append(result)
                 if result.outcome is Linearizability.NOT_LINEARIZABLE and not all_partitions:
                     stopped = True
@@ -310,9 +310,8 @@ def check_calls(
     if stopped:
         unsearched = len(pending)
     else:
-        for part in pending:  # the budget ran out: what each open search found so far
-            part.run.stop()
-            results.append(part.finish(model, keep_linearizations))
+        # The budget ran out: what each open search found so far.
+        results.extend(part.finish(keep_linearizations) for part in pending)
     outcomes = {r.outcome for r in results}
     if Linearizability.NOT_LINEARIZABLE in outcomes:
         outcome = Linearizability.NOT_LINEARIZABLE
@@ -340,27 +339,6 @@ def check_calls(
         else {},
         unsearched=unsearched,
     )
-
-
-def check_partition(
-    calls: Sequence[Call],
-    ops: Sequence[Op],
-    model: Model[Any],
-    *,
-    timeout: float | None = None,
-    keep: bool = True,
-) -> PartitionResult:
-    """Search one partition on its own: `ops[i]` is the model's view of `calls[i]`.
-
-    `keep` False leaves a linearizable partition's `linearization` empty (saves time).
-    """
-    part = _Partition(list(calls), list(ops), model, getattr(model, "compile_step", None))
-    deadline = None if timeout is None else time.perf_counter() + timeout
-    while not part.advance(1):
-        if deadline is not None and time.perf_counter() > deadline:
-            part.run.stop()
-            break
-    return part.finish(model, keep)
 
 
 class _Partition:
@@ -396,11 +374,16 @@ class _Partition:
             c = self.calls[exc.index]
             raise HistoryError(f"{_line(c)}: {c.f}: {exc.cause}") from None
 
-    def finish(self, model: Model[Any], keep: bool) -> PartitionResult:
-        """The PartitionResult of the search: its result, or what it found before it was stopped."""
-        found, order, states, culprit, explored = self.run.stop()
+    def finish(self, keep: bool) -> PartitionResult:
+        """The PartitionResult of the search: its result, or what it found before it was stopped
+        (nothing, for a search never begun). `keep` False leaves a linearizable partition's
+        `linearization` empty."""
+        run = self._run
+        found, order, states, culprit, explored = (
+            run.stop() if run is not None else (Linearizability.UNKNOWN, [], [], None, 0)
+        )
         calls, ops = self.calls, self.ops
-        describe = model.describe_state
+        describe = self._model.describe_state
         return PartitionResult(
             key=ops[0].key if ops else None,
             outcome=found,
@@ -412,7 +395,7 @@ class _Partition:
             culprit=calls[culprit] if culprit is not None else None,
             culprit_op=ops[culprit] if culprit is not None else None,
             explored=explored,
-            seconds=self.run.seconds,
+            seconds=run.seconds if run is not None else 0.0,
             order=min(c.id for c in calls) if calls else 0,
         )
 

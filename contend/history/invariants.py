@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contend.history.records import UNSENT, Call
+from contend.models.base import freeze
 
 INF = float("inf")
 
@@ -96,38 +97,38 @@ def registry_ids(calls: Sequence[Call], *, gap_free: bool = True) -> list[Violat
             continue
         if c.f in ("register", "register_many") and c.status in ("ok", "info"):
             names = c.value if c.f == "register_many" and isinstance(c.value, list | tuple) else [c.value]
-            may_register.update(_hashable(n) for n in names)
+            may_register.update(freeze(n) for n in names)
         if c.status != "ok":
             continue
         if c.f == "register":
-            observe(_hashable(c.value), c.output, c)
+            observe(freeze(c.value), c.output, c)
             if c.end is not None:
-                first = registered_at.get(_hashable(c.value))
+                first = registered_at.get(freeze(c.value))
                 if first is None or c.end < first[0]:
-                    registered_at[_hashable(c.value)] = (c.end, c)
+                    registered_at[freeze(c.value)] = (c.end, c)
         elif (
             c.f == "register_many"
             and isinstance(c.value, list | tuple)
             and isinstance(c.output, list | tuple)
         ):
             for name, ident in zip(c.value, c.output, strict=False):
-                observe(_hashable(name), ident, c)
+                observe(freeze(name), ident, c)
                 if c.end is not None:
-                    first = registered_at.get(_hashable(name))
+                    first = registered_at.get(freeze(name))
                     if first is None or c.end < first[0]:
-                        registered_at[_hashable(name)] = (c.end, c)
+                        registered_at[freeze(name)] = (c.end, c)
         elif c.f == "lookup":
             if c.output is None:
                 nil_lookups.append(c)
             else:
-                observe(_hashable(c.value), c.output, c)
+                observe(freeze(c.value), c.output, c)
         elif c.f == "reverse" and c.output is not None:
-            observe(_hashable(c.output), c.value, c)
+            observe(freeze(c.output), c.value, c)
         elif c.f == "count":
             counts.append(c)
 
     for c in nil_lookups:
-        first = registered_at.get(_hashable(c.value))
+        first = registered_at.get(freeze(c.value))
         if first is not None and first[0] < c.start:
             out.append(
                 Violation(
@@ -193,7 +194,7 @@ def lock_holds(
         if c.f in (acquire, release):
             by_process.setdefault(c.process, []).append(c)
         elif c.f == "expire":
-            expiries.setdefault(_hashable(c.key), []).append(c.start)
+            expiries.setdefault(freeze(c.key), []).append(c.start)
     for starts in expiries.values():
         starts.sort()
     intervals: dict[Any, list[_Span]] = {}
@@ -206,14 +207,14 @@ def lock_holds(
                 (r for r in ops[k + 1 :] if r.f == release and r.key == c.key and r.status != "fail"), None
             )
             until: float = rel.start if rel is not None else INF
-            ends = expiries.get(_hashable(c.key), [])
+            ends = expiries.get(freeze(c.key), [])
             after = bisect.bisect_left(ends, c.start)  # an expiry while the acquire was in flight counts
             if after < len(ends):
                 until = min(until, ends[after])
             if ttl_ns is not None:
                 until = min(until, c.start + ttl_ns)
             if until > c.end:  # a lease that ran out before its acquire returned was never surely held
-                intervals.setdefault(_hashable(c.key), []).append((c.end, until, c, rel))
+                intervals.setdefault(freeze(c.key), []).append((c.end, until, c, rel))
     out: list[Violation] = []
     for key, spans in intervals.items():
         for reach, span, _ in overlapping(spans):
@@ -313,7 +314,7 @@ def locked_counter(
     counters: dict[Any, list[Call]] = {}  # each counter (key) on its own
     for c in calls:
         if c.f in (incr, read):
-            counters.setdefault(_hashable(c.key), []).append(c)
+            counters.setdefault(freeze(c.key), []).append(c)
     out: list[Violation] = []
     for ops in counters.values():
         done = sorted((c.end, size(c)) for c in ops if c.f == incr and c.status == "ok" and c.end is not None)
@@ -345,15 +346,6 @@ def _prefix(points: Iterable[tuple[Any, int]]) -> tuple[list[Any], list[int]]:
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def _hashable(v: Any) -> Any:
-    """A JSON value as a dict key: lists to tuples, objects to sorted item tuples."""
-    if isinstance(v, list | tuple):
-        return tuple(_hashable(x) for x in v)
-    if isinstance(v, dict):
-        return tuple(sorted(((str(k), _hashable(x)) for k, x in v.items()), key=repr))
-    return v
 
 
 def _who(c: Call) -> str:
@@ -417,15 +409,15 @@ def _holds(calls: Sequence[Call]) -> list[Hold]:
         current: dict[Any, Hold] = {}  # lock key → the process's open hold of it
         for c in ops:
             if c.f == "acquire":
-                current.pop(_hashable(c.key), None)
+                current.pop(freeze(c.key), None)
                 if c.status == "ok" and c.end is not None and c.output is not False and c.output is not None:
-                    current[_hashable(c.key)] = Hold(c, [])
-                    holds.append(current[_hashable(c.key)])
+                    current[freeze(c.key)] = Hold(c, [])
+                    holds.append(current[freeze(c.key)])
             elif c.f == "incr":
                 for hold in current.values():
                     hold.writes.append(c)
-            elif c.f == "release" and _hashable(c.key) in current:
-                current.pop(_hashable(c.key)).release = c
+            elif c.f == "release" and freeze(c.key) in current:
+                current.pop(freeze(c.key)).release = c
     return holds
 
 
@@ -445,9 +437,7 @@ def critical_sections(calls: Sequence[Call]) -> list[Violation]:
         if landed and acquire.end is not None:
             last = max(landed, key=lambda w: w.start)
             if last.start > acquire.end:
-                by_lock.setdefault(_hashable(acquire.key), []).append(
-                    (acquire.end, last.start, acquire, last)
-                )
+                by_lock.setdefault(freeze(acquire.key), []).append((acquire.end, last.start, acquire, last))
     out: list[Violation] = []
     for reach, span, first in (found for spans in by_lock.values() for found in overlapping(spans)):
         if first:  # one violation per span that others overlap, not one per overlapping span

@@ -115,6 +115,16 @@ class HistoryCheck:
         return verdict, violations
 
 
+def exit_code(verdict: Verdict | None, violations: Sequence[Violation]) -> int:
+    """0 linearizable and every invariant holds, 1 not linearizable or an invariant broken,
+    3 unknown (the search budget ran out); `verdict` None: the search was skipped."""
+    if violations or (verdict is not None and verdict.outcome is Linearizability.NOT_LINEARIZABLE):
+        return 1
+    if verdict is not None and verdict.outcome is Linearizability.UNKNOWN:
+        return 3
+    return 0
+
+
 @dataclass(frozen=True)
 class HistoryModel:
     """One row of the table: a model name, what it checks, the operations it accepts."""

@@ -34,7 +34,7 @@ from contend.errors import ContendError
 from contend.history.checker import Linearizability, Verdict
 from contend.history.formats import write_jsonl
 from contend.history.invariants import Violation
-from contend.history.models import HistoryCheck, history_check
+from contend.history.models import HistoryCheck, exit_code, history_check
 from contend.history.records import Call, Record, make_record, pair
 from contend.impl.catalog import IMPLEMENTATIONS, SEED_LAYOUT_DBS, Implementation, by_name
 from contend.stress.board import Board, Field
@@ -150,9 +150,7 @@ class StressResult:
     @property
     def exit_code(self) -> int:
         """0 valid, 1 a violation, 3 unknown (the search budget ran out before every partition was decided)."""
-        if self.violations or self.verdict.outcome is Linearizability.NOT_LINEARIZABLE:
-            return 1
-        return 3 if self.verdict.outcome is Linearizability.UNKNOWN else 0
+        return exit_code(self.verdict, self.violations)
 
     @property
     def outcome(self) -> str:
