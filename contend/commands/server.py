@@ -7,9 +7,10 @@ import time
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from contend.commands.names import COMMANDS
-from contend.target.binary import find_redis_server
+from contend.target.binary import RedisBinary, find_redis_server, host_platform
 from contend.target.server import EmbeddedRedis
 
 
@@ -18,9 +19,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "server",
         help=COMMANDS["server"],
         description="Start the embedded redis-server and keep it running until Ctrl-C, "
-        "or with --info print which binary contend would use and its version.",
+        "or with --info print which binary contend would use, its version, and why the "
+        "candidates before it were skipped.",
     )
-    parser.add_argument("--info", action="store_true", help="print the binary and version, start nothing")
+    parser.add_argument(
+        "--info",
+        action="store_true",
+        help="print the binary, its version and the skipped ones; start nothing",
+    )
     parser.add_argument("--redis-server", metavar="PATH", help="redis-server binary to use")
     parser.add_argument(
         "--persistence", choices=["none", "aof", "rdb"], default="none", help="persistence (default none)"
@@ -31,9 +37,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     binary = find_redis_server(args.redis_server)
     if args.info:
-        out.print(f"binary:  {binary.path}")
-        out.print(f"found:   {binary.source}")
-        out.print(f"version: {binary.product} {binary.version}")
+        for line in info_lines(binary):
+            out.print(escape(line), soft_wrap=True)
         return 0
     with EmbeddedRedis(binary, persistence=args.persistence) as server:
         out.print(f"{server.describe()} · pid {server.pid} · {server.url}")
@@ -42,3 +47,18 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             time.sleep(0.5)
         err.print(f"[red]redis-server exited on its own[/]; its log:\n{server.log_tail()}")
         return 1
+
+
+def info_lines(binary: RedisBinary) -> list[str]:
+    """`--info`: the binary chosen, how it was found, and why each candidate before it was skipped."""
+    lines = [
+        f"binary:  {binary.path}",
+        f"found:   {binary.source}",
+        f"version: {binary.product} {binary.version}",
+    ]
+    if binary.skipped:
+        lines += [skipped.describe() for skipped in binary.skipped]
+        lines.append(
+            f"using {binary.source}: the first candidate that runs on this machine ({host_platform()})"
+        )
+    return lines
