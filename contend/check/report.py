@@ -8,44 +8,104 @@ implementation blocked on something contend cannot see).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
+
+from rich.markup import escape
 
 from contend.check.battery import BATTERIES, DEFAULT_CLAIMS, ResultRow
 from contend.check.framework import FAIL, INCONCLUSIVE, PASS
+from contend.ci.junit import Case, Outcome
+from contend.ci.summary import code_block, table
 from contend.impl.catalog import FENCING, PROPERTY_DESCRIPTIONS, PROPERTY_KINDS
 
 
-def write_json(rows: Sequence[ResultRow], path: Path, server: str) -> None:
-    data = {
-        "server": server,
-        "rows": [
-            {
-                "implementation": row.subject.name,
-                "family": row.subject.family,
-                "known_bad": row.subject.known_bad,
-                "verdict": row.verdict,
-                "claims": sorted(row.subject.claims),
-                "capabilities": row.subject.capabilities.describe() if row.subject.capabilities else None,
-                "checks": [
-                    {
-                        "check": r.check,
-                        "status": r.status,
-                        "passed": r.passed,
-                        "property": r.prop or None,
-                        "kind": r.kind or None,
-                        "detail": r.detail,
-                        "seconds": round(r.seconds, 3),
-                    }
-                    for r in row.results
-                ],
-            }
-            for row in rows
-        ],
-    }
-    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+def rows_json(rows: Sequence[ResultRow]) -> list[dict[str, Any]]:
+    """Every implementation's verdict and every check's outcome, for --json."""
+    return [
+        {
+            "implementation": row.subject.name,
+            "family": row.subject.family.replace("_", "-"),
+            "known_bad": row.subject.known_bad,
+            "verdict": row.verdict,
+            "as_expected": row.as_expected,
+            "claims": sorted(row.subject.claims),
+            "capabilities": row.subject.capabilities.describe() if row.subject.capabilities else None,
+            "checks": [
+                {
+                    "check": r.check,
+                    "status": r.status,
+                    "passed": r.passed,
+                    "property": r.prop or None,
+                    "kind": r.kind or None,
+                    "detail": r.detail,
+                    "seconds": round(r.seconds, 3),
+                }
+                for r in row.results
+            ],
+        }
+        for row in rows
+    ]
+
+
+def junit_cases(rows: Sequence[ResultRow]) -> list[Case]:
+    """One testcase per implementation × check. A correct implementation's failed check is a
+    failure with its evidence; a known-bad one's checks pass, and its `caught` testcase fails
+    when no check caught it. An inconclusive check is an error (no verdict)."""
+    cases = []
+    for row in rows:
+        cls = f"contend.check.{row.subject.family.replace('_', '-')}.{row.subject.name}"
+        for r in row.results:
+            evidence = _evidence(row, r)
+            if r.status == INCONCLUSIVE:
+                cases.append(
+                    Case(cls, r.check, r.seconds, Outcome.ERROR, f"inconclusive: {r.detail}", r.detail)
+                )
+            elif r.status == FAIL and not row.subject.known_bad:
+                cases.append(Case(cls, r.check, r.seconds, Outcome.FAILURE, evidence, evidence))
+            else:
+                text = (
+                    f"caught (expected of a known-bad implementation): {evidence}" if r.status == FAIL else ""
+                )
+                cases.append(Case(cls, r.check, r.seconds, Outcome.PASSED, text=text))
+        if row.subject.known_bad:
+            total = sum(r.seconds for r in row.results)
+            if row.failed:
+                cases.append(Case(cls, "caught", total, Outcome.PASSED))
+            elif row.verdict != INCONCLUSIVE:
+                why = f"{row.subject.name} is known-bad and no check caught it"
+                cases.append(Case(cls, "caught", total, Outcome.FAILURE, why, why))
+    return cases
+
+
+def summary_markdown(rows: Sequence[ResultRow], headline: str, server: str) -> str:
+    """The run as Markdown for a CI step summary: one table per family, then the evidence."""
+    parts = [f"## contend check\n\n{headline}\n\non {server}"]
+    for fam in dict.fromkeys(row.subject.family for row in rows):
+        mine = [r for r in rows if r.subject.family == fam]
+        order = [c.name for c in BATTERIES.get(fam, [])]
+        seen = {r.check for row in mine for r in row.results}
+        checks = [c for c in order if c in seen] + sorted(seen - set(order))
+        body = []
+        for row in mine:
+            by_check = {r.check: r for r in row.results}
+            name = row.subject.name + (" (known-bad)" if row.subject.known_bad else "")
+            cells = [by_check[c].status if c in by_check else "" for c in checks]
+            verdict = row.verdict if row.as_expected else f"**{row.verdict}**"
+            body.append([name, *cells, verdict])
+        parts.append(f"### {fam.replace('_', '-')}\n\n" + table(["implementation", *checks, "verdict"], body))
+    lines = evidence_lines(rows)
+    if lines:
+        parts.append("### evidence\n\n" + code_block(lines))
+    return "\n\n".join(parts)
+
+
+def _evidence(row: ResultRow, r: Any) -> str:
+    if r.status != FAIL:
+        return r.detail
+    kind = PROPERTY_KINDS.get(r.prop, "safety")
+    said = PROPERTY_DESCRIPTIONS.get(r.prop, "")
+    return f"{kind}: {r.prop}" + (f" ({said})" if said else "") + f": {r.detail}"
 
 
 def results_table(rows: Sequence[ResultRow]) -> Any:
@@ -60,7 +120,7 @@ def results_table(rows: Sequence[ResultRow]) -> Any:
     tables = [
         _family_table(
             [r for r in rows if r.subject.family == fam],
-            "contend check" + (f" · {fam}" if len(families) > 1 else ""),
+            "contend check" + (f" · {fam.replace('_', '-')}" if len(families) > 1 else ""),
         )
         for fam in families
     ]
@@ -104,8 +164,8 @@ def _family_table(rows: Sequence[ResultRow], title: str) -> Any:
             r = by_check.get(name)
             cells.append("" if r is None else _cell(r.status, r.kind, row.subject.known_bad))
         style = {"pass": "green", "caught": "yellow", "inconclusive": "yellow"}.get(row.verdict, "bold red")
-        label = row.subject.name + (" [dim](known-bad)[/]" if row.subject.known_bad else "")
-        table.add_row(label, row.subject.family, *cells, f"[{style}]{row.verdict}[/]")
+        label = escape(row.subject.name) + (" [dim](known-bad)[/]" if row.subject.known_bad else "")
+        table.add_row(label, row.subject.family.replace("_", "-"), *cells, f"[{style}]{row.verdict}[/]")
     return table
 
 
@@ -138,10 +198,7 @@ def evidence_lines(rows: Sequence[ResultRow]) -> list[str]:
     for row in rows:
         for r in row.results:
             if r.status == FAIL:
-                kind = PROPERTY_KINDS.get(r.prop, "safety")
-                said = PROPERTY_DESCRIPTIONS.get(r.prop, "")
-                what = f"{kind}: {r.prop}" + (f" ({said})" if said else "")
-                lines.append(f"{row.subject.name} · {r.check} · {what}: {r.detail}")
+                lines.append(f"{row.subject.name} · {r.check} · {_evidence(row, r)}")
             elif r.status == INCONCLUSIVE:
                 lines.append(f"{row.subject.name} · {r.check}: {r.detail}")
     return lines

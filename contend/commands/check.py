@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
-from contend import interrupt
+from contend import exitcodes, interrupt
 from contend.check.battery import (
     BATTERIES,
     ResultRow,
@@ -22,12 +22,25 @@ from contend.check.battery import (
 )
 from contend.check.framework import CheckOptions, CheckResult
 from contend.check.noise import Noise, quieted
-from contend.check.report import claims_lines, evidence_lines, results_table, write_json
+from contend.check.report import (
+    claims_lines,
+    evidence_lines,
+    junit_cases,
+    results_table,
+    rows_json,
+    summary_markdown,
+)
 from contend.check.schedule import SCHEDULE, parse_replay
-from contend.commands.arguments import positive_float, positive_int
+from contend.ci.document import document
+from contend.ci.junit import write_junit
+from contend.ci.summary import append_summary
+from contend.commands.arguments import HelpFormatter, positive_float, positive_int
+from contend.commands.families import FAMILY_CHOICES, family_name
 from contend.commands.names import COMMANDS
-from contend.commands.progress import progress_bar
+from contend.commands.outputs import add_ci_options, resolve_outputs, write_document
+from contend.commands.progress import Reporter
 from contend.errors import ContendError
+from contend.exitcodes import ExitCode
 from contend.impl import catalog
 from contend.schedule.gate import check_redis_py
 from contend.target.target import open_target
@@ -53,17 +66,30 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "liveness or hygiene. Exit 0 when every correct implementation passed and every known-bad one "
         "was caught, 1 when one did not, 3 when nothing failed but a check was inconclusive (its time "
         "budget ran out), 2 on bad input; 130/143 when interrupted (the results so far are printed).",
+        formatter_class=HelpFormatter,
+        epilog=exitcodes.epilog(),
     )
-    families = sorted(BATTERIES)
-    parser.add_argument("--family", action="append", choices=families, help="only this family (repeatable)")
+    parser.add_argument(
+        "--family",
+        action="append",
+        type=family_name,
+        metavar="FAMILY",
+        help=f"only this family of the catalog (repeatable): {FAMILY_CHOICES}",
+    )
     parser.add_argument(
         "--only", action="append", metavar="NAME", help="only this catalog implementation (repeatable)"
     )
     parser.add_argument(
-        "--impl", metavar="MODULE:FACTORY", help="check your own implementation instead of the catalog"
+        "--impl",
+        metavar="MODULE:FACTORY",
+        help="check your own implementation instead of the catalog (not with --family or --only)",
     )
     parser.add_argument(
-        "--kind", choices=families, default="registry", help="protocol --impl follows (default: registry)"
+        "--kind",
+        type=family_name,
+        default="registry",
+        metavar="FAMILY",
+        help=f"the protocol --impl follows: {FAMILY_CHOICES} (default: registry)",
     )
     parser.add_argument(
         "--claim",
@@ -142,20 +168,27 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         action="store_true",
         help="report a schedule failure as found, without shrinking it to the minimal interleaving",
     )
-    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the results as JSON")
     parser.add_argument(
         "-v", "--verbose", action="store_true", help="print every check's detail, not only failures"
     )
+    add_ci_options(parser, "the results")
     return parser
 
 
 def _validate(args: argparse.Namespace) -> None:
     """Bad input is refused before anything starts."""
+    resolve_outputs(args)
     for name in args.only or ():
         try:
             catalog.by_name(name)
         except KeyError as exc:
             raise ContendError(exc.args[0]) from None
+    if args.impl and (args.family or args.only):
+        given = "--family" if args.family else "--only"
+        raise ContendError(
+            f"{given} chooses catalog implementations and --impl checks yours: give one of them "
+            "(the protocol of --impl is --kind)"
+        )
     if (args.claim or args.no_claim) and not args.impl:
         raise ContendError(
             "--claim and --no-claim go with --impl: catalog implementations claim what the catalog says"
@@ -199,12 +232,16 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         run_ns = target.namespace(args.namespace, client=client)
         try:
             subjects = _subjects(args, target)
-            total = sum(len(s.checks(only_checks)) for s in subjects)
-            with progress_bar(err) as progress:
-                task = progress.add_task("checking", total=total)
+            planned = [f"{s.name} · {c.name}" for s in subjects for c in s.checks(only_checks)]
+            with Reporter(err, "contend check", len(planned), quiet=args.quiet) as progress:
+                progress.working(planned[0] if planned else "")
 
                 def advance(subject: Subject, result: CheckResult) -> None:
-                    progress.update(task, advance=1, description=f"{subject.name} · {result.check}")
+                    progress.finished(
+                        f"{subject.name} · {result.check}: {result.status} ({result.seconds:.1f} s)"
+                    )
+                    if progress.done < len(planned):
+                        progress.working(planned[progress.done])
 
                 with quieted() as noise:
                     run_battery(
@@ -254,42 +291,69 @@ def _report(
     *,
     interrupted: bool = False,
 ) -> int:
-    """Print the table, the claims and the evidence; write --json; the exit code."""
-    if not rows:
-        return 0
-    out.print(results_table(rows))
-    for line in claims_lines(rows):
-        out.print(line, soft_wrap=True)
-    lines = evidence_lines(rows)
-    if args.verbose:
-        for row in rows:
-            for r in row.results:
-                out.print(f"  {row.subject.name} · {r.check} ({r.seconds:.2f} s): {r.detail}", soft_wrap=True)
-    elif lines:
-        out.print("[bold]evidence[/]")
-        for line in lines:
-            out.print(f"  {line}", soft_wrap=True)
-    if args.json:
-        write_json(rows, args.json, server)
+    """Print the table, the claims and the evidence; write --json, --junit-xml and the CI step
+    summary; the exit code."""
+    code, headline = _verdict(rows, args, time.perf_counter() - started, interrupted=interrupted)
+    if rows:
+        out.print(results_table(rows))
+        for line in claims_lines(rows):
+            out.print(escape(line), soft_wrap=True)
+        lines = evidence_lines(rows)
+        if args.verbose:
+            for row in rows:
+                for r in row.results:
+                    out.print(
+                        escape(f"  {row.subject.name} · {r.check} ({r.seconds:.2f} s): {r.detail}"),
+                        soft_wrap=True,
+                    )
+        elif lines:
+            out.print("[bold]evidence[/]")
+            for line in lines:
+                out.print(f"  {escape(line)}", soft_wrap=True)
+    style = {ExitCode.OK: "bold green", ExitCode.FAILED: "bold red"}.get(code, "bold yellow")
+    word, _, rest = headline.partition(":")
+    out.print(
+        f"[{style}]{escape(word)}[/]:{escape(rest)}" if rest else f"[{style}]{escape(word)}[/]",
+        soft_wrap=True,
+    )
+    verdict = "interrupted" if interrupted else VERDICTS[code]
+    write_document(
+        args.json,
+        document("check", code, verdict, headline=headline, server=server, implementations=rows_json(rows)),
+    )
+    write_junit(args.junit_xml, "contend check", junit_cases(rows))
+    append_summary(summary_markdown(rows, headline, server))
+    return code
+
+
+#: The overall verdict of a check run, by exit code.
+VERDICTS = {
+    ExitCode.OK: "as-expected",
+    ExitCode.FAILED: "not-as-expected",
+    ExitCode.INCONCLUSIVE: "inconclusive",
+}
+
+
+def _verdict(
+    rows: list[ResultRow], args: argparse.Namespace, elapsed: float, *, interrupted: bool
+) -> tuple[ExitCode, str]:
+    """The exit code and a one-line headline."""
     bad = [row for row in rows if not row.as_expected]
-    elapsed = time.perf_counter() - started
     failing = [row for row in bad if row.failed or row.subject.known_bad]
     if failing:
         names = ", ".join(f"{row.subject.name} ({row.verdict})" for row in failing)
-        out.print(f"[bold red]{len(failing)} implementation(s) not as expected[/]: {names} · {elapsed:.1f} s")
-        return 1
+        return ExitCode.FAILED, f"{len(failing)} implementation(s) not as expected: {names} · {elapsed:.1f} s"
     if bad:
         names = ", ".join(row.subject.name for row in bad)
         hint = "" if interrupted else " (raise --check-seconds?)"
-        out.print(f"[bold yellow]inconclusive[/]: {names} · {elapsed:.1f} s{hint}")
-        return 3
+        return ExitCode.INCONCLUSIVE, f"inconclusive: {names} · {elapsed:.1f} s{hint}"
+    if not rows:
+        return ExitCode.OK, "nothing checked"
     if args.replay:
         replayed = rows[0].results[0] if rows[0].results else None
-        out.print("replayed: " + (replayed.detail if replayed else "nothing ran"))
-        return 0
+        return ExitCode.OK, "replayed: " + (replayed.detail if replayed else "nothing ran")
     caught = sum(row.subject.known_bad for row in rows)
-    out.print(
-        f"[bold green]all as expected[/]: {len(rows) - caught} correct passed, "
-        f"{caught} known-bad caught · {elapsed:.1f} s"
+    return (
+        ExitCode.OK,
+        f"all as expected: {len(rows) - caught} correct passed, {caught} known-bad caught · {elapsed:.1f} s",
     )
-    return 0

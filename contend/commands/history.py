@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,17 +11,28 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from contend.commands.arguments import positive_float, positive_int
+from contend import exitcodes
+from contend.ci.document import document
+from contend.ci.junit import Case, Outcome, write_junit
+from contend.ci.summary import append_summary, code_block, table
+from contend.commands.arguments import add_renamed, positive_float, positive_int, warn_renamed
 from contend.commands.names import COMMANDS
+from contend.commands.outputs import STDOUT, add_ci_options, resolve_outputs, write_document
+from contend.exitcodes import ExitCode
 from contend.history.checker import Verdict
 from contend.history.formats import read_history
 from contend.history.invariants import Violation
 from contend.history.models import HISTORY_MODELS, MODELS, HistoryCheck, Options, exit_code
 from contend.history.records import FORMATS, NEMESIS, Call, HistoryError, pair
 
-#: Exit codes, and which one a batch of files ends with: the worst, in this order.
-LINEARIZABLE, NOT_LINEARIZABLE, BAD_INPUT, UNKNOWN = 0, 1, 2, 3
-SEVERITY = {LINEARIZABLE: 0, UNKNOWN: 1, BAD_INPUT: 2, NOT_LINEARIZABLE: 3}
+#: Exit codes (contend.exitcodes), and which one a batch of files ends with: the worst, in this order.
+LINEARIZABLE, NOT_LINEARIZABLE, BAD_INPUT, UNKNOWN = (
+    ExitCode.OK,
+    ExitCode.FAILED,
+    ExitCode.BAD_INPUT,
+    ExitCode.INCONCLUSIVE,
+)
+SEVERITY: dict[int, int] = {LINEARIZABLE: 0, UNKNOWN: 1, BAD_INPUT: 2, NOT_LINEARIZABLE: 3}
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -47,11 +58,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "Exit 0 linearizable (and every invariant holds), 1 not linearizable or an invariant "
         "broken, 2 bad input, 3 unknown (the time budget ran out). With several files, one line "
         "each and the worst exit code: 1, then 2, then 3, then 0.",
-        epilog="models:\n" + models,
+        epilog="models:\n" + models + "\n\n" + exitcodes.epilog(),
     )
-    check.add_argument("files", type=Path, nargs="+", metavar="FILE", help="the history file(s)")
+    check.add_argument("files", type=Path, nargs="*", metavar="FILE", help="the history file(s)")
     check.add_argument("--model", required=True, choices=MODELS, help="the sequential specification")
-    check.add_argument(
+    add_renamed(
+        check,
+        "--search-seconds",
         "--timeout",
         type=positive_float,
         default=60.0,
@@ -72,7 +85,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="skip operations the model does not know (and say how many) instead of refusing the file",
     )
     check.add_argument("--format", choices=FORMATS, help="the files' format (default: guessed per file)")
-    check.add_argument("--json", action="store_true", help="print the verdict as JSON (one line per file)")
+    add_ci_options(check, "the verdict of every file")
     check.add_argument("--html", type=Path, metavar="OUT", help="write a self-contained HTML timeline to OUT")
     check.add_argument(
         "--lease-expiry",
@@ -104,6 +117,15 @@ class FileResult:
     invariants: list[str] = field(default_factory=list)
     lenient_skipped: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    seconds: float = 0.0
+
+    def evidence(self) -> str:
+        """What shows the file is not linearizable: the partitions' explanations and the violations."""
+        lines = [self.line()]
+        if self.verdict is not None:
+            lines += [p.explain() for p in self.verdict.partitions[:10]]
+        lines += [str(v) for v in self.violations[:50]]
+        return "\n".join(lines)
 
     def line(self) -> str:
         """One line for a batch: the file and its verdict."""
@@ -125,7 +147,8 @@ class FileResult:
             "file": str(self.path),
             "model": model,
             "exit_code": self.code,
-            "verdict": self.verdict.to_json() if self.verdict else None,
+            "verdict": VERDICTS[self.code],
+            "linearizability": self.verdict.to_json() if self.verdict else None,
             "invariants": [v.to_json() for v in self.violations],
             "invariants_checked": self.invariants,
         }
@@ -137,38 +160,102 @@ class FileResult:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    json_to = _json_target(args)
     files: list[Path] = args.files
     if args.html and len(files) > 1:
         raise HistoryError("--html writes one timeline: give it one FILE, or leave --html out")
-    if len(files) == 1:
-        try:
-            result = check_file(files[0], args)
-        except HistoryError as exc:  # the CLI prints it and exits 2; --json says so on stdout too
-            if args.json:
-                failed = FileResult(files[0], BAD_INPUT, error=_named(files[0], str(exc)))
-                out.file.write(json.dumps(failed.to_json(args.model), indent=2) + "\n")
-            raise
-        return _report_one(result, args, out, err)
-    worst = LINEARIZABLE
-    tally: dict[int, int] = {}
+    results: list[FileResult] = []
     for path in files:
+        began = time.perf_counter()
         try:
             result = check_file(path, args)
         except HistoryError as exc:
             result = FileResult(path, BAD_INPUT, error=_named(path, str(exc)))
-        tally[result.code] = tally.get(result.code, 0) + 1
-        worst = max(worst, result.code, key=SEVERITY.__getitem__)
-        if args.json:
-            out.file.write(json.dumps(result.to_json(args.model), default=repr) + "\n")
-            out.file.flush()
-        else:
+            result.seconds = time.perf_counter() - began
+            if len(files) == 1:  # one file: the CLI prints the error and exits 2; --json says so too
+                _write_outputs([*results, result], args, json_to)
+                _write_ci([*results, result], args)
+                raise
+        result.seconds = time.perf_counter() - began
+        results.append(result)
+        if len(files) > 1 and json_to != STDOUT:
             style = {0: "green", 1: "bold red", 2: "red", 3: "yellow"}[result.code]
             out.print(f"[{style}]{escape(result.line())}[/]", soft_wrap=True)
-    if not args.json:
+    worst = max((r.code for r in results), key=SEVERITY.__getitem__, default=LINEARIZABLE)
+    if len(files) == 1:
+        _report_one(results[0], args, out, err, text=json_to != STDOUT)
+    elif json_to != STDOUT:
+        tally: dict[int, int] = {}
+        for r in results:
+            tally[r.code] = tally.get(r.code, 0) + 1
         names = {0: "linearizable", 1: "not linearizable", 2: "bad input", 3: "unknown"}
         counts = ", ".join(f"{tally[c]} {names[c]}" for c in (0, 1, 3, 2) if tally.get(c))
         out.print(f"{len(files)} files: {counts}; exit {worst}")
+    _write_outputs(results, args, json_to)
+    _write_ci(results, args)
     return worst
+
+
+#: A word for each file's (and the batch's) exit code, in JSON and JUnit.
+VERDICTS: dict[int, str] = {
+    LINEARIZABLE: "linearizable",
+    NOT_LINEARIZABLE: "not-linearizable",
+    BAD_INPUT: "bad-input",
+    UNKNOWN: "unknown",
+}
+
+
+def _json_target(args: argparse.Namespace) -> str | None:
+    """--json's destination. The old bare `--json` before a FILE swallows that FILE as its
+    value: a value that is an existing history (not .json) goes back to the FILEs."""
+    value = args.json
+    if value not in (None, STDOUT) and Path(value).suffix != ".json" and Path(value).is_file():
+        args.files = [Path(value), *args.files]
+        args.json = STDOUT
+        warn_renamed("--json without a FILE", "--json -")
+    if not args.files:
+        raise HistoryError(
+            "give the history FILE(s) to check, e.g. contend history check run.jsonl --model mutex"
+        )
+    resolve_outputs(args)
+    target: str | None = args.json
+    if target not in (None, STDOUT) and Path(target).resolve() in {f.resolve() for f in args.files}:
+        raise HistoryError(f"--json {target} is one of the histories to check; write the verdict elsewhere")
+    return target
+
+
+def _write_outputs(results: list[FileResult], args: argparse.Namespace, json_to: str | None) -> None:
+    """--json: one document for the whole batch."""
+    if json_to is None:
+        return
+    worst = max((r.code for r in results), key=SEVERITY.__getitem__, default=LINEARIZABLE)
+    docs = [r.to_json(args.model) for r in results]
+    if len(results) == 1 and args.html and results[0].verdict is not None:
+        docs[0]["html"] = str(args.html)
+    write_document(json_to, document("history", worst, VERDICTS[worst], model=args.model, files=docs))
+
+
+def _write_ci(results: list[FileResult], args: argparse.Namespace) -> None:
+    """--junit-xml (a testcase per file) and the CI step summary (a row per file)."""
+    cases = []
+    for r in results:
+        cls = f"contend.history.{args.model}"
+        seconds = r.seconds
+        if r.code == LINEARIZABLE:
+            cases.append(Case(cls, str(r.path), seconds, Outcome.PASSED, text=r.line()))
+        elif r.code == NOT_LINEARIZABLE:
+            cases.append(Case(cls, str(r.path), seconds, Outcome.FAILURE, r.line(), r.evidence()))
+        else:
+            cases.append(Case(cls, str(r.path), seconds, Outcome.ERROR, r.line(), r.line()))
+    write_junit(args.junit_xml, "contend history check", cases)
+    worst = max((r.code for r in results), key=SEVERITY.__getitem__, default=LINEARIZABLE)
+    rows = [[str(r.path), VERDICTS[r.code], r.line().removeprefix(f"{r.path}: ")] for r in results]
+    parts = [f"## contend history check --model {args.model}\n\n**{VERDICTS[worst]}** (exit {int(worst)})"]
+    parts.append(table(["file", "verdict", "detail"], rows))
+    evidence = [line for r in results if r.code == NOT_LINEARIZABLE for line in r.evidence().splitlines()]
+    if evidence:
+        parts.append(code_block(evidence[:200]))
+    append_summary("\n\n".join(parts))
 
 
 def check_file(path: Path, args: argparse.Namespace) -> FileResult:
@@ -209,7 +296,7 @@ def check_file(path: Path, args: argparse.Namespace) -> FileResult:
         verdict, violations = check.run(
             calls,
             nemesis=paired.nemesis,
-            timeout=args.timeout,
+            timeout=args.search_seconds,
             all_partitions=args.all_partitions,
             search=not args.linear_only,
         )
@@ -225,7 +312,9 @@ def check_file(path: Path, args: argparse.Namespace) -> FileResult:
     )
 
 
-def _report_one(result: FileResult, args: argparse.Namespace, out: Console, err: Console) -> int:
+def _report_one(
+    result: FileResult, args: argparse.Namespace, out: Console, err: Console, *, text: bool
+) -> None:
     verdict, violations = result.verdict, result.violations
     if args.html:
         if verdict is None:
@@ -234,12 +323,8 @@ def _report_one(result: FileResult, args: argparse.Namespace, out: Console, err:
             from contend.history.timeline import write_timeline
 
             write_timeline(verdict, args.html, title=f"{result.path.name} · {args.model}")
-    if args.json:
-        doc = result.to_json(args.model)
-        if args.html and verdict is not None:
-            doc["html"] = str(args.html)
-        out.file.write(json.dumps(doc, indent=2, default=repr) + "\n")
-        return result.code
+    if not text:
+        return
     if result.lenient_skipped:
         out.print(
             f"[yellow]--lenient: skipped {escape(_counted(result.lenient_skipped))}, "
@@ -264,7 +349,6 @@ def _report_one(result: FileResult, args: argparse.Namespace, out: Console, err:
         out.print(f"invariants hold: {names}")
     if args.html and verdict is not None:
         out.print(f"timeline: {escape(str(args.html))}")
-    return result.code
 
 
 def _counted(names: dict[str, int]) -> str:

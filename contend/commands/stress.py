@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from contend import exitcodes
+from contend.ci.document import document
+from contend.ci.junit import write_junit
+from contend.ci.summary import append_summary
+from contend.commands.arguments import HelpFormatter, add_renamed, warn_renamed
 from contend.commands.names import COMMANDS
+from contend.commands.outputs import STDOUT, add_ci_options, resolve_outputs, write_document
+from contend.commands.progress import Reporter
+from contend.errors import ContendError
 from contend.stress.nemesis import NEMESES
+from contend.stress.report import junit_cases, summary_markdown
 from contend.stress.run import RunProgress, StressOptions, StressResult, run_stress, stressable, validate
 
 
@@ -27,11 +34,24 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "Every operation is recorded; the history is checked for linearizability and the family's "
         "invariants, and kept with an HTML timeline in OUT/stress-<id>/. Exit 0 valid, 1 a violation, "
         "3 unknown (the search ran out of time), 2 bad input.",
+        formatter_class=HelpFormatter,
+        epilog=exitcodes.epilog(),
     )
     names = ", ".join(i.name for i in stressable())
-    parser.add_argument("--impl", required=True, metavar="NAME", help=f"catalog implementation: {names}")
+    parser.add_argument("--only", metavar="NAME", help=f"the catalog implementation to run: {names}")
     parser.add_argument(
-        "--procs", type=int, default=4, metavar="N", help="worker processes (default %(default)s)"
+        "--impl",
+        metavar="MODULE:FACTORY",
+        help="run your own implementation instead (a catalog NAME here is the old spelling of --only)",
+    )
+    add_renamed(
+        parser,
+        "--processes",
+        "--procs",
+        type=int,
+        default=4,
+        metavar="N",
+        help="worker processes (default %(default)s)",
     )
     parser.add_argument(
         "--duration", type=float, default=5.0, metavar="S", help="seconds of load (default %(default)s)"
@@ -92,12 +112,15 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         metavar="S",
         help="socket timeout of a worker's round trip; past it the operation is info (default %(default)s)",
     )
-    parser.add_argument(
+    add_renamed(
+        parser,
+        "--search-seconds",
         "--check-timeout",
         type=float,
         default=30.0,
         metavar="S",
-        help="time budget of the whole linearizability search, in seconds (default %(default)s)",
+        help="real-time budget of the whole linearizability search; past it the verdict is unknown "
+        "(exit 3) (default %(default)s)",
     )
     parser.add_argument(
         "--out",
@@ -108,14 +131,32 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the workers' random choices (default 0)")
     parser.add_argument("--no-html", action="store_true", help="do not write the HTML timeline")
-    parser.add_argument("--json", action="store_true", help="print the verdict as JSON instead of text")
+    add_ci_options(parser, "the run")
     return parser
 
 
+def _catalog_name(args: argparse.Namespace) -> str:
+    """The implementation to run: --only NAME, or the old `--impl NAME`."""
+    if args.impl and args.only:
+        raise ContendError("--only runs a catalog implementation and --impl runs yours: give one of them")
+    if args.impl and ":" not in args.impl:
+        warn_renamed(f"--impl {args.impl}", f"--only {args.impl}")
+        return str(args.impl)
+    if args.impl:
+        raise ContendError("--impl MODULE:FACTORY is not supported by stress yet; use --only NAME")
+    if not args.only:
+        raise ContendError(
+            "which implementation? give --only NAME (a catalog implementation) or --impl MODULE:FACTORY"
+        )
+    return str(args.only)
+
+
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    resolve_outputs(args)
+    json_to = args.json
     options = StressOptions(
-        impl=args.impl,
-        procs=args.procs,
+        impl=_catalog_name(args),
+        procs=args.processes,
         duration=args.duration,
         nemeses=tuple(args.nemesis or ()),
         interval=args.interval,
@@ -131,40 +172,36 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         redis_server=args.redis_server,
         namespace=args.namespace,
         seed=args.seed,
-        check_timeout=args.check_timeout,
+        check_timeout=args.search_seconds,
         html=not args.no_html,
     )
     workload = validate(options)
-    if not args.json:
+    if json_to != STDOUT:
         out.print(f"[bold]contend stress[/] {escape(_plan(options, workload.family))}", soft_wrap=True)
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.fields[ops]}"),
-        TextColumn("[yellow]{task.fields[nemesis]}"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-    ) as bar:
-        task = bar.add_task("starting", total=options.duration, ops="", nemesis="")
+    with Reporter(err, "contend stress", quiet=args.quiet) as progress:
+        phase = ["load"]
 
         def show(p: RunProgress) -> None:
             if p.checking:
-                bar.update(task, description="checking the history", nemesis="")
+                if phase[0] != "check":
+                    phase[0] = "check"
+                    progress.finished(
+                        f"load done ({p.ok} ok, {p.fail} fail, {p.info} info); checking the history"
+                    )
+                    progress.working("the linearizability search")
                 return
-            bar.update(
-                task,
-                completed=p.elapsed,
-                description=f"{options.impl} · {options.procs} procs",
-                ops=f"ok {p.ok} · fail {p.fail} · info {p.info}",
-                nemesis=p.nemesis,
+            nemesis = f" · nemesis {p.nemesis}" if p.nemesis else ""
+            progress.status(
+                f"{p.elapsed:.1f}/{p.duration:g} s of load · ok {p.ok} · fail {p.fail} · info {p.info}{nemesis}",
+                completed=None,
             )
 
         result = run_stress(options, show)
-    if args.json:
-        out.file.write(json.dumps(result.to_json(), indent=2, default=repr) + "\n")
-    else:
+    if json_to != STDOUT:
         report(result, out)
+    write_document(json_to, document("stress", result.exit_code, result.outcome, **result.to_json()))
+    write_junit(args.junit_xml, "contend stress", junit_cases(result))
+    append_summary(summary_markdown(result))
     return result.exit_code
 
 

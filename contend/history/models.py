@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from contend.exitcodes import ExitCode
 from contend.history.checker import Linearizability, Verdict, check_calls
 from contend.history.invariants import (
     Invariant,
@@ -119,10 +120,10 @@ def exit_code(verdict: Verdict | None, violations: Sequence[Violation]) -> int:
     """0 linearizable and every invariant holds, 1 not linearizable or an invariant broken,
     3 unknown (the search budget ran out); `verdict` None: the search was skipped."""
     if violations or (verdict is not None and verdict.outcome is Linearizability.NOT_LINEARIZABLE):
-        return 1
+        return ExitCode.FAILED
     if verdict is not None and verdict.outcome is Linearizability.UNKNOWN:
-        return 3
-    return 0
+        return ExitCode.INCONCLUSIVE
+    return ExitCode.OK
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
+from contend.ci.document import document
 from contend.errors import ContendError
 from contend.history.checker import Linearizability, Verdict
 from contend.history.formats import write_jsonl
@@ -166,7 +167,7 @@ class StressResult:
             v = self.violations[0]
             return f"VIOLATION — {v.check}: {v.message}"
         if self.exit_code == 3:
-            return "UNKNOWN — the linearizability search ran out of time; raise --check-timeout"
+            return "UNKNOWN — the linearizability search ran out of time; raise --search-seconds"
         return "VALID — linearizable, and every invariant holds"
 
     def recheck_command(self) -> str:
@@ -180,17 +181,15 @@ class StressResult:
             "impl": o.impl,
             "family": self.workload.family,
             "target": self.target,
-            "procs": o.procs,
+            "processes": o.procs,
             "duration": o.duration,
             "nemesis": list(o.nemeses),
             "ttl_ms": o.ttl_ms if self.workload.family == "lock" else None,
-            "outcome": self.outcome,
-            "exit_code": self.exit_code,
             "counts": self.counts,
             "seconds": round(self.seconds, 3),
             "history": str(self.history),
             "timeline": str(self.timeline) if self.timeline else None,
-            "verdict": self.verdict.to_json(),
+            "linearizability": self.verdict.to_json(),
             "invariants": self.invariants,
             "violations": [v.to_json() for v in self.violations],
             "nemesis_events": [{"time": r.time, "f": r.f, "value": r.value} for r in self.nemesis],
@@ -208,19 +207,19 @@ def validate(options: StressOptions) -> StressWorkload:
     try:
         impl = by_name(options.impl)
     except KeyError:
-        raise ContendError(f"--impl {options.impl!r}: no such implementation; stress runs: {names}") from None
+        raise ContendError(f"--only {options.impl!r}: no such implementation; stress runs: {names}") from None
     if impl.family not in FAMILIES:
         raise ContendError(
-            f"--impl {impl.name} is a {impl.family}; stress runs the {' and '.join(FAMILIES)} families "
+            f"--only {impl.name} is a {impl.family}; stress runs the {' and '.join(FAMILIES)} families "
             f"({names}); use `contend check` for the others"
         )
     if not 0 < options.procs <= MAX_PROCS:
-        raise ContendError(f"--procs must be between 1 and {MAX_PROCS}, got {options.procs}")
+        raise ContendError(f"--processes must be between 1 and {MAX_PROCS}, got {options.procs}")
     for name, value in (
         ("--duration", options.duration),
         ("--interval", options.interval),
         ("--op-timeout", options.op_timeout),
-        ("--check-timeout", options.check_timeout),
+        ("--search-seconds", options.check_timeout),
     ):
         if not value > 0:
             raise ContendError(f"{name} must be > 0 seconds, got {value}")
@@ -389,7 +388,8 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         result.timeline = write_timeline(
             verdict, run_dir / "timeline.html", title=f"{title} · {result.headline()}"
         )
-    (run_dir / "verdict.json").write_text(json.dumps(result.to_json(), indent=2, default=repr) + "\n")
+    doc = document("stress", result.exit_code, result.outcome, **result.to_json())
+    (run_dir / "verdict.json").write_text(json.dumps(doc, indent=2, default=repr, ensure_ascii=False) + "\n")
     return result
 
 

@@ -48,7 +48,8 @@ def test_user_implementation_passes(capsys, tmp_path):
     out = capsys.readouterr().out
     assert code == 0, out
     data = json.loads(report.read_text())
-    (row,) = data["rows"]
+    assert data["command"] == "check" and data["verdict"] == "as-expected" and data["exit_code"] == 0
+    (row,) = data["implementations"]
     assert row["implementation"] == "tests.fixtures.user_registry:make"
     assert row["verdict"] == "pass"
     assert {c["check"] for c in row["checks"]} >= {"model", "serial", "burst-one-name", "bad-input"}

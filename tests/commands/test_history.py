@@ -47,7 +47,7 @@ def test_unknown_exits_3(capsys, tmp_path):
     write_jsonl(
         [Record(r.process, r.type, r.f, r.key, r.value, r.time, i) for i, r in enumerate(records)], path
     )
-    code, out, _ = check(capsys, path, "--model", "cas-register", "--timeout", "0.2")
+    code, out, _ = check(capsys, path, "--model", "cas-register", "--search-seconds", "0.2")
     assert code == 3
     assert out.startswith("unknown")
 
@@ -69,13 +69,15 @@ def test_missing_file_and_unknown_operation_exit_2(capsys, tmp_path):
 
 
 def test_json_output(capsys):
-    code, out, _ = check(capsys, DATA / "kv_bad.edn", "--model", "kv", "--json")
+    code, out, _ = check(capsys, DATA / "kv_bad.edn", "--model", "kv", "--json", "-")
     assert code == 1
-    doc = json.loads(out)
-    assert doc["exit_code"] == 1
-    assert doc["verdict"]["outcome"] == "not linearizable"
-    assert doc["verdict"]["culprit"]["line"] == 7
-    (part,) = doc["verdict"]["partitions"]
+    whole = json.loads(out)
+    assert whole["command"] == "history" and whole["exit_code"] == 1 and whole["verdict"] == "not-linearizable"
+    (doc,) = whole["files"]
+    assert doc["exit_code"] == 1 and doc["verdict"] == "not-linearizable"
+    assert doc["linearizability"]["outcome"] == "not linearizable"
+    assert doc["linearizability"]["culprit"]["line"] == 7
+    (part,) = doc["linearizability"]["partitions"]
     assert part["key"] == "x" and part["longest_prefix"][-1]["state_after"] == "{'x': 'ab'}"
 
 
@@ -83,9 +85,9 @@ def test_registry_runs_the_linear_time_checks(capsys):
     code, out, _ = check(capsys, DATA / "registry.jsonl", "--model", "registry")
     assert code == 1
     assert "'alice' has id 1, then id 3 (not stable)" in out
-    code, out, _ = check(capsys, DATA / "registry.jsonl", "--model", "registry", "--linear-only", "--json")
-    doc = json.loads(out)
-    assert code == 1 and doc["verdict"] is None and len(doc["invariants"]) == 2
+    code, out, _ = check(capsys, DATA / "registry.jsonl", "--model", "registry", "--linear-only", "--json", "-")
+    (doc,) = json.loads(out)["files"]
+    assert code == 1 and doc["linearizability"] is None and len(doc["invariants"]) == 2
 
 
 def test_registry_duplicate_ids_caught_by_the_whole_model_and_the_invariant(capsys, tmp_path):
@@ -228,9 +230,11 @@ def test_many_files_one_line_each_and_the_worst_exit_code(capsys, tmp_path):
     assert lines[2].startswith(f"{DATA / 'etcd_000.log'}: not linearizable")
     assert lines[3].startswith(f"{tmp_path / 'absent.log'}: error: cannot read history")
     assert lines[4] == "4 files: 1 linearizable, 1 not linearizable, 2 bad input; exit 1"
-    code, out, _ = check(capsys, DATA / "etcd_002.log", typo, "--model", "cas-register", "--json")
-    docs = [json.loads(line) for line in out.splitlines()]
-    assert code == 2 and [d["exit_code"] for d in docs] == [0, 2] and "error" in docs[1]
+    code, out, _ = check(capsys, DATA / "etcd_002.log", typo, "--model", "cas-register", "--json", "-")
+    whole = json.loads(out)
+    docs = whole["files"]
+    assert code == 2 and whole["exit_code"] == 2 and whole["verdict"] == "bad-input"
+    assert [d["exit_code"] for d in docs] == [0, 2] and "error" in docs[1]
 
 
 def test_html_needs_one_file(capsys, tmp_path):
@@ -264,8 +268,8 @@ def test_the_time_budget_covers_the_whole_history(capsys, tmp_path):
     write_jsonl(
         [Record(r.process, r.type, r.f, r.key, r.value, r.time, i) for i, r in enumerate(records)], path
     )
-    code, out, _ = check(capsys, path, "--model", "cas-register", "--timeout", "0.3", "--json")
-    doc = json.loads(out)["verdict"]
+    code, out, _ = check(capsys, path, "--model", "cas-register", "--search-seconds", "0.3", "--json", "-")
+    doc = json.loads(out)["files"][0]["linearizability"]
     assert code == 3 and doc["outcome"] == "unknown" and doc["timeout"] == 0.3
     assert doc["partitions_checked"] == 4 and doc["partitions_decided"] == 1 and doc["partitions_open"] == 3
     assert sorted(p["key"] for p in doc["partitions"]) == ["a", "b", "c"]
@@ -518,9 +522,9 @@ def test_one_value_per_line_and_json_output_for_bad_input(capsys, tmp_path):
     path.write_text(
         '{"process": 0, "type": "invoke", "f": "write", "value": "a\nb"}\n{"process": 0, "type": "ok", "f": "write", "value": 1},{"x": 1}\n'
     )
-    code, out, err = check(capsys, path, "--model", "cas-register", "--json")
+    code, out, err = check(capsys, path, "--model", "cas-register", "--json", "-")
     assert code == 2 and "split.jsonl:1: expected a JSON object, but Unterminated string" in err.replace(
         "\n", ""
     )
-    doc = json.loads(out)
-    assert doc["exit_code"] == 2 and doc["verdict"] is None and "Unterminated string" in doc["error"]
+    (doc,) = json.loads(out)["files"]
+    assert doc["exit_code"] == 2 and doc["linearizability"] is None and "Unterminated string" in doc["error"]

@@ -1,0 +1,103 @@
+"""The options every command shares for what it writes besides its text report.
+
+`--json FILE`: one JSON document per run, with the verdict and exit code.
+
+Every document has the same envelope: `command`, `contend` (the version), `schema` (the
+name of the JSON Schema in contend/schemas/ that describes it), `verdict` and `exit_code`
+(the table of contend.exitcodes); the rest is the command's own. `-` writes to stdout.
+The bare `--json` of older releases (history check, stress: JSON to stdout) is accepted
+with a warning.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from contend.commands.arguments import warn_renamed
+from contend.errors import ContendError
+
+#: What `--json -` and the old bare `--json` mean: the document goes to stdout.
+STDOUT = "-"
+_BARE = "\0bare"
+
+
+def add_json_option(parser: Any, what: str) -> None:
+    """Add `--json FILE` ("-": stdout); a bare `--json` is the old spelling of `--json -`."""
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const=_BARE,
+        metavar="FILE",
+        help=f"write {what} as one JSON document to FILE ('-': stdout instead of the text report), "
+        "with the verdict and the exit code inside (schema: contend/schemas/)",
+    )
+
+
+def add_ci_options(parser: argparse.ArgumentParser, what: str, *, junit: bool = True) -> None:
+    """--json FILE, --junit-xml FILE (when the command has testcases), -q/--quiet, -v/--verbose."""
+    group = parser.add_argument_group("output")
+    add_json_option(group, what)
+    if junit:
+        group.add_argument(
+            "--junit-xml",
+            metavar="FILE",
+            help="write the results as JUnit XML to FILE, for CI test tabs (failures carry the evidence)",
+        )
+    group.add_argument(
+        "-q", "--quiet", action="store_true", help="no progress on stderr (the report is still printed)"
+    )
+
+
+def resolve_outputs(args: argparse.Namespace) -> None:
+    """Before anything runs: resolve the old bare --json, and refuse output paths that cannot be written."""
+    args.json = json_target(args)
+    if getattr(args, "junit_xml", None):
+        check_output_file(args.junit_xml, "--junit-xml")
+
+
+def json_target(args: argparse.Namespace) -> str | None:
+    """The --json destination after the old bare form is resolved: None, STDOUT or a path."""
+    value = getattr(args, "json", None)
+    if value == _BARE:
+        warn_renamed("--json without a FILE", "--json -")
+        return STDOUT
+    if value is not None and value != STDOUT:
+        check_output_file(value, "--json")
+    return None if value is None else str(value)
+
+
+def check_output_file(path: str | Path, option: str) -> None:
+    """Refuse, before anything runs, an output path that cannot be a file we write."""
+    p = Path(path)
+    if p.is_dir():
+        raise ContendError(f"{option} {p}: is a directory; give a file name such as {p / 'result'}")
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ContendError(f"{option} {p}: {parent} is not a directory; choose another path")
+
+
+def write_document(destination: str | Path | None, doc: dict[str, Any]) -> None:
+    """Write `doc` to the --json destination (nothing when None); a file is replaced whole."""
+    if destination is None:
+        return
+    text = json.dumps(doc, indent=2, default=repr, ensure_ascii=False) + "\n"
+    if str(destination) == STDOUT:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    path = Path(destination)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as exc:
+        raise ContendError(
+            f"--json {path}: cannot write it ({exc.strerror or exc}); choose another path"
+        ) from None
