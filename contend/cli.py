@@ -13,7 +13,8 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.markup import escape
 
-from contend import __version__, interrupt
+from contend import __version__, exitcodes, interrupt
+from contend.commands.arguments import HelpFormatter
 from contend.commands.names import COMMANDS
 from contend.errors import ContendError
 
@@ -74,7 +75,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
         prog="contend",
         description="Verify Redis concurrency primitives against sequential models, and measure "
         "what they cost under contention. Runs on an embedded redis-server it starts and stops "
-        "itself unless --redis-url is given.",
+        "itself unless --redis-url is given. `contend COMMAND --help` says more. Renamed options "
+        "keep their old spelling, with a warning, until the next release.",
+        formatter_class=HelpFormatter,
+        epilog=exitcodes.epilog(),
     )
     parser.add_argument("--version", action="version", version=f"contend {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

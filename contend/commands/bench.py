@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from contend import exitcodes
 from contend.benchmarks.locks import LockBench, bench_locks
 from contend.benchmarks.registry import RegistryBench, bench_registry
-from contend.commands.arguments import positive_float, positive_int
+from contend.ci.document import document
+from contend.commands.arguments import HelpFormatter, add_renamed, positive_float, positive_int, renamed_value
 from contend.commands.names import COMMANDS
+from contend.commands.outputs import add_ci_options, resolve_outputs, write_document
+from contend.commands.progress import Reporter
+from contend.exitcodes import ExitCode
 from contend.target.target import open_target
 
-FAMILIES = ("registry", "locks")
+FAMILIES = ("registry", "lock")
 #: Concurrent clients when --clients is not given.
-DEFAULT_CLIENTS = {"registry": 16, "locks": 8}
+DEFAULT_CLIENTS = {"registry": 16, "lock": 8}
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -30,27 +33,43 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         description="Measure, in one run, the raw round-trip rate of redis-py clients (INCR loops for "
         "the registry, PING loops for locks) and each implementation's rate, printed as ratios to it; "
         "one-client ratios come from alternating slices, so the machine's noise cancels.",
+        formatter_class=HelpFormatter,
+        epilog=exitcodes.epilog(),
     )
-    parser.add_argument("family", choices=FAMILIES, help="what to measure")
     parser.add_argument(
-        "--seconds", type=positive_float, default=1.0, help="time per measurement (default %(default)s)"
+        "family",
+        type=renamed_value({"locks": "lock"}, "contend bench"),
+        choices=FAMILIES,
+        help="what to measure: registry or lock",
+    )
+    add_renamed(
+        parser,
+        "--duration",
+        "--seconds",
+        type=positive_float,
+        default=1.0,
+        metavar="S",
+        help="time per measurement (default %(default)s)",
     )
     parser.add_argument(
         "--clients",
         type=positive_int,
+        metavar="N",
         help="concurrent clients (default: 16 for registry, 8 on one key for locks)",
     )
     parser.add_argument(
         "--batch",
         type=positive_int,
         default=10_000,
+        metavar="N",
         help="new names in one register_many call (default %(default)s)",
     )
-    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the figures as JSON")
+    add_ci_options(parser, "the figures", junit=False)
     return parser
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    resolve_outputs(args)
     clients = args.clients or DEFAULT_CLIENTS[args.family]
     result: RegistryBench | LockBench
     with open_target(args.redis_url, args.redis_server) as target:
@@ -58,23 +77,28 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         client = target.client()
         run_ns = target.namespace(args.namespace, client=client)
         try:
-            with err.status("measuring") as status:
-                if args.family == "locks":
+            with Reporter(err, f"contend bench {args.family}", quiet=args.quiet) as progress:
+
+                def step(what: str) -> None:
+                    progress.finished(f"measuring {what}")
+                    progress.working(what)
+
+                if args.family == "lock":
                     result = bench_locks(
                         target,
                         run_ns,
-                        seconds=args.seconds,
+                        seconds=args.duration,
                         clients=clients,
-                        on_step=lambda step: status.update(f"measuring {step}"),
+                        on_step=step,
                     )
                 else:
                     result = bench_registry(
                         target,
                         run_ns,
-                        seconds=args.seconds,
+                        seconds=args.duration,
                         clients=clients,
                         batch=args.batch,
-                        on_step=lambda step: status.update(f"measuring {step}"),
+                        on_step=step,
                     )
         finally:
             run_ns.cleanup()
@@ -85,9 +109,9 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             out.print(line)
     else:
         out.print(registry_table(result))
-    if args.json:
-        args.json.write_text(json.dumps(asdict(result), indent=2) + "\n")
-    return 0
+    figures = asdict(result)
+    write_document(args.json, document("bench", ExitCode.OK, "measured", family=args.family, **figures))
+    return ExitCode.OK
 
 
 def registry_table(result: RegistryBench) -> Table:

@@ -9,11 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from contend.commands.arguments import positive_float, positive_int
+from contend import exitcodes
+from contend.ci.document import document
+from contend.ci.summary import append_summary
+from contend.commands.arguments import HelpFormatter, add_renamed, positive_float, positive_int
 from contend.commands.names import COMMANDS
-from contend.commands.progress import progress_bar
+from contend.commands.outputs import add_ci_options, resolve_outputs, write_document
+from contend.commands.progress import Reporter
+from contend.exitcodes import ExitCode
 from contend.load import sweep as sw
 from contend.load.workloads import WORKLOADS
 from contend.target.keyspace import new_run_id
@@ -44,6 +50,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         f"every workload and strategy at {','.join(map(str, sw.FULL_USERS))} users for "
         f"{sw.FULL_SECONDS:g} s each. Exit 0 when every run kept its invariant, 1 when one broke or "
         f"crashed, 2 on bad input. Strategies: {strategies}.",
+        formatter_class=HelpFormatter,
+        epilog=exitcodes.epilog(),
     )
     parser.add_argument("--full", action="store_true", help="the full sweep (takes most of an hour)")
     parser.add_argument(
@@ -62,7 +70,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         metavar="N,N,...",
         help="distinct keys fought over (1: maximal contention)",
     )
-    parser.add_argument(
+    add_renamed(
+        parser,
+        "--duration",
         "--seconds",
         type=positive_int,
         metavar="S",
@@ -71,17 +81,22 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument(
         "--processes",
         type=positive_int,
+        metavar="N",
         help=f"Locust worker processes per run (default: cores - 1 = {sw.default_processes()})",
     )
-    parser.add_argument(
+    add_renamed(
+        parser,
+        "--ceiling-duration",
         "--ceiling-seconds",
         type=positive_float,
+        metavar="S",
         help=f"each measurement of the raw ceiling, before and after the runs (default {sw.CEILING_SECONDS:g})",
     )
     parser.add_argument(
         "--ttl-ms",
         type=positive_int,
         default=10_000,
+        metavar="MS",
         help="lease of the lock strategies (default %(default)s)",
     )
     parser.add_argument(
@@ -91,20 +106,22 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="where the report goes, raw data in DIR/raw (default: reports/load-<date>-<time>)",
     )
     parser.add_argument("--no-report", action="store_true", help="only run the sweep; `contend report` later")
+    add_ci_options(parser, "every point's figures and verdict", junit=False)
     return parser
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    resolve_outputs(args)
     plan = sw.make_plan(
         full=args.full,
         workloads=args.workload,
         strategies=args.strategy,
         users=args.users,
         hot_keys=args.hot_keys,
-        seconds=args.seconds,
+        seconds=args.duration,
         processes=args.processes,
         ttl_ms=args.ttl_ms,
-        ceiling_seconds=args.ceiling_seconds,
+        ceiling_seconds=args.ceiling_duration,
     )
     sw.loadtests_dir()
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -118,13 +135,13 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             f"contend load on {target.description}: {len(points)} runs of {plan.seconds:g} s, "
             f"{plan.processes} Locust process(es) each, about {_duration(plan.estimate_seconds())}"
         )
-        progress = progress_bar(err)
         try:
-            with progress:
-                task = progress.add_task("starting", total=len(points) + len(plan.users))
+            with Reporter(err, "contend load", len(points) + len(plan.users), quiet=args.quiet) as progress:
 
                 def step(text: str, done: int, total: int) -> None:
-                    progress.update(task, description=text, completed=done)
+                    if done:
+                        progress.finished(f"{text} (starting)")
+                    progress.working(text, done=done)
 
                 result = sw.run_sweep(plan, target, namespace, dest, argv=sys.argv[1:], on_step=step)
         finally:
@@ -135,15 +152,38 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         why = "invariant broken" if not p["invariant_ok"] else f"Locust exited {p['exit_code']}"
         tail = sw.log_tail(dest / sw.RAW_DIR, p, 2)
         err.print(
-            f"[red]{p['workload']}/{p['strategy']} {p['users']} users {p['hot_keys']} hot keys:[/] {why}: {tail}"
+            f"[red]{escape(p['workload'])}/{escape(p['strategy'])} {p['users']} users {p['hot_keys']} hot keys:[/] "
+            f"{escape(why)}: {escape(tail)}",
+            soft_wrap=True,
         )
-    out.print(f"raw data: {dest / sw.RAW_DIR}")
+    out.print(escape(f"raw data: {dest / sw.RAW_DIR}"), soft_wrap=True)
+    report: dict[str, str] = {"raw": str(dest / sw.RAW_DIR)}
     if not args.no_report:
         from contend.report.build import build_report
 
         built = build_report(dest / sw.RAW_DIR, dest)
-        out.print(f"report: {built.html}  (and {built.markdown.name}, {len(built.plots)} plots)")
-    return 1 if broken else 0
+        out.print(
+            escape(f"report: {built.html}  (and {built.markdown.name}, {len(built.plots)} plots)"),
+            soft_wrap=True,
+        )
+        report |= {"html": str(built.html), "markdown": str(built.markdown)}
+        append_summary(built.summary)
+    code = ExitCode.FAILED if broken else ExitCode.OK
+    verdict = f"{len(broken)} point(s) broken" if broken else "every invariant held"
+    write_document(
+        args.json,
+        document(
+            "load",
+            code,
+            "invariant-broken" if broken else "ok",
+            headline=verdict,
+            server=target.description,
+            points=result.points,
+            ceiling=result.ceiling,
+            report=report,
+        ),
+    )
+    return code
 
 
 def summary_table(result: sw.Sweep) -> Table:

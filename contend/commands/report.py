@@ -7,7 +7,11 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
+from contend import exitcodes
+from contend.ci.summary import append_summary
+from contend.commands.arguments import HelpFormatter
 from contend.commands.names import COMMANDS
 
 
@@ -18,6 +22,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         description="Read a sweep directory (what `contend load --out DIR` wrote: DIR or DIR/raw) and "
         "write DIR/index.html (self-contained, plots embedded), DIR/report.md (for a CI step summary), "
         "the PNG plots and points.csv. Exit 2 when the directory holds no sweep.",
+        formatter_class=HelpFormatter,
+        epilog=exitcodes.epilog(),
     )
     parser.add_argument("sweep", type=Path, metavar="DIR", help="the sweep directory")
     parser.add_argument("--out", type=Path, metavar="DIR", help="write the report here instead of DIR")
@@ -29,8 +35,12 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
     built = build_report(args.sweep, args.out)
     broken = sum(1 for r in built.data.rows if not r.ok)
-    out.print(f"report: {built.html}")
-    out.print(f"markdown: {built.markdown}  ·  {len(built.plots)} plots  ·  figures: {built.points}")
+    out.print(escape(f"report: {built.html}"), soft_wrap=True)
+    out.print(
+        escape(f"markdown: {built.markdown}  ·  {len(built.plots)} plots  ·  figures: {built.points}"),
+        soft_wrap=True,
+    )
+    append_summary(built.summary)
     if broken:
         err.print(f"[yellow]{broken} of {len(built.data.rows)} runs failed; the report marks them ✗[/]")
     return 0

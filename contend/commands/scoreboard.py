@@ -9,19 +9,24 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
-from contend import interrupt
+from contend import exitcodes, interrupt
 from contend.check.framework import CheckOptions, CheckResult
 from contend.check.noise import Noise, quieted
 from contend.check.schedule import parse_replay
-from contend.commands.arguments import positive_float, positive_int
+from contend.ci.document import document
+from contend.ci.summary import append_summary
+from contend.commands.arguments import HelpFormatter, positive_float, positive_int
 from contend.commands.names import COMMANDS
-from contend.commands.progress import progress_bar
+from contend.commands.outputs import add_ci_options, resolve_outputs, write_document
+from contend.commands.progress import Reporter
 from contend.errors import ContendError
+from contend.exitcodes import ExitCode
 from contend.schedule.gate import check_redis_py
 from contend.scoreboard import render
 from contend.scoreboard.libraries import LIBRARIES, Library, by_key
-from contend.scoreboard.run import Scoreboard, run_scoreboard
+from contend.scoreboard.run import LibraryResult, Scoreboard, run_scoreboard
 from contend.target.target import open_target
 
 #: Interleavings per row: a full run, and --quick (the test suite's).
@@ -44,6 +49,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "install with pip install 'contend[libs]'; a missing one is skipped. Exit 0 when every "
         "verdict matches the expectations recorded in contend/scoreboard/expected.py, 1 when one "
         "does not, 2 on bad input; 130/143 when interrupted (the rows so far are printed).",
+        formatter_class=HelpFormatter,
+        epilog=exitcodes.epilog(),
     )
     parser.add_argument(
         "--lib",
@@ -86,6 +93,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="real-time budget of one check; past it the check is inconclusive (default %(default)g)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random checks (default 0)")
+    add_ci_options(parser, "every row's verdicts", junit=False)
     return parser
 
 
@@ -108,6 +116,7 @@ def options_for(args: argparse.Namespace) -> CheckOptions:
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
+    resolve_outputs(args)
     libraries = by_key(args.lib)
     if args.replay:
         parse_replay(args.replay)
@@ -127,18 +136,15 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     with open_target(args.redis_url, args.redis_server) as target:
         board = Scoreboard(target.description, quick=args.quick)
         out.print(f"contend scoreboard on {target.description}")
-        with progress_bar(err) as progress:
-            task = progress.add_task("scoreboard", total=len(libraries))
-            current: list[str] = [""]
+        with Reporter(err, "contend scoreboard", len(libraries), quiet=args.quiet) as progress:
 
             def started(library: Library) -> None:
-                if current[0]:
-                    progress.update(task, advance=1)
-                current[0] = library.key
-                progress.update(task, description=library.key)
+                progress.working(library.key)
 
             def checked(subject: Any, result: CheckResult) -> None:
-                progress.update(task, description=f"{subject.name} · {result.check} {result.status}")
+                progress.status(
+                    f"{subject.name} · {result.check}: {result.status} ({result.seconds:.1f} s)", every=0
+                )
 
             try:
                 with quieted() as noise:
@@ -167,32 +173,72 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 def _summary(
     board: Scoreboard | None, out: Console, args: argparse.Namespace, command: str, *, interrupted: bool
 ) -> int:
-    """Print the table, skips and surprises; write the report; the exit code."""
+    """Print the table, skips and surprises; write the report and --json; the exit code."""
     if board is None or not board.results:
         return 0
     out.print(render.rich_table(board))
     for result in board.results:
         if result.skipped:
-            out.print(f"[yellow]skipped[/] {result.skipped}", soft_wrap=True)
+            out.print(f"[yellow]skipped[/] {escape(result.skipped)}", soft_wrap=True)
     if not args.no_write and not interrupted and not args.replay:
         written = render.write(board, args.out, command)
-        out.print("report: " + ", ".join(str(p) for p in written), soft_wrap=True)
+        out.print(escape("report: " + ", ".join(str(p) for p in written)), soft_wrap=True)
+    code, verdict, headline = _verdict(board, args)
     if args.replay:
         row = board.results[0].row
         for r in row.results if row else ():
-            out.print(f"replayed: {r.status}: {r.detail}", soft_wrap=True)
-        return 0
-    surprises = board.surprises
-    ran = [r for r in board.results if not r.skipped]
-    if surprises:
+            out.print(escape(f"replayed: {r.status}: {r.detail}"), soft_wrap=True)
+    elif code == ExitCode.FAILED:
         out.print("[bold red]not as recorded in contend/scoreboard/expected.py[/]:")
-        for line in surprises:
-            out.print(f"  {line}", soft_wrap=True)
-        return 1
+        for line in board.surprises:
+            out.print(f"  {escape(line)}", soft_wrap=True)
+    else:
+        out.print(f"[bold green]{escape(headline)}[/]", soft_wrap=True)
+    write_document(
+        args.json,
+        document(
+            "scoreboard",
+            code,
+            "interrupted" if interrupted else verdict,
+            headline=headline,
+            server=board.server,
+            quick=board.quick,
+            seconds=round(board.seconds, 3),
+            libraries=[_row_json(r) for r in board.results],
+            surprises=board.surprises,
+        ),
+    )
+    append_summary(render.markdown_summary(board, headline))
+    return code
+
+
+def _verdict(board: Scoreboard, args: argparse.Namespace) -> tuple[ExitCode, str, str]:
+    """The exit code, a verdict word and a headline."""
+    if args.replay:
+        return ExitCode.OK, "replayed", "replayed"
+    if board.surprises:
+        return ExitCode.FAILED, "not-as-recorded", f"{len(board.surprises)} verdict(s) not as recorded"
+    ran = [r for r in board.results if not r.skipped]
     skipped = len(board.results) - len(ran)
     also = f", {skipped} skipped (not installed)" if skipped else ""
-    out.print(
-        f"[bold green]every verdict as recorded[/]: {len(ran)} row(s){also} · {board.seconds:.0f} s",
-        soft_wrap=True,
+    return (
+        ExitCode.OK,
+        "as-recorded",
+        f"every verdict as recorded: {len(ran)} row(s){also} · {board.seconds:.0f} s",
     )
-    return 0
+
+
+def _row_json(result: LibraryResult) -> dict[str, Any]:
+    lib = result.library
+    return {
+        "library": lib.key,
+        "title": lib.title,
+        "distribution": lib.distribution,
+        "version": result.version or None,
+        "skipped": result.skipped or None,
+        "seconds": round(result.seconds, 3),
+        "properties": {
+            p: {"verdict": result.verdict(p), "expected": result.expected(p)} for p in result.properties
+        },
+        "surprises": result.surprises(),
+    }

@@ -9,6 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from contend import exitcodes
+from contend.commands.arguments import HelpFormatter
 from contend.commands.names import COMMANDS
 from contend.target.binary import RedisBinary, find_redis_server, host_platform
 from contend.target.server import EmbeddedRedis
@@ -21,6 +23,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         description="Start the embedded redis-server and keep it running until Ctrl-C, "
         "or with --info print which binary contend would use, its version, and why the "
         "candidates before it were skipped.",
+        formatter_class=HelpFormatter,
+        epilog=exitcodes.epilog(),
     )
     parser.add_argument(
         "--info",

@@ -6,7 +6,8 @@ files whose names start with "_", so this one is not a locustfile itself.)
 
 * Options (events.init_command_line_parser): --redis-url (or CONTEND_REDIS_URL;
   default: an embedded redis-server started at test start and stopped when
-  Locust quits), --strategy, --hot-keys, --ttl-ms, --key-namespace, and
+  Locust quits), --strategy, --hot-keys, --ttl-ms, --namespace (the old --key-namespace
+  is accepted with a warning), and
   --contend-json FILE for a machine-readable summary.
 * Every operation is one Locust request event (type = workload, name =
   strategy) with its real duration; response times are bucketed to 3
@@ -15,7 +16,8 @@ files whose names start with "_", so this one is not a locustfile itself.)
   are tallied per process; at test stop each process writes its tally under
   the run namespace, and the master (or the only process) merges them,
   checks the workload's invariant against what Redis holds, and deletes the
-  namespace. A broken invariant makes Locust exit with code 3.
+  namespace. A broken invariant makes Locust exit with code 1 (contend.exitcodes: the
+  same code as a violation in every contend command).
 * Bad options are one line on stderr and exit code 2, before anything is written.
 """
 
@@ -28,6 +30,7 @@ import os
 import socket
 import sys
 import time
+from argparse import SUPPRESS
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -40,6 +43,7 @@ from locust.env import Environment
 from locust.runners import STATE_INIT, STATE_STOPPED, MasterRunner, WorkerRunner
 
 from contend.errors import ContendError
+from contend.exitcodes import ExitCode
 from contend.load import workloads as wl
 from contend.load.instrument import counting_client, round_trips
 from contend.load.metrics import OperationMetrics, Tally, bucket_ms
@@ -50,8 +54,9 @@ from contend.target.target import connect_url, mask_url
 
 log = logging.getLogger("contend")
 
-#: Exit code of a run whose invariant broke (Locust itself uses 1 for failed requests).
-INVARIANT_BROKEN = 3
+#: Exit code of a run whose invariant broke: a violation, as in every contend command (Locust
+#: itself also exits 1 when requests failed, which in these workloads are the code's own errors).
+INVARIANT_BROKEN = ExitCode.FAILED
 #: How long the checker waits for every worker's tally after the test stops.
 TALLY_TIMEOUT = 60.0
 
@@ -87,7 +92,7 @@ def _add_options(parser: Any) -> None:
         env_var="CONTEND_REDIS_URL",
         help="Redis to load (redis://[user:password@]host:port/db); default: an embedded "
         "redis-server started at test start and stopped when Locust quits. Keys stay under "
-        "--key-namespace, which is deleted afterwards; FLUSHDB/FLUSHALL are never sent.",
+        "--namespace, which is deleted afterwards; FLUSHDB/FLUSHALL are never sent.",
     )
     parser.add_argument(
         "--strategy",
@@ -110,11 +115,13 @@ def _add_options(parser: Any) -> None:
         help="lease of the locks taken by lock strategies, in ms (default 10000)",
     )
     parser.add_argument(
-        "--key-namespace",
+        "--namespace",
         default="",
-        env_var="CONTEND_KEY_NAMESPACE",
+        env_var="CONTEND_NAMESPACE",
         help="prefix of every key written (default: a fresh contend:<id>); refused if it holds keys",
     )
+    # The old spelling, accepted with a warning until the next release.
+    parser.add_argument("--key-namespace", default="", env_var="CONTEND_KEY_NAMESPACE", help=SUPPRESS)
     parser.add_argument(
         "--contend-json",
         default="",
@@ -186,9 +193,16 @@ def resolve(environment: Environment, workloads: tuple[str, ...] = ()) -> Settin
         )
     hot_keys = _whole(options.hot_keys, "--hot-keys", " (1 is maximal contention)")
     ttl_ms = _whole(options.ttl_ms, "--ttl-ms", " (the lease of lock strategies, in ms)")
-    namespace = str(options.key_namespace or "").strip()
-    if options.key_namespace and not namespace:
-        raise wl.LoadInputError("--key-namespace must not be blank; leave it out for a fresh contend:<id>")
+    given: str = options.namespace
+    old: str = getattr(options, "key_namespace", None) or ""
+    if not given and old:
+        log.warning(
+            "contend: --key-namespace is deprecated, use --namespace (accepted until the next release)"
+        )
+        given = old
+    namespace = str(given or "").strip()
+    if given and not namespace:
+        raise wl.LoadInputError("--namespace must not be blank; leave it out for a fresh contend:<id>")
     return Settings(
         str(options.redis_url or "").strip(),
         namespace,
@@ -265,7 +279,7 @@ class Coordinator:
         # Custom options travel to the workers with every spawn message.
         options.contend_url = url
         options.contend_workloads = ",".join(settings.workloads)
-        options.key_namespace = self.namespace
+        options.namespace = self.namespace
         log.info(
             "contend: %s with --strategy %s, --hot-keys %d on %s, keys under %s",
             "+".join(settings.workloads),
@@ -465,7 +479,7 @@ class Process:
         self.settings = dataclasses.replace(
             resolve(environment, workloads),
             url=str(options.contend_url),
-            namespace=str(options.key_namespace),
+            namespace=str(options.namespace),
         )
         self.runs += 1
         self.proc_id = f"{socket.gethostname()}:{os.getpid()}:{self.runs}"
@@ -510,7 +524,7 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
             COORDINATOR.start(environment)
         except ContendError as exc:
             log.error("contend: %s", exc)
-            environment.process_exit_code = 2
+            environment.process_exit_code = ExitCode.BAD_INPUT
             if runner is not None:
                 gevent.spawn(runner.quit)
             return

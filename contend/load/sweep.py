@@ -34,8 +34,6 @@ from contend.target.target import Target
 
 SWEEP_FILE = "sweep.json"
 RAW_DIR = "raw"
-#: A Locust exit code: the run's invariant broke (contend.load.harness).
-INVARIANT_BROKEN = 3
 
 #: The quick sweep runs the registry only; these are each workload's strategies when it is chosen
 #: without --full (the full sweep runs every correct strategy).
@@ -163,14 +161,14 @@ def make_plan(
     secs = seconds if seconds is not None else (FULL_SECONDS if full else QUICK_SECONDS)
     if isinstance(secs, bool) or not isinstance(secs, int) or secs < 1:
         raise LoadInputError(
-            f"--seconds must be a whole number of seconds >= 1 (Locust's --run-time), got {secs}"
+            f"--duration must be a whole number of seconds >= 1 (Locust's --run-time), got {secs}"
         )
     procs = processes if processes is not None else default_processes()
     check_positive(procs, "--processes")
     check_positive(ttl_ms, "--ttl-ms")
     ceiling = CEILING_SECONDS if ceiling_seconds is None else ceiling_seconds
     if not ceiling > 0:
-        raise LoadInputError(f"--ceiling-seconds must be > 0, got {ceiling}")
+        raise LoadInputError(f"--ceiling-duration must be > 0, got {ceiling}")
     return Plan(plan, users_t, hot_t, secs, procs, ttl_ms, float(ceiling))
 
 
@@ -261,7 +259,7 @@ def locust_command(
         "--headless", "--only-summary", "--loglevel", "WARNING",
         "-u", str(point.users), "-r", str(spawn_rate), "-t", f"{plan.seconds}s",
         "--csv", str(base), "--contend-json", f"{base}.json",
-        "--redis-url", url, "--key-namespace", namespace,
+        "--redis-url", url, "--namespace", namespace,
         "--strategy", point.strategy, "--hot-keys", str(point.hot_keys), "--ttl-ms", str(plan.ttl_ms),
     ]  # fmt: skip
     if plan.processes > 1:

@@ -43,6 +43,8 @@ class Built:
     plots: list[Path]
     points: Path
     data: SweepData
+    #: The report as text only, for a CI step summary (which cannot show the plots).
+    summary: str = ""
 
 
 def build_report(sweep_dir: Path, out: Path | None = None) -> Built:
@@ -59,7 +61,8 @@ def build_report(sweep_dir: Path, out: Path | None = None) -> Built:
     md = dest / "report.md"
     md.write_text(markdown(blocks))
     points = write_points(data, dest / "points.csv")
-    return Built(index, md, [p for ps in made.values() for p in ps], points, data)
+    summary = markdown(blocks, images=False)
+    return Built(index, md, [p for ps in made.values() for p in ps], points, data, summary)
 
 
 def _fmt(value: float | None, spec: str = ".2f", suffix: str = "") -> str:

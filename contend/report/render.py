@@ -40,8 +40,9 @@ class Code:
 Block = Heading | Para | Table | Image | Code
 
 
-def markdown(blocks: list[Block]) -> str:
-    """GitHub-flavoured Markdown; images are linked by file name (they sit beside report.md)."""
+def markdown(blocks: list[Block], *, images: bool = True) -> str:
+    """GitHub-flavoured Markdown; images are linked by file name (they sit beside report.md), or,
+    with `images=False` (a CI step summary, which cannot show local files), named in text."""
     out: list[str] = []
     for block in blocks:
         if isinstance(block, Heading):
@@ -55,8 +56,10 @@ def markdown(blocks: list[Block]) -> str:
             out.extend("| " + " | ".join(_md_cell(c) for c in row) + " |" for row in block.rows)
         elif isinstance(block, Code):
             out.append("```\n" + block.text.rstrip("\n") + "\n```")
-        else:
+        elif images:
             out.append(f"![{block.alt}]({block.path.name})")
+        else:
+            out.append(f"*plot: {block.alt} ({block.path.name} in the HTML report)*")
         out.append("")
     return "\n".join(out)
 

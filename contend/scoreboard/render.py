@@ -229,6 +229,18 @@ def _one_line(r: CheckResult) -> str:
     return r.detail.split("\n")[0]
 
 
+def markdown_summary(board: Scoreboard, verdict: str) -> str:
+    """The headline table and what differs from the record, for a CI step summary."""
+    parts: list[Block] = [
+        Heading("contend scoreboard", 2),
+        Para(f"**{verdict}** on {board.server}"),
+        headline(board),
+    ]
+    if board.surprises:
+        parts.append(Code("\n".join(board.surprises)))
+    return markdown(parts, images=False)
+
+
 def write(board: Scoreboard, out_dir: Path, command: str) -> list[Path]:
     """report.md and index.html in `out_dir` (created if need be)."""
     out_dir.mkdir(parents=True, exist_ok=True)

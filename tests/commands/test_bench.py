@@ -13,7 +13,7 @@ from contend.cli import main
 def test_bench_registry_reports_ratios(capsys, tmp_path):
     out = tmp_path / "bench.json"
     code = main(
-        ["bench", "registry", "--seconds", "0.2", "--clients", "2", "--batch", "100", "--json", str(out)]
+        ["bench", "registry", "--duration", "0.2", "--clients", "2", "--batch", "100", "--json", str(out)]
     )
     assert code == 0
     data = json.loads(out.read_text())
@@ -27,5 +27,5 @@ def test_bench_registry_reports_ratios(capsys, tmp_path):
 
 @pytest.mark.slow
 def test_bench_locks_reports_the_token_target(capsys):
-    assert main(["bench", "locks", "--seconds", "0.2", "--clients", "2"]) == 0
+    assert main(["bench", "lock", "--duration", "0.2", "--clients", "2"]) == 0
     assert "target ≥ 0.45×" in capsys.readouterr().out

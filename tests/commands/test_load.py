@@ -30,7 +30,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
 
 
 @pytest.mark.parametrize(
-    "args", [["--users", "0"], ["--hot-keys", "1,0"], ["--seconds", "0"], ["--users", "x"]]
+    "args", [["--users", "0"], ["--hot-keys", "1,0"], ["--duration", "0"], ["--users", "x"]]
 )
 def test_bad_numbers_are_refused_by_the_parser(tmp_path, capsys, args):
     with pytest.raises(SystemExit) as info:
@@ -54,7 +54,7 @@ def test_a_tiny_sweep_runs_and_reports(contend_target, tmp_path, capsys):
         [
             "load", "--redis-url", contend_target.url, "--out", str(out),
             "--workload", "counter", "--strategy", "watch", "--strategy", "incr",
-            "--users", "1,2", "--hot-keys", "1", "--seconds", "1", "--ceiling-seconds", "0.3", "--processes", "1",
+            "--users", "1,2", "--hot-keys", "1", "--duration", "1", "--ceiling-duration", "0.3", "--processes", "1",
         ]
     )  # fmt: skip
     printed = capsys.readouterr()

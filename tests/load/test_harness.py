@@ -56,7 +56,7 @@ def test_each_workload_keeps_its_invariant(contend_target, ns, tmp_path, locustf
     summary = tmp_path / "summary.json"
     done = locust(
         *headless(locustfile),
-        "--redis-url", contend_target.url, "--key-namespace", ns.prefix, "--strategy", strategy,
+        "--redis-url", contend_target.url, "--namespace", ns.prefix, "--strategy", strategy,
         "--contend-json", str(summary), "--csv", str(tmp_path / "run"),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
@@ -81,11 +81,11 @@ def test_a_known_bad_strategy_fails_the_run(contend_target, ns, tmp_path):
     summary = tmp_path / "summary.json"
     done = locust(
         *headless("counter.py", users=8),
-        "--redis-url", contend_target.url, "--key-namespace", ns.prefix, "--strategy", "naive",
+        "--redis-url", contend_target.url, "--namespace", ns.prefix, "--strategy", "naive",
         "--contend-json", str(summary),
         env={"CONTEND_LOAD_KNOWN_BAD": "1"},
     )  # fmt: skip
-    assert done.returncode == 3, done.stderr[-2000:]
+    assert done.returncode == 1, done.stderr[-2000:]
     assert "INVARIANT BROKEN" in done.stderr and "lost updates" in done.stderr
     assert not json.loads(summary.read_text())["ok"]
     assert ns.count() == 0
@@ -124,7 +124,7 @@ def test_bad_options_are_one_line_and_exit_2(args, message):
 def test_a_namespace_that_holds_keys_is_refused(contend_target, client, ns):
     client.set(ns.key("mine"), "user data")
     done = locust(
-        *headless("counter.py", seconds=1), "--redis-url", contend_target.url, "--key-namespace", ns.prefix,
+        *headless("counter.py", seconds=1), "--redis-url", contend_target.url, "--namespace", ns.prefix,
         timeout=30,
     )  # fmt: skip
     assert done.returncode == 2
