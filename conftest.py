@@ -1,9 +1,12 @@
-"""Project-wide pytest set-up: the Hypothesis profiles (`ci` is the default; see contend.machines.settings)."""
+"""Project-wide pytest set-up: this repository's suites run under the `contend-ci` Hypothesis profile.
+
+The contend pytest plugin registers the profiles `contend-ci`, `contend-dev` and
+`contend-thorough` (contend.machines.settings); `--hypothesis-profile NAME`
+(Hypothesis's own option) overrides the default loaded here.
+"""
 
 from hypothesis import settings
 
-from contend.machines.settings import register_profiles
+from contend.machines.settings import CI_PROFILE
 
-register_profiles()
-# `--hypothesis-profile NAME` (Hypothesis's own option) overrides this.
-settings.load_profile("ci")
+settings.load_profile(CI_PROFILE)

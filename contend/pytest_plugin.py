@@ -10,6 +10,11 @@
   add clients with a connection each, start operations, and choose who makes
   the next round trip; closed (its client threads stopped, redis-py and time
   unpatched) after the test.
+
+It also registers the Hypothesis profiles `contend-ci` (derandomized, bounded),
+`contend-dev` and `contend-thorough` (contend.machines.settings), without loading
+any: a suite opts in with `--hypothesis-profile contend-ci`. Checking your own
+implementation from a test: `contend.testing`.
 """
 
 from __future__ import annotations
@@ -23,6 +28,14 @@ from contend.schedule.scheduler import Scheduler
 from contend.target.keyspace import Namespace
 from contend.target.server import EmbeddedRedis
 from contend.target.target import Target, open_target
+
+
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    """Register contend's Hypothesis profiles before conftest.py files (which may load one) and
+    before Hypothesis reads `--hypothesis-profile`."""
+    from contend.machines.settings import register_profiles  # imports Hypothesis: not at plugin load
+
+    register_profiles()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

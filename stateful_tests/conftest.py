@@ -1,1 +1,1 @@
-"""The gate uses the project-wide fixtures and Hypothesis profiles (see ../conftest.py)."""
+"""The gate uses the project-wide fixtures and the `contend-ci` Hypothesis profile (see ../conftest.py)."""

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+from hypothesis import settings
+
 from contend.impl.registry import NaiveRegistry
+from contend.machines.settings import PROFILES
 from contend.schedule import ReplayChooser, Status
 
 
@@ -28,3 +32,43 @@ def test_contend_scheduler_interleaves_clients_as_told(contend_scheduler, conten
     finally:
         for conn in conns:
             conn.close()
+
+
+PROFILES_SUITE = """
+import os
+
+from hypothesis import settings
+
+
+def test_profiles():
+    for name in ("contend-ci", "contend-dev", "contend-thorough"):
+        settings.get_profile(name)  # registered by the plugin, without a conftest.py
+    assert settings.get_profile("contend-ci").derandomize
+    assert settings.get_profile("contend-ci").max_examples == 50
+    # Hypothesis's own `ci` profile (loaded when CI is set) is not replaced
+    assert settings.get_profile("ci").max_examples != 50
+    loaded = settings.get_current_profile_name()
+    expected = os.environ["EXPECTED_PROFILE"]
+    assert loaded == expected if expected else not loaded.startswith("contend-"), loaded
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ((), ""),  # installing contend does not change a suite's settings: default, or ci under CI
+        (("--hypothesis-profile", "contend-ci"), "contend-ci"),
+        (("--hypothesis-profile", "contend-thorough"), "contend-thorough"),
+    ],
+)
+def test_the_plugin_registers_the_profiles_and_loads_none(pytester, monkeypatch, args, expected):
+    """In a fresh pytest process outside this repository (no conftest.py loads a profile)."""
+    monkeypatch.setenv("EXPECTED_PROFILE", expected)
+    pytester.makepyfile(test_profiles=PROFILES_SUITE)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *args)
+    result.assert_outcomes(passed=1)
+
+
+def test_this_repository_defaults_to_contend_ci():
+    """conftest.py loads contend-ci unless --hypothesis-profile says otherwise."""
+    assert settings.get_current_profile_name() in PROFILES

@@ -33,6 +33,7 @@ from contend.check.protocols import (
     check_object,
     detect_capabilities,
     load_factory,
+    protocol,
 )
 from contend.check.registry import CHECKS as REGISTRY_CHECKS
 from contend.check.schedule import SCHEDULE
@@ -59,6 +60,13 @@ DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
     "semaphore": _LEASE,
     "single_flight": catalog.SINGLE_FLIGHT_PROPERTIES,
 }
+
+#: The sizes and budgets of a user's implementation (`contend check --impl`, contend.testing): more
+#: interleavings than the catalog's, whose verdicts are known; real-time budgets of one check and
+#: of the whole run, since code we did not write may hang.
+USER_SCHEDULE_EXAMPLES = 200
+USER_CHECK_SECONDS = 30.0
+USER_RUN_SECONDS = 110.0
 
 
 @dataclass(frozen=True)
@@ -139,13 +147,31 @@ def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list
     ]
 
 
-def user_factory(spec: str, kind: str) -> Callable[..., Any]:
-    """Import `package.module:factory` and check its signature, before any server is touched."""
+def user_factory(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:
+    """Import `package.module:factory` (or take the factory itself) and check its signature,
+    before any server is touched."""
     if kind not in BATTERIES:
         raise ProtocolError(f"--kind {kind!r} has no battery yet; choose one of {', '.join(BATTERIES)}")
-    factory = load_factory(spec)
-    check_factory_signature(factory, kind, spec)
+    if isinstance(spec, str):
+        factory = load_factory(spec)
+    elif callable(spec):
+        factory = spec
+    else:
+        raise ProtocolError(
+            f"the factory {spec!r} is a {type(spec).__name__}, not a callable: pass the function or "
+            f"class that makes a {kind}, called as {protocol(kind)[0]}, or 'package.module:factory'"
+        )
+    check_factory_signature(factory, kind, factory_name(spec))
     return factory
+
+
+def factory_name(factory: str | Callable[..., Any]) -> str:
+    """How a factory is named in the table and the evidence: `package.module:factory`."""
+    if isinstance(factory, str):
+        return factory
+    module = getattr(factory, "__module__", None) or "?"
+    qualname = getattr(factory, "__qualname__", None) or getattr(factory, "__name__", None)
+    return f"{module}:{qualname or repr(factory)}"
 
 
 def check_claim_names(kind: str, names: Iterable[str], option: str) -> None:
@@ -157,18 +183,23 @@ def check_claim_names(kind: str, names: Iterable[str], option: str) -> None:
 
 
 def user_subject(
-    spec: str,
+    spec: str | Callable[..., Any],
     kind: str,
     target: Target,
     *,
     claim: Sequence[str] = (),
     no_claim: Sequence[str] = (),
 ) -> Subject:
-    """A row for `package.module:factory`, after checking it follows the protocol and finding out
-    what it offers beyond it (extend, a fencing token, register_many)."""
+    """A row for `package.module:factory` (or a factory object), after checking it follows the
+    protocol and finding out what it offers beyond it (extend, a fencing token, register_many).
+
+    A factory object is named `module:qualname`, as `--impl` would name it (whether that name
+    imports it back is for the caller to say: `contend.testing` does).
+    """
     check_claim_names(kind, claim, "--claim")
     check_claim_names(kind, no_claim, "--no-claim")
     factory = user_factory(spec, kind)
+    name = factory_name(spec)
     client = target.client()
     ns = target.namespace(client=client)
     try:
@@ -177,7 +208,7 @@ def user_subject(
             obj = (
                 factory(client, ns.prefix) if kind == "registry" else factory(client, ns.key("probe"), 10_000)
             )
-            check_object(obj, kind, spec)
+            check_object(obj, kind, name)
             return obj
 
         capabilities = _bounded(lambda: detect_capabilities(factory, kind, make), Capabilities())
@@ -189,9 +220,9 @@ def user_subject(
         claims.add(catalog.FENCING)
     claims = (claims | set(claim)) - set(no_claim)
     flags = [*(f"--claim {c}" for c in claim), *(f"--no-claim {c}" for c in no_claim)]
-    selector = ("--impl", spec, "--kind", kind, *(part for f in flags for part in f.split()))
+    selector = ("--impl", name, "--kind", kind, *(part for f in flags for part in f.split()))
     return Subject(
-        spec,
+        name,
         kind,
         factory,
         summary="user implementation",

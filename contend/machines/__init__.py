@@ -5,4 +5,64 @@ whose round trips interleave as Hypothesis chooses, and checks the family's
 properties after every step. They are plain RuleBasedStateMachine classes, so
 `stateful_tests/` runs them under pytest and `contend check` runs them too.
 `contend.machines.family.family_machine` picks the machine for an implementation.
+
+To check your own implementation with one, subclass the family's machine and
+point it at your factory (the protocols of README "Bring your own
+implementation"); `claims` says which properties are judged besides mutual
+exclusion (a lock's defaults are `LOCK_CLAIMS`)::
+
+    from contend.machines import LOCK_CLAIMS, LockMachine
+    from contend.testing import run_machine
+
+    class MyLockMachine(LockMachine):
+        factory = staticmethod(make_lock)  # factory(client, key, ttl_ms)
+        claims = LOCK_CLAIMS
+
+    def test_my_lock_machine(contend_target):
+        run_machine(MyLockMachine, contend_target, examples=50)
+
+A machine is built with the server it runs on (`MyLockMachine(target)`), so
+Hypothesis's `MyLockMachine.TestCase` does not apply: `contend.testing.run_machine`
+runs it. A subclass may add rules and invariants of its own.
 """
+
+from contend.impl.catalog import (
+    CLOCK_SKEW_SAFE,
+    CRASH_LIVENESS,
+    FENCING,
+    FIFO,
+    MUTUAL_EXCLUSION,
+    REGISTRY_PROPERTIES,
+    SAFE_RELEASE,
+    SINGLE_FLIGHT_PROPERTIES,
+)
+from contend.machines.base import PropertyViolated, ScheduledMachine
+from contend.machines.family import family_machine
+from contend.machines.locks import LockMachine
+from contend.machines.registry import RegistryMachine
+from contend.machines.settings import machine_settings
+from contend.machines.single_flight import SingleFlightMachine
+
+#: What a lock (or semaphore) is held to by default: `contend check --impl` claims the same
+#: (and fencing when the lock exposes a token).
+LOCK_CLAIMS = frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, CRASH_LIVENESS})
+#: A semaphore's defaults; add FIFO for a fair one (and set `limit`, `workers` and `clients`).
+SEMAPHORE_CLAIMS = LOCK_CLAIMS
+REGISTRY_CLAIMS = REGISTRY_PROPERTIES
+SINGLE_FLIGHT_CLAIMS = SINGLE_FLIGHT_PROPERTIES
+
+__all__ = [
+    "FENCING",
+    "FIFO",
+    "LOCK_CLAIMS",
+    "REGISTRY_CLAIMS",
+    "SEMAPHORE_CLAIMS",
+    "SINGLE_FLIGHT_CLAIMS",
+    "LockMachine",
+    "PropertyViolated",
+    "RegistryMachine",
+    "ScheduledMachine",
+    "SingleFlightMachine",
+    "family_machine",
+    "machine_settings",
+]

@@ -1,10 +1,13 @@
 """The Hypothesis settings every scheduled state machine runs under, and the pytest profiles.
 
 `machine_settings` is the one builder: `contend check` (derandomized, a fixed
-seed), `contend.machines.hunt` (a seed per run) and the CI gate (the loaded
-pytest profile) all call it. The profiles: `ci` (the default: derandomized
-and bounded, so a failure recurs on every rerun), `dev` and `thorough` (fresh
-seeds, failing examples kept in `.hypothesis/examples` and replayed first).
+seed), `contend.machines.hunt` (a seed per run), `contend.testing` and the CI
+gate (the loaded pytest profile) all call it. The profiles, registered by the
+pytest plugin (`--hypothesis-profile NAME`): `contend-ci` (derandomized and
+bounded, so a failure recurs on every rerun; this repository's default),
+`contend-dev` and `contend-thorough` (fresh seeds, failing examples kept in
+`.hypothesis/examples` and replayed first). They are prefixed so as not to
+replace Hypothesis's own `ci` profile, which it loads when the CI variable is set.
 """
 
 from __future__ import annotations
@@ -46,19 +49,27 @@ def machine_settings(
     return settings(parent, **fixed) if parent is not None else settings(**fixed)  # type: ignore[arg-type]
 
 
+#: The profiles `register_profiles` registers.
+CI_PROFILE = "contend-ci"
+DEV_PROFILE = "contend-dev"
+THOROUGH_PROFILE = "contend-thorough"
+PROFILES = (CI_PROFILE, DEV_PROFILE, THOROUGH_PROFILE)
+
+
 def register_profiles() -> None:
-    """The pytest profiles `ci` (default), `dev` and `thorough` (`--hypothesis-profile NAME`)."""
+    """Register `contend-ci`, `contend-dev` and `contend-thorough` (none is loaded: a suite picks
+    one with `--hypothesis-profile NAME` or `settings.load_profile(NAME)`). Idempotent."""
     settings.register_profile(
-        "ci",
+        CI_PROFILE,
         derandomize=True,
         deadline=None,
         max_examples=50,
         print_blob=True,
         suppress_health_check=[HealthCheck.too_slow],
     )
-    settings.register_profile("dev", deadline=None, max_examples=100, print_blob=True)
+    settings.register_profile(DEV_PROFILE, deadline=None, max_examples=100, print_blob=True)
     settings.register_profile(
-        "thorough",
+        THOROUGH_PROFILE,
         deadline=None,
         max_examples=2000,
         phases=list(Phase),
