@@ -1,7 +1,7 @@
 """The CI correctness gate: each family's state machine over every implementation in the catalog.
 
 A correct implementation must keep its properties over every interleaving
-Hypothesis tries (the `ci` profile: derandomized, bounded). A known-bad one
+Hypothesis tries (the `contend-ci` profile: derandomized, bounded). A known-bad one
 must be caught, and for a property the catalog says it violates.
 """
 
@@ -24,14 +24,14 @@ KNOWN_BAD = [pytest.param(i, id=i.name) for i in IMPLEMENTATIONS if i.family in 
 
 
 def gate_settings(max_examples: int, *, shrink: bool | None = None) -> settings:
-    """The loaded profile (ci by default), with what state machines need."""
+    """The loaded profile (contend-ci by default), with what state machines need."""
     return machine_settings(max_examples, shrink=shrink, derandomize=None, parent=settings.default)
 
 
 @pytest.mark.parametrize("impl", CORRECT)
 def test_correct_implementation_keeps_its_properties(impl, contend_target):
     machine = family_machine(impl)
-    examples = settings.default.max_examples * 4  # ci: 200 interleaved runs per implementation
+    examples = settings.default.max_examples * 4  # contend-ci: 200 interleaved runs per implementation
     run_state_machine_as_test(lambda: machine(contend_target), settings=gate_settings(examples))
 
 

@@ -42,15 +42,6 @@ MUTANT = "tests.fixtures.foreign.check_then_set_lock:make"
 EXAMPLES = 30
 
 
-def test_the_defaults_are_the_commands():
-    """`contend check --impl` and contend.testing size and budget a user's implementation alike."""
-    from contend.check import battery
-    from contend.commands import check as command
-
-    for name in ("USER_SCHEDULE_EXAMPLES", "USER_CHECK_SECONDS", "USER_RUN_SECONDS"):
-        assert getattr(battery, name) == getattr(command, name), name
-
-
 def test_a_correct_lock_passes_and_its_rows_are_returned(contend_target):
     rows = check_lock(raising_lock.make, contend_target, schedule_examples=10)
     (row,) = rows

@@ -15,7 +15,7 @@ from contend.benchmarks.registry import RegistryBench, bench_registry
 from contend.ci.document import document
 from contend.commands.arguments import HelpFormatter, add_renamed, positive_float, positive_int, renamed_value
 from contend.commands.names import COMMANDS
-from contend.commands.outputs import add_ci_options, resolve_outputs, write_document
+from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
 from contend.commands.progress import Reporter
 from contend.exitcodes import ExitCode
 from contend.target.target import open_target
@@ -70,6 +70,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     resolve_outputs(args)
+    out = report_console(args, out, err)
     clients = args.clients or DEFAULT_CLIENTS[args.family]
     result: RegistryBench | LockBench
     with open_target(args.redis_url, args.redis_server) as target:

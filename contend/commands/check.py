@@ -12,6 +12,9 @@ from rich.markup import escape
 from contend import exitcodes, interrupt
 from contend.check.battery import (
     BATTERIES,
+    USER_CHECK_SECONDS,
+    USER_RUN_SECONDS,
+    USER_SCHEDULE_EXAMPLES,
     ResultRow,
     Subject,
     catalog_subjects,
@@ -20,7 +23,7 @@ from contend.check.battery import (
     user_factory,
     user_subject,
 )
-from contend.check.framework import CheckOptions, CheckResult
+from contend.check.framework import FAIL, CheckOptions, CheckResult
 from contend.check.noise import Noise, quieted
 from contend.check.report import (
     claims_lines,
@@ -37,7 +40,7 @@ from contend.ci.summary import append_summary
 from contend.commands.arguments import HelpFormatter, positive_float, positive_int
 from contend.commands.families import FAMILY_CHOICES, family_name
 from contend.commands.names import COMMANDS
-from contend.commands.outputs import add_ci_options, resolve_outputs, write_document
+from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
 from contend.commands.progress import Reporter
 from contend.errors import ContendError
 from contend.exitcodes import ExitCode
@@ -45,11 +48,6 @@ from contend.impl import catalog
 from contend.schedule.gate import check_redis_py
 from contend.target.target import open_target
 
-#: Interleavings tried on a user's implementation: more than on the catalog's, whose verdicts are known.
-USER_SCHEDULE_EXAMPLES = 200
-#: Real-time budgets of one check and of a whole run with --impl: code we did not write may hang.
-USER_CHECK_SECONDS = 30.0
-USER_RUN_SECONDS = 110.0
 ALL_CHECKS = sorted({c.name for checks in BATTERIES.values() for c in checks})
 ALL_PROPERTIES = sorted({p for family in BATTERIES for p in catalog.properties_of(family)})
 
@@ -220,6 +218,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     )
     check_redis_py()  # the schedule check patches redis-py: refuse one it was not written for, up front
     _validate(args)
+    out = report_console(args, out, err)
     only_checks = [SCHEDULE.name] if args.replay else list(args.check or ())
     rows: list[ResultRow] = []
     noise = Noise()
@@ -237,9 +236,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 progress.working(planned[0] if planned else "")
 
                 def advance(subject: Subject, result: CheckResult) -> None:
-                    progress.finished(
-                        f"{subject.name} · {result.check}: {result.status} ({result.seconds:.1f} s)"
-                    )
+                    status = "caught" if subject.known_bad and result.status == FAIL else result.status
+                    progress.finished(f"{subject.name} · {result.check}: {status} ({result.seconds:.1f} s)")
                     if progress.done < len(planned):
                         progress.working(planned[progress.done])
 

@@ -17,7 +17,7 @@ from contend.ci.junit import Case, Outcome, write_junit
 from contend.ci.summary import append_summary, code_block, table
 from contend.commands.arguments import add_renamed, positive_float, positive_int, warn_renamed
 from contend.commands.names import COMMANDS
-from contend.commands.outputs import STDOUT, add_ci_options, resolve_outputs, write_document
+from contend.commands.outputs import STDOUT, add_ci_options, report_console, resolve_outputs, write_document
 from contend.exitcodes import ExitCode
 from contend.history.checker import Verdict
 from contend.history.formats import read_history
@@ -161,6 +161,7 @@ class FileResult:
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     json_to = _json_target(args)
+    out = report_console(args, out, err)
     files: list[Path] = args.files
     if args.html and len(files) > 1:
         raise HistoryError("--html writes one timeline: give it one FILE, or leave --html out")
@@ -178,13 +179,13 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 raise
         result.seconds = time.perf_counter() - began
         results.append(result)
-        if len(files) > 1 and json_to != STDOUT:
+        if len(files) > 1:
             style = {0: "green", 1: "bold red", 2: "red", 3: "yellow"}[result.code]
             out.print(f"[{style}]{escape(result.line())}[/]", soft_wrap=True)
     worst = max((r.code for r in results), key=SEVERITY.__getitem__, default=LINEARIZABLE)
     if len(files) == 1:
-        _report_one(results[0], args, out, err, text=json_to != STDOUT)
-    elif json_to != STDOUT:
+        _report_one(results[0], args, out, err)
+    else:
         tally: dict[int, int] = {}
         for r in results:
             tally[r.code] = tally.get(r.code, 0) + 1
@@ -312,9 +313,7 @@ def check_file(path: Path, args: argparse.Namespace) -> FileResult:
     )
 
 
-def _report_one(
-    result: FileResult, args: argparse.Namespace, out: Console, err: Console, *, text: bool
-) -> None:
+def _report_one(result: FileResult, args: argparse.Namespace, out: Console, err: Console) -> None:
     verdict, violations = result.verdict, result.violations
     if args.html:
         if verdict is None:
@@ -323,8 +322,6 @@ def _report_one(
             from contend.history.timeline import write_timeline
 
             write_timeline(verdict, args.html, title=f"{result.path.name} · {args.model}")
-    if not text:
-        return
     if result.lenient_skipped:
         out.print(
             f"[yellow]--lenient: skipped {escape(_counted(result.lenient_skipped))}, "

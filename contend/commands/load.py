@@ -17,7 +17,7 @@ from contend.ci.document import document
 from contend.ci.summary import append_summary
 from contend.commands.arguments import HelpFormatter, add_renamed, positive_float, positive_int
 from contend.commands.names import COMMANDS
-from contend.commands.outputs import add_ci_options, resolve_outputs, write_document
+from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
 from contend.commands.progress import Reporter
 from contend.exitcodes import ExitCode
 from contend.load import sweep as sw
@@ -112,6 +112,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     resolve_outputs(args)
+    out = report_console(args, out, err)
     plan = sw.make_plan(
         full=args.full,
         workloads=args.workload,

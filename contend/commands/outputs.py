@@ -32,7 +32,7 @@ def add_json_option(parser: Any, what: str) -> None:
         nargs="?",
         const=_BARE,
         metavar="FILE",
-        help=f"write {what} as one JSON document to FILE ('-': stdout instead of the text report), "
+        help=f"write {what} as one JSON document to FILE ('-': stdout, and the text report goes to stderr), "
         "with the verdict and the exit code inside (schema: contend/schemas/)",
     )
 
@@ -50,6 +50,11 @@ def add_ci_options(parser: argparse.ArgumentParser, what: str, *, junit: bool = 
     group.add_argument(
         "-q", "--quiet", action="store_true", help="no progress on stderr (the report is still printed)"
     )
+
+
+def report_console(args: argparse.Namespace, out: Any, err: Any) -> Any:
+    """Where the text report goes: stdout, or stderr when the JSON document takes stdout (--json -)."""
+    return err if getattr(args, "json", None) == STDOUT else out
 
 
 def resolve_outputs(args: argparse.Namespace) -> None:

@@ -19,7 +19,7 @@ from contend.ci.document import document
 from contend.ci.summary import append_summary
 from contend.commands.arguments import HelpFormatter, positive_float, positive_int
 from contend.commands.names import COMMANDS
-from contend.commands.outputs import add_ci_options, resolve_outputs, write_document
+from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
 from contend.commands.progress import Reporter
 from contend.errors import ContendError
 from contend.exitcodes import ExitCode
@@ -117,6 +117,7 @@ def options_for(args: argparse.Namespace) -> CheckOptions:
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     resolve_outputs(args)
+    out = report_console(args, out, err)
     libraries = by_key(args.lib)
     if args.replay:
         parse_replay(args.replay)
