@@ -72,7 +72,9 @@ def test_json_output(capsys):
     code, out, _ = check(capsys, DATA / "kv_bad.edn", "--model", "kv", "--json", "-")
     assert code == 1
     whole = json.loads(out)
-    assert whole["command"] == "history" and whole["exit_code"] == 1 and whole["verdict"] == "not-linearizable"
+    assert (
+        whole["command"] == "history" and whole["exit_code"] == 1 and whole["verdict"] == "not-linearizable"
+    )
     (doc,) = whole["files"]
     assert doc["exit_code"] == 1 and doc["verdict"] == "not-linearizable"
     assert doc["linearizability"]["outcome"] == "not linearizable"
@@ -85,7 +87,9 @@ def test_registry_runs_the_linear_time_checks(capsys):
     code, out, _ = check(capsys, DATA / "registry.jsonl", "--model", "registry")
     assert code == 1
     assert "'alice' has id 1, then id 3 (not stable)" in out
-    code, out, _ = check(capsys, DATA / "registry.jsonl", "--model", "registry", "--linear-only", "--json", "-")
+    code, out, _ = check(
+        capsys, DATA / "registry.jsonl", "--model", "registry", "--linear-only", "--json", "-"
+    )
     (doc,) = json.loads(out)["files"]
     assert code == 1 and doc["linearizability"] is None and len(doc["invariants"]) == 2
 
