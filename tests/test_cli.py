@@ -52,3 +52,25 @@ def test_a_command_imports_only_what_it_needs():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("command", ["check", "stress", "bench", "scoreboard", "load"])
+def test_an_error_with_brackets_is_plain_text_not_markup(command, capsys):
+    """The URL hint has [brackets] (`redis://[[user]:password@]host[:port][/db]`): printed as written,
+    never read as Rich markup (which once ended in a MarkupError traceback)."""
+    argv = [command, "--redis-url", "http://127.0.0.1:6379"]
+    if command == "bench":
+        argv.insert(1, "lock")
+    if command == "stress":
+        argv += ["--only", "lua"]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "expected redis://[[user]:password@]host[:port][/db]" in " ".join(err.split())
+    assert "Traceback" not in err and "MarkupError" not in err
+
+
+def test_family_or_only_with_impl_is_refused_not_ignored(capsys):
+    code = main(["check", "--impl", "tests.fixtures.user_registry:make", "--family", "lock"])
+    assert code == 2
+    assert "--family chooses catalog implementations and --impl checks yours" in capsys.readouterr().err

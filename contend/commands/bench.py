@@ -7,6 +7,7 @@ from dataclasses import asdict
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from contend import exitcodes
@@ -74,7 +75,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     clients = args.clients or DEFAULT_CLIENTS[args.family]
     result: RegistryBench | LockBench
     with open_target(args.redis_url, args.redis_server) as target:
-        out.print(f"contend bench {args.family} on {target.description}")
+        out.print(escape(f"contend bench {args.family} on {target.description}"), soft_wrap=True)
         client = target.client()
         run_ns = target.namespace(args.namespace, client=client)
         try:

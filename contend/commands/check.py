@@ -226,7 +226,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     interrupted: interrupt.Interrupted | None = None
     interrupt.on_forced_exit(lambda: print_partial(rows, out, args, started))
     with open_target(args.redis_url, args.redis_server) as target:
-        out.print(f"contend check on {target.description}")
+        out.print(escape(f"contend check on {target.description}"), soft_wrap=True)
         client = target.client()
         run_ns = target.namespace(args.namespace, client=client)
         try:
@@ -259,10 +259,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             client.close()
     code = _report(rows, out, args, started, target.description, interrupted=interrupted is not None)
     if noise.summary():
-        out.print(f"[dim]{noise.summary()}[/]", soft_wrap=True)
+        out.print(f"[dim]{escape(noise.summary())}[/]", soft_wrap=True)
     if interrupted is not None:
         out.print(
-            f"[bold yellow]interrupted[/] ({interrupted}): the results so far are above; servers stopped"
+            f"[bold yellow]interrupted[/] ({escape(str(interrupted))}): the results so far are above; servers stopped"
         )
         return interrupted.code
     return code

@@ -136,7 +136,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     interrupt.on_forced_exit(last_words)
     with open_target(args.redis_url, args.redis_server) as target:
         board = Scoreboard(target.description, quick=args.quick)
-        out.print(f"contend scoreboard on {target.description}")
+        out.print(escape(f"contend scoreboard on {target.description}"), soft_wrap=True)
         with Reporter(err, "contend scoreboard", len(libraries), quiet=args.quiet) as progress:
 
             def started(library: Library) -> None:
@@ -164,9 +164,11 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 interrupted = exc
     code = _summary(board, out, args, command or "contend scoreboard", interrupted=interrupted is not None)
     if noise.summary():
-        out.print(f"[dim]{noise.summary()}[/]", soft_wrap=True)
+        out.print(f"[dim]{escape(noise.summary())}[/]", soft_wrap=True)
     if interrupted is not None:
-        out.print(f"[bold yellow]interrupted[/] ({interrupted}): the rows so far are above; servers stopped")
+        out.print(
+            f"[bold yellow]interrupted[/] ({escape(str(interrupted))}): the rows so far are above; servers stopped"
+        )
         return interrupted.code
     return code
 

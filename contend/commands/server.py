@@ -45,11 +45,11 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             out.print(escape(line), soft_wrap=True)
         return 0
     with EmbeddedRedis(binary, persistence=args.persistence) as server:
-        out.print(f"{server.describe()} · pid {server.pid} · {server.url}")
-        out.print(f"files in {server.dir}; Ctrl-C stops it and deletes them")
+        out.print(escape(f"{server.describe()} · pid {server.pid} · {server.url}"), soft_wrap=True)
+        out.print(escape(f"files in {server.dir}; Ctrl-C stops it and deletes them"), soft_wrap=True)
         while server.running:
             time.sleep(0.5)
-        err.print(f"[red]redis-server exited on its own[/]; its log:\n{server.log_tail()}")
+        err.print(f"[red]redis-server exited on its own[/]; its log:\n{escape(server.log_tail())}")
         return 1
 
 
