@@ -14,6 +14,7 @@ from contend.ci.document import document
 from contend.ci.junit import write_junit
 from contend.ci.summary import append_summary
 from contend.commands.arguments import HelpFormatter, add_renamed, warn_renamed
+from contend.commands.families import family_label, family_name
 from contend.commands.names import COMMANDS
 from contend.commands.outputs import STDOUT, add_ci_options, resolve_outputs, write_document
 from contend.commands.progress import Reporter
@@ -21,6 +22,7 @@ from contend.errors import ContendError
 from contend.stress.nemesis import NEMESES
 from contend.stress.report import junit_cases, summary_markdown
 from contend.stress.run import RunProgress, StressOptions, StressResult, run_stress, stressable, validate
+from contend.stress.workers import FAMILIES
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -32,8 +34,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         description="N worker processes (not threads) run the implementation's operations against the "
         "embedded server (or --redis-url) for --duration seconds while the nemesis injects faults. "
         "Every operation is recorded; the history is checked for linearizability and the family's "
-        "invariants, and kept with an HTML timeline in OUT/stress-<id>/. Exit 0 valid, 1 a violation, "
-        "3 unknown (the search ran out of time), 2 bad input.",
+        "invariants, and kept with an HTML timeline in OUT/stress-<id>/. Runs a catalog implementation "
+        "(--only NAME) or your own (--impl package.module:factory --kind registry|lock). Exit 0 valid, "
+        "1 a violation, 3 unknown (the search ran out of time), 2 bad input or a requested nemesis that "
+        "injected no fault.",
         formatter_class=HelpFormatter,
         epilog=exitcodes.epilog(),
     )
@@ -42,7 +46,16 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument(
         "--impl",
         metavar="MODULE:FACTORY",
-        help="run your own implementation instead (a catalog NAME here is the old spelling of --only)",
+        help="run your own implementation instead, importable from the current directory or PYTHONPATH "
+        "(a catalog NAME here is the old spelling of --only)",
+    )
+    kinds = " or ".join(family_label(f) for f in FAMILIES)
+    parser.add_argument(
+        "--kind",
+        type=family_name,
+        metavar="FAMILY",
+        help=f"the protocol --impl MODULE:FACTORY follows: {kinds} (required with it; README: Bring "
+        "your own implementation)",
     )
     add_renamed(
         parser,
@@ -67,7 +80,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         type=float,
         default=1.0,
         metavar="S",
-        help="seconds between faults (default %(default)s)",
+        help="seconds between faults, the first one included: a run must last longer than that "
+        "(default %(default)s)",
     )
     parser.add_argument(
         "--ttl-ms", type=int, default=500, metavar="MS", help="lock lease length (default %(default)s)"
@@ -135,27 +149,38 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     return parser
 
 
-def _catalog_name(args: argparse.Namespace) -> str:
-    """The implementation to run: --only NAME, or the old `--impl NAME`."""
+def _implementation(args: argparse.Namespace) -> tuple[str, str | None]:
+    """(what to run, kind): --only NAME or the old `--impl NAME` (kind None), or
+    `--impl package.module:factory --kind FAMILY`."""
     if args.impl and args.only:
         raise ContendError("--only runs a catalog implementation and --impl runs yours: give one of them")
-    if args.impl and ":" not in args.impl:
-        warn_renamed(f"--impl {args.impl}", f"--only {args.impl}")
-        return str(args.impl)
+    user = bool(args.impl) and ":" in args.impl
+    if args.kind is not None and not user:
+        raise ContendError(
+            "--kind goes with --impl package.module:factory (a catalog implementation's family is known)"
+        )
+    if user:
+        if args.kind is None:
+            kinds = " or ".join(family_label(f) for f in FAMILIES)
+            raise ContendError(f"--impl {args.impl} needs --kind: the protocol it follows ({kinds})")
+        return str(args.impl), str(args.kind)
     if args.impl:
-        raise ContendError("--impl MODULE:FACTORY is not supported by stress yet; use --only NAME")
+        warn_renamed(f"--impl {args.impl}", f"--only {args.impl}")
+        return str(args.impl), None
     if not args.only:
         raise ContendError(
             "which implementation? give --only NAME (a catalog implementation) or --impl MODULE:FACTORY"
         )
-    return str(args.only)
+    return str(args.only), None
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     resolve_outputs(args)
     json_to = args.json
+    impl, kind = _implementation(args)
     options = StressOptions(
-        impl=_catalog_name(args),
+        impl=impl,
+        kind=kind,
         procs=args.processes,
         duration=args.duration,
         nemeses=tuple(args.nemesis or ()),
@@ -180,16 +205,19 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         out.print(f"[bold]contend stress[/] {escape(_plan(options, workload.family))}", soft_wrap=True)
     with Reporter(err, "contend stress", quiet=args.quiet) as progress:
         phase = ["load"]
+        last: list[RunProgress] = []
 
         def show(p: RunProgress) -> None:
             if p.checking:
                 if phase[0] != "check":
                     phase[0] = "check"
+                    done = last[-1] if last else p
                     progress.finished(
-                        f"load done ({p.ok} ok, {p.fail} fail, {p.info} info); checking the history"
+                        f"load done ({done.ok} ok, {done.fail} fail, {done.info} info); checking the history"
                     )
                     progress.working("the linearizability search")
                 return
+            last[:] = [p]
             nemesis = f" · nemesis {p.nemesis}" if p.nemesis else ""
             progress.status(
                 f"{p.elapsed:.1f}/{p.duration:g} s of load · ok {p.ok} · fail {p.fail} · info {p.info}{nemesis}",
@@ -206,7 +234,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _plan(options: StressOptions, family: str) -> str:
-    parts = [options.impl, f"{options.procs} processes", f"{options.duration:g} s"]
+    name = f"{options.impl} ({family_label(family)})" if options.kind else options.impl
+    parts = [name, f"{options.procs} processes", f"{options.duration:g} s"]
     if family == "lock":
         parts.append(f"lease {options.ttl_ms} ms")
     if options.nemeses:
@@ -226,6 +255,8 @@ def report(result: StressResult, out: Console) -> None:
         out.print(f"  [yellow]nemesis[/] {escape(r.f)}: {escape(str(r.value))}", soft_wrap=True)
     if len(result.nemesis) > 12:
         out.print(f"  … and {len(result.nemesis) - 12} more nemesis events")
+    if result.workload.family == "lock":
+        out.print(escape(result.workload.fencing_note()), soft_wrap=True)
     verdict = result.verdict
     out.print(f"linearizability: {escape(verdict.summary())}", soft_wrap=True)
     for p in verdict.partitions[:5]:
@@ -243,8 +274,16 @@ def report(result: StressResult, out: Console) -> None:
                 out.print(f"  … and {len(lines) - 3} more {check} violation(s)")
     else:
         out.print(f"invariants hold: {names}", soft_wrap=True)
-    style = {0: "bold green", 1: "bold red", 3: "bold yellow"}[result.exit_code]
-    out.print(f"[{style}]{escape(result.headline())}[/]", soft_wrap=True)
+    style = {0: "bold green", 1: "bold red", 3: "bold yellow"}[result.history_exit_code]
+    out.print(f"[{style}]{escape(result.history_headline())}[/]", soft_wrap=True)
+    for reason in result.no_fault:
+        out.print(f"[bold red]NO FAULT — {escape(reason)}[/]", soft_wrap=True)
+    if result.no_fault:
+        out.print(
+            f"exit {result.exit_code}: the run did not test what was asked (the history's verdict, "
+            f"{result.history_outcome}, stands only for a run without that fault)",
+            soft_wrap=True,
+        )
     out.print(f"history:  {escape(str(result.history))}", soft_wrap=True)
     if result.timeline is not None:
         out.print(f"timeline: {escape(str(result.timeline))}", soft_wrap=True)

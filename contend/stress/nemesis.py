@@ -101,6 +101,57 @@ def _ms(ns: int) -> int:
     return round(ns / 1e6)
 
 
+def least_ms(name: str, *, lock: bool, ttl_ms: int, fault_ms: int | None, lag_ms: int) -> int:
+    """How long one fault of nemesis `name` lasts at least, in ms: a fault that would not fit in
+    what is left of the run is not begun."""
+    if name == "client-pause":
+        if fault_ms is not None:
+            return fault_ms
+        return max(ttl_ms * 3 // 2, ttl_ms + 50) if lock else DEFAULT_FAULT_MS
+    if name == "server-kill":
+        return fault_ms or 50
+    if name == "failover":
+        return lag_ms
+    return fault_ms or DEFAULT_FAULT_MS
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.2g} s" if s < 1 else f"{s:.3g} s"
+
+
+def unreachable(
+    names: Sequence[str],
+    *,
+    duration: float,
+    interval: float,
+    lock: bool,
+    ttl_ms: int,
+    fault_ms: int | None,
+    lag_ms: int,
+) -> str | None:
+    """Why some nemesis in `names` cannot inject a single fault in a run of `duration` seconds,
+    or None. Faults take turns, `interval` seconds apart, and one is begun only if it fits."""
+    start = 0.0
+    before: list[str] = []
+    for name in names:
+        start += interval
+        least = least_ms(name, lock=lock, ttl_ms=ttl_ms, fault_ms=fault_ms, lag_ms=lag_ms) / 1000
+        if start + least >= duration:
+            when = (
+                f"after --interval {interval:g} s"
+                if not before
+                else f"after {_seconds(start)} at the earliest (faults take turns, --interval "
+                f"{interval:g} s apart, and {', '.join(before)} {'comes' if len(before) == 1 else 'come'} first)"
+            )
+            return (
+                f"--nemesis {name} cannot inject a fault: the run lasts {duration:g} s, and its first fault "
+                f"comes {when} and lasts at least {round(least * 1000)} ms; raise --duration or lower --interval"
+            )
+        start += least
+        before.append(name)
+    return None
+
+
 class Fault:
     """One kind of fault: `begin` it (False: not now, try again), `due` says when to `end` (heal) it."""
 
@@ -109,13 +160,25 @@ class Fault:
     def __init__(self, ctx: NemesisContext) -> None:
         self.ctx = ctx
         self.since = 0
+        #: Faults begun; turns it was due but did not fit in the run; turns `begin` said not now.
+        self.begun = 0
+        self.unfit = 0
+        self.declined = 0
 
     def begin(self) -> bool:
         raise NotImplementedError
 
+    def declined_because(self) -> str:
+        """Why `begin` said not now, in words (for a run in which this fault never happened)."""
+        return "it was never the right moment"
+
     def min_ns(self) -> int:
         """How long the fault lasts at least (one that would not fit in the run is not begun)."""
-        return (self.ctx.fault_ms or DEFAULT_FAULT_MS) * 1_000_000
+        c = self.ctx
+        return (
+            least_ms(self.name, lock=c.lock, ttl_ms=c.ttl_ms, fault_ms=c.fault_ms, lag_ms=c.lag_ms)
+            * 1_000_000
+        )
 
     def due(self, now: int) -> bool:
         return now - self.since >= self.min_ns()
@@ -156,6 +219,17 @@ class ClientPause(Fault):
             time.sleep(0.001)
         return False
 
+    def declined_because(self) -> str:
+        if not self.ctx.lock:
+            return "no worker could be stopped when a pause was due"
+        board = self.ctx.board
+        if sum(board.get(w, Field.WRITES) for w in range(board.procs)) == 0:
+            return "no worker held the lock when a pause was due (no worker ever wrote under the lock)"
+        return (
+            "no worker held the lock when a pause was due (a holder waits only --hold-ms before its "
+            "write; raise --hold-ms)"
+        )
+
     def _stop(self, w: int) -> bool:
         pid = self.ctx.pids[w]
         if not signal_process(pid, signal.SIGSTOP):
@@ -176,13 +250,6 @@ class ClientPause(Fault):
     def _writes_of_others(self) -> int:
         board = self.ctx.board
         return sum(board.get(w, Field.WRITES) for w in range(board.procs) if w != self.worker)
-
-    def min_ns(self) -> int:
-        if self.ctx.fault_ms is not None:
-            return self.ctx.fault_ms * 1_000_000
-        if self.ctx.lock:
-            return max(self.ctx.ttl_ms * 3 // 2, self.ctx.ttl_ms + 50) * 1_000_000
-        return DEFAULT_FAULT_MS * 1_000_000
 
     def due(self, now: int) -> bool:
         elapsed = now - self.since
@@ -271,8 +338,8 @@ class ServerKill(Fault):
         self.tries = 0
         self.killed = False
 
-    def min_ns(self) -> int:
-        return (self.ctx.fault_ms or 50) * 1_000_000
+    def declined_because(self) -> str:
+        return "it waits a little for a worker holding the lock before a kill, and the run ended first"
 
     def begin(self) -> bool:
         board = self.ctx.board
@@ -332,9 +399,6 @@ class Failover(Fault):
             "the master acknowledges writes no replica has"
         )
         return True
-
-    def min_ns(self) -> int:
-        return self.ctx.lag_ms * 1_000_000
 
     def due(self, now: int) -> bool:
         elapsed = now - self.since
@@ -396,11 +460,15 @@ class Nemesis:
         if now >= self.next_at:
             fault = self.faults[self.turn % len(self.faults)]
             if self.end_at is not None and now + fault.min_ns() > self.end_at:
+                fault.unfit += 1
                 return
             if fault.begin():
                 self.active = fault
                 self.turn += 1
                 self.count += 1
+                fault.begun += 1
+            else:
+                fault.declined += 1
 
     def finish(self) -> None:
         """End the fault in effect, recording it (the run's normal end)."""
@@ -414,6 +482,35 @@ class Nemesis:
         for fault in self.faults:
             with contextlib.suppress(Exception):
                 fault.heal()
+
+    def why_none(self, name: str, *, ran: float, duration: float) -> str:
+        """Why nemesis `name` injected no fault in a run whose load lasted `ran` of `duration` seconds."""
+        fault = next(f for f in self.faults if f.name == name)
+        interval = self.interval_ns / 1e9
+        head = f"--nemesis {name} injected no fault: "
+        if fault.declined:
+            return (
+                head + f"{fault.declined_because()}; it tried {fault.declined} time(s) in {ran:.1f} s; "
+                "raise --duration or lower --interval"
+            )
+        if fault.unfit:
+            return (
+                head + f"when its turn came, a fault of at least {_ms(fault.min_ns())} ms no longer fit in "
+                f"the {duration:g} s run; raise --duration or lower --interval"
+            )
+        if ran < duration - max(0.1, interval):
+            return head + f"the workers stopped after {ran:.1f} s of the {duration:g} s run, before its turn"
+        others = [f.name for f in self.faults if f is not fault and f.begun]
+        if others:
+            return (
+                head + f"the faults take turns, --interval {interval:g} s apart, and the {duration:g} s run "
+                f"ended while {', '.join(others)} had theirs; raise --duration or lower --interval"
+            )
+        return (
+            head
+            + f"the run lasted {duration:g} s and the first fault comes after --interval {interval:g} s; "
+            "raise --duration or lower --interval"
+        )
 
     @property
     def status(self) -> str:

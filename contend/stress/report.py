@@ -9,7 +9,8 @@ from contend.stress.run import StressResult
 
 
 def junit_cases(result: StressResult) -> list[Case]:
-    """One testcase for linearizability and one per invariant, under the implementation's name."""
+    """One testcase for linearizability and one per invariant, under the implementation's name, and
+    with --nemesis one named nemesis: an error when a requested nemesis injected no fault."""
     cls = f"contend.stress.{result.workload.family}.{result.options.impl}"
     verdict = result.verdict
     seconds = result.seconds
@@ -27,6 +28,13 @@ def junit_cases(result: StressResult) -> list[Case]:
             cases.append(Case(cls, name, 0.0, Outcome.FAILURE, what, "\n".join(broken[:50])))
         else:
             cases.append(Case(cls, name, 0.0, Outcome.PASSED))
+    if result.options.nemeses:
+        if result.no_fault:
+            text = "\n".join(result.no_fault)
+            cases.append(Case(cls, "nemesis", 0.0, Outcome.ERROR, result.no_fault[0], text))
+        else:
+            starts = sum(1 for r in result.nemesis if str(r.value).startswith("start"))
+            cases.append(Case(cls, "nemesis", 0.0, Outcome.PASSED, text=f"{starts} fault(s) injected"))
     return cases
 
 
@@ -43,6 +51,7 @@ def summary_markdown(result: StressResult) -> str:
             f"{sum(c.values())}: {c.get('ok', 0)} ok, {c.get('fail', 0)} fail, {c.get('info', 0)} info",
         ],
         ["nemesis events", str(len(result.nemesis))],
+        *([["fencing", result.workload.fencing_note()]] if result.workload.family == "lock" else []),
         ["linearizability", result.verdict.summary()],
         ["invariants", ", ".join(result.invariants) or "none"],
     ]
@@ -51,6 +60,7 @@ def summary_markdown(result: StressResult) -> str:
         p.explain() for p in result.verdict.partitions[:5] if p.outcome is not Linearizability.LINEARIZABLE
     ]
     evidence += [str(v) for v in result.violations[:20]]
+    evidence = [*result.no_fault, *evidence]
     if evidence:
         parts.append("### evidence\n\n" + code_block(evidence))
     parts.append(f"re-check the kept history: `{result.recheck_command()}`")

@@ -7,6 +7,14 @@ one history (`<out>/stress-<id>/history.jsonl`, kept for `contend history
 check`), checks it (linearizability against the family's model, plus the
 linear-time invariants) and writes the verdict and an HTML timeline beside it.
 
+The implementation is a catalog one or the user's `package.module:factory` of
+kind registry or lock: imported and its signature checked by `validate`, one
+object built and (for a lock) tried once on the server by `probe` before any
+worker starts, which finds out where its fencing token comes from, as `contend
+check` does. A requested nemesis that injected no fault makes the run exit 2
+(`StressResult.no_fault` says why); one that cannot fit in the run is refused
+by `validate`.
+
 Every process and server a run starts is resumed (SIGCONT) and stopped when it
 ends: normally, on an error and on Ctrl-C. Workers and servers also die with
 the parent on Linux (PR_SET_PDEATHSIG), even when it is killed with SIGKILL.
@@ -23,15 +31,26 @@ import multiprocessing
 import os
 import shutil
 import signal
+import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
+import redis
+
+from contend.check.protocols import (
+    Capabilities,
+    check_factory_signature,
+    check_object,
+    detect_capabilities,
+    load_factory,
+)
 from contend.ci.document import document
 from contend.errors import ContendError
+from contend.exitcodes import ExitCode
 from contend.history.checker import Linearizability, Verdict
 from contend.history.formats import write_jsonl
 from contend.history.invariants import Violation
@@ -40,15 +59,15 @@ from contend.history.records import Call, Record, make_record, pair
 from contend.impl.catalog import IMPLEMENTATIONS, SEED_LAYOUT_DBS, Implementation, by_name
 from contend.stress.board import Board, Field
 from contend.stress.cluster import Cluster
-from contend.stress.nemesis import Nemesis, NemesisContext, parse_nemeses
+from contend.stress.nemesis import Nemesis, NemesisContext, parse_nemeses, unreachable
 from contend.stress.signals import signal_process
 from contend.stress.workers import (
     COUNTER_KEY,
     FAMILIES,
     WorkerSpec,
     acquire_timeout,
+    catalog_fencing,
     connect,
-    is_fenced,
     worker_main,
 )
 from contend.target.keyspace import Namespace, new_run_id
@@ -57,22 +76,40 @@ MAX_PROCS = 256
 #: How long workers may take to start (spawned interpreters import redis-py and the implementations).
 START_TIMEOUT = 60.0
 TICK = 0.01
+#: Seconds building one of a user's objects (and, for a lock, one acquire and release) may take.
+PROBE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
 class StressWorkload:
-    """How a family's history is checked: the model, the calls it sees, the linear-time invariants."""
+    """What runs and how its history is checked: the model, the calls it sees, the linear-time
+    invariants. `name` is a catalog name, or `package.module:factory` for a user's implementation
+    (`kind` set)."""
 
-    impl: Implementation
+    name: str
+    family: str
+    factory: Callable[..., Any]
     ttl_ms: int = 500
+    kind: str | None = None
+    #: Where a lock's fencing token comes from (None: not fenced, writes go straight to the counter).
+    fencing: str | None = None
+    #: For a user's lock: how its fencing was found out, in words.
+    probe: str = ""
 
     @property
-    def family(self) -> str:
-        return self.impl.family
+    def user(self) -> bool:
+        """A user's `package.module:factory`, not a catalog implementation."""
+        return self.kind is not None
 
     @property
     def fenced(self) -> bool:
-        return is_fenced(self.impl)
+        return self.fencing is not None
+
+    def fencing_note(self) -> str:
+        """A lock's fencing in words: where the token comes from and where the writes go."""
+        if self.fenced:
+            return f"fencing token from {self.fencing}: writes go through FencedResource"
+        return f"no fencing token{self.probe}: writes go straight to the counter"
 
     @property
     def history_model(self) -> str:
@@ -96,7 +133,10 @@ class StressWorkload:
 class StressOptions:
     """What to run; the CLI's options, with the same defaults."""
 
+    #: A catalog name, or `package.module:factory` with `kind`.
     impl: str
+    #: The family a user's `package.module:factory` follows (registry or lock); None: catalog.
+    kind: str | None = None
     procs: int = 4
     duration: float = 5.0
     nemeses: tuple[str, ...] = ()
@@ -147,18 +187,38 @@ class StressResult:
     invariants: list[str] = field(default_factory=list)
     timeline: Path | None = None
     counts: dict[str, int] = field(default_factory=dict)
+    #: Why each requested nemesis that injected no fault did not (the run then exits 2).
+    no_fault: list[str] = field(default_factory=list)
 
     @property
-    def exit_code(self) -> int:
-        """0 valid, 1 a violation, 3 unknown (the search budget ran out before every partition was decided)."""
+    def history_exit_code(self) -> int:
+        """The history's own verdict: 0 valid, 1 a violation, 3 unknown (the search budget ran
+        out before every partition was decided)."""
         return exit_code(self.verdict, self.violations)
 
     @property
+    def exit_code(self) -> int:
+        """The history's verdict, or 2 when a requested nemesis injected no fault: the run did
+        not test what was asked, whatever its history shows."""
+        return ExitCode.BAD_INPUT if self.no_fault else self.history_exit_code
+
+    @property
+    def history_outcome(self) -> str:
+        return {0: "valid", 1: "violation", 3: "unknown"}[self.history_exit_code]
+
+    @property
     def outcome(self) -> str:
-        return {0: "valid", 1: "violation", 3: "unknown"}[self.exit_code]
+        """The run's verdict word: the history's, or no-fault."""
+        return "no-fault" if self.no_fault else self.history_outcome
 
     def headline(self) -> str:
-        """One line: the verdict and its first piece of evidence."""
+        """One line: the run's verdict (NO FAULT first if a nemesis did nothing) and its first piece of evidence."""
+        if self.no_fault:
+            return f"NO FAULT — {self.no_fault[0]} (the history: {self.history_headline()})"
+        return self.history_headline()
+
+    def history_headline(self) -> str:
+        """One line: the history's verdict and its first piece of evidence."""
         if self.verdict.outcome is Linearizability.NOT_LINEARIZABLE:
             culprit = self.verdict.culprit
             what = f": cannot linearize {culprit.describe()}" if culprit else ""
@@ -166,7 +226,7 @@ class StressResult:
         if self.violations:
             v = self.violations[0]
             return f"VIOLATION — {v.check}: {v.message}"
-        if self.exit_code == 3:
+        if self.history_exit_code == 3:
             return "UNKNOWN — the linearizability search ran out of time; raise --search-seconds"
         return "VALID — linearizable, and every invariant holds"
 
@@ -177,14 +237,19 @@ class StressResult:
 
     def to_json(self) -> dict[str, Any]:
         o = self.options
+        lock = self.workload.family == "lock"
         return {
             "impl": o.impl,
+            "user_implementation": self.workload.user,
             "family": self.workload.family,
+            "fencing": self.workload.fencing if lock else None,
             "target": self.target,
             "processes": o.procs,
             "duration": o.duration,
             "nemesis": list(o.nemeses),
-            "ttl_ms": o.ttl_ms if self.workload.family == "lock" else None,
+            "no_fault": self.no_fault,
+            "history_verdict": self.history_outcome,
+            "ttl_ms": o.ttl_ms if lock else None,
             "counts": self.counts,
             "seconds": round(self.seconds, 3),
             "history": str(self.history),
@@ -202,17 +267,12 @@ def stressable() -> list[Implementation]:
 
 
 def validate(options: StressOptions) -> StressWorkload:
-    """Check the options before anything starts; ContendError (exit 2) says what to change."""
-    names = ", ".join(i.name for i in stressable())
-    try:
-        impl = by_name(options.impl)
-    except KeyError:
-        raise ContendError(f"--only {options.impl!r}: no such implementation; stress runs: {names}") from None
-    if impl.family not in FAMILIES:
-        raise ContendError(
-            f"--only {impl.name} is a {impl.family}; stress runs the {' and '.join(FAMILIES)} families "
-            f"({names}); use `contend check` for the others"
-        )
+    """Check the options before anything starts; ContendError (exit 2) says what to change.
+
+    A user's `package.module:factory` is imported and its signature checked here; the object it
+    makes is checked once a server is up, before any worker starts (`run_stress`)."""
+    user = options.kind is not None or ":" in options.impl
+    workload = _user_workload(options) if user else _catalog_workload(options)
     if not 0 < options.procs <= MAX_PROCS:
         raise ContendError(f"--processes must be between 1 and {MAX_PROCS}, got {options.procs}")
     for name, value in (
@@ -234,7 +294,113 @@ def validate(options: StressOptions) -> StressWorkload:
             "--persistence configures the embedded server; a --redis-url server keeps its own settings"
         )
     options.nemeses = parse_nemeses(options.nemeses, redis_url=options.redis_url)
-    return StressWorkload(impl, options.ttl_ms)
+    refused = unreachable(
+        options.nemeses,
+        duration=options.duration,
+        interval=options.interval,
+        lock=workload.family == "lock",
+        ttl_ms=options.ttl_ms,
+        fault_ms=options.fault_ms,
+        lag_ms=options.lag_ms,
+    )
+    if refused:
+        raise ContendError(refused)
+    return workload
+
+
+def _catalog_workload(options: StressOptions) -> StressWorkload:
+    names = ", ".join(i.name for i in stressable())
+    try:
+        impl = by_name(options.impl)
+    except KeyError:
+        raise ContendError(f"--only {options.impl!r}: no such implementation; stress runs: {names}") from None
+    if impl.family not in FAMILIES:
+        raise ContendError(
+            f"--only {impl.name} is a {impl.family}; stress runs the {' and '.join(FAMILIES)} families "
+            f"({names}); use `contend check` for the others"
+        )
+    return StressWorkload(impl.name, impl.family, impl.factory, options.ttl_ms, fencing=catalog_fencing(impl))
+
+
+def _user_workload(options: StressOptions) -> StressWorkload:
+    """A user's `package.module:factory` of `options.kind`: imported, its signature checked."""
+    spec, kind = options.impl, options.kind
+    families = " and ".join(FAMILIES)
+    if kind is None:
+        raise ContendError(
+            f"--impl {spec} needs --kind: the protocol it follows ({families}: the families stress runs)"
+        )
+    if kind not in FAMILIES:
+        label = kind.replace("_", "-")
+        raise ContendError(
+            f"--kind {label}: stress runs the {families} families; check a {label} with "
+            f"`contend check --impl {spec} --kind {label}`"
+        )
+    factory = load_factory(spec)
+    check_factory_signature(factory, kind, spec)
+    _check_offline(factory, kind, spec)
+    return StressWorkload(spec, kind, factory, options.ttl_ms, kind=kind)
+
+
+def _check_offline(factory: Callable[..., Any], kind: str, spec: str) -> None:
+    """Build one object on a client that is never connected and check it has the protocol's
+    methods, so a wrong factory is refused before a server starts. A factory that talks to the
+    server (or raises) while building is checked on the server instead (`probe`)."""
+    offline = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.1, socket_timeout=0.1)
+    try:
+        args = ("contend:offline",) if kind == "registry" else ("contend:offline", 10_000)
+        try:
+            obj = factory(offline, *args)
+        except Exception:
+            return
+        check_object(obj, kind, spec)
+    finally:
+        offline.close()
+
+
+def probe(workload: StressWorkload, namespace: Namespace) -> StressWorkload:
+    """A user's implementation, checked on the server before any worker starts: the factory makes an
+    object with the protocol's methods, and for a lock one acquire and release tell where its
+    fencing token comes from (as `contend check` finds out). A catalog workload is returned as is."""
+    if not workload.user:
+        return workload
+    client, kind = namespace.client, workload.family
+
+    def make() -> Any:
+        if kind == "registry":
+            obj = workload.factory(client, namespace.child("probe"))
+        else:
+            obj = workload.factory(client, namespace.key("probe"), 10_000)
+        check_object(obj, kind, workload.name)
+        return obj
+
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["found"] = detect_capabilities(workload.factory, kind, make)
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="contend-probe", daemon=True)
+    thread.start()
+    thread.join(PROBE_SECONDS)
+    error = box.get("error")
+    if isinstance(error, ContendError):
+        raise error
+    if error is not None:
+        raise ContendError(
+            f"--impl {workload.name}: making one {kind} and trying it before the run raised "
+            f"{type(error).__name__}: {error}"
+        )
+    found: Capabilities | None = box.get("found")
+    if kind != "lock":
+        return workload
+    if found is None:
+        note = f" (not found out: one acquire and release did not return within {PROBE_SECONDS:g} s)"
+        return replace(workload, probe=note)
+    note = "" if found.fencing else " (a trial acquire returned no int and left no fencing_token attribute)"
+    return replace(workload, fencing=found.fencing, probe=note)
 
 
 # --------------------------------------------------------------------------- the run
@@ -278,13 +444,14 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
             for db in SEED_LAYOUT_DBS:
                 namespace.add_db(db)
         namespace.ensure_empty()
+        workload = probe(workload, namespace)
         board = Board.create(ctx, options.procs, cluster.url)
         cluster.on_move = board.publish_url
         for k in range(options.procs):
             spec = WorkerSpec(
                 index=k,
                 procs=options.procs,
-                impl=workload.impl.name,
+                impl=workload.name,
                 namespace=namespace.prefix,
                 path=str(paths[k]),
                 duration=options.duration,
@@ -293,6 +460,8 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
                 op_timeout=options.op_timeout,
                 seed=options.seed,
                 parent_pid=os.getpid(),
+                kind=workload.kind,
+                fencing=workload.fencing,
             )
             proc = ctx.Process(
                 target=worker_main,
@@ -324,6 +493,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         nemesis.start(go, end)
         shown = 0
         servers = cluster.pids()
+        now = go
         while (now := time.monotonic_ns()) < end and any(p.is_alive() for p in workers):
             nemesis.tick(now)
             if cluster.pids() != servers:
@@ -333,6 +503,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
                 shown = now
                 progress(_progress(board, (now - go) / 1e9, options.duration, nemesis.status))
             time.sleep(TICK)
+        ran = (min(now, end) - go) / 1e9
         nemesis.finish()
         board.stop()
         _join(workers, options.op_timeout + acquire_timeout(options.ttl_ms) + 3)
@@ -364,6 +535,13 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         progress(RunProgress(options.duration, options.duration, 0, 0, 0, "", checking=True))
     verdict, violations, calls, check = check_records(records, workload, timeout=options.check_timeout)
     nemesis_records = [r for r in records if r.process == "nemesis"]
+    injected = {r.f for r in nemesis_records if str(r.value).startswith("start")}
+    assert nemesis is not None
+    no_fault = [
+        nemesis.why_none(name, ran=ran, duration=options.duration)
+        for name in options.nemeses
+        if name not in injected
+    ]
     counts = {s: sum(1 for c in calls if c.status == s) for s in ("ok", "fail", "info")}
     result = StressResult(
         options=options,
@@ -378,11 +556,12 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         seconds=time.perf_counter() - started,
         invariants=check.invariant_names,
         counts=counts,
+        no_fault=no_fault,
     )
     if options.html:
         from contend.history.timeline import write_timeline
 
-        title = f"contend stress {workload.impl.name}"
+        title = f"contend stress {workload.name}"
         if options.nemeses:
             title += " · " + ", ".join(options.nemeses)
         result.timeline = write_timeline(

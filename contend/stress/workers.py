@@ -16,6 +16,13 @@ lock      acquire (single attempts, each an operation, polled with backoff), hol
           through FencedResource with the fencing token when the lock has one),
           release.
 
+The implementation is a catalog one (`WorkerSpec.impl` is its name) or the
+user's `package.module:factory` (`WorkerSpec.kind` set): each worker imports it
+itself. Workers are spawned with the parent's sys.path and current directory
+(multiprocessing's "spawn" carries both), and `load_factory` adds the current
+directory as `contend check` does, so a factory that imported in the parent
+imports in every worker.
+
 The parent sees each worker's phase and counters on a shared `Board`
 (`contend.stress.board`), which is also how it tells workers to start, to
 stop, and where the server is now.
@@ -39,6 +46,13 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from contend.check.protocols import (
+    TOKEN_ATTRIBUTE,
+    check_factory_signature,
+    fencing_token,
+    granted,
+    load_factory,
+)
 from contend.history.records import UNSENT
 from contend.impl.catalog import Implementation
 from contend.impl.locks.errors import LockNotOwnedError, StaleFencingTokenError
@@ -65,6 +79,7 @@ class WorkerSpec:
 
     index: int
     procs: int
+    #: A catalog name, or `package.module:factory` when `kind` is set.
     impl: str
     namespace: str
     path: str
@@ -74,17 +89,33 @@ class WorkerSpec:
     op_timeout: float
     seed: int
     parent_pid: int
+    #: The family of a user's implementation (`--kind`); None: `impl` is a catalog name.
+    kind: str | None = None
+    #: Where a lock's fencing token comes from (protocols.TOKEN_RETURNED / TOKEN_ATTRIBUTE);
+    #: None: writes go straight to the counter.
+    fencing: str | None = None
+
+
+def load_implementation(spec: WorkerSpec) -> tuple[str, Callable[..., Any]]:
+    """(family, factory) of the implementation a worker runs: a catalog entry, or the user's
+    `package.module:factory` imported in this process."""
+    if spec.kind is None:
+        from contend.impl.catalog import by_name
+
+        impl = by_name(spec.impl)
+        return impl.family, impl.factory
+    factory = load_factory(spec.impl)
+    check_factory_signature(factory, spec.kind, spec.impl)
+    return spec.kind, factory
 
 
 def worker_main(spec: WorkerSpec, cells: Any, url_cells: Any) -> None:
     """A worker process's entry point: wait for the start, run until the deadline or a stop."""
     _die_with_parent(spec.parent_pid)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    from contend.impl.catalog import by_name
-
     board = Board(spec.procs, cells, url_cells)
-    impl = by_name(spec.impl)
-    worker: Worker = (RegistryWorker if impl.family == "registry" else LockWorker)(spec, board, impl)
+    family, factory = load_implementation(spec)
+    worker: Worker = (RegistryWorker if family == "registry" else LockWorker)(spec, board, factory)
     try:
         board.set(spec.index, Field.PHASE, WorkerPhase.IDLE)
         board.set(spec.index, Field.READY, 1)
@@ -125,10 +156,10 @@ class Worker:
     #: Exceptions that mean "definitely did not take effect" (recorded as fail).
     definite: tuple[type[BaseException], ...] = ()
 
-    def __init__(self, spec: WorkerSpec, board: Board, impl: Implementation) -> None:
+    def __init__(self, spec: WorkerSpec, board: Board, factory: Callable[..., Any]) -> None:
         self.spec = spec
         self.board = board
-        self.impl = impl
+        self.factory = factory
         self.index = spec.index
         self.process = spec.index
         self.rng = random.Random(spec.seed * 1_000_003 + spec.index)
@@ -174,6 +205,14 @@ class Worker:
         sent = self.trips.sent
         try:
             output = action()
+        except Ambiguous as exc:
+            # It returned, but what it did is unknown: info, and this worker goes on as a new
+            # process at once (it was not cut off from the server, so it need not pause).
+            self.record("info", f, key, value, str(exc))
+            self.board.add(self.index, Field.INFO)
+            self.process += self.spec.procs
+            self.board.set(self.index, Field.PROCESS, self.process)
+            return "info", None
         except self.definite as exc:
             self.record("fail", f, key, value, _error(exc))
             self.board.add(self.index, Field.FAIL)
@@ -216,6 +255,10 @@ class Worker:
             os.close(self.fd)
 
 
+class Ambiguous(Exception):
+    """An operation returned normally, but its outcome is not known (recorded as info)."""
+
+
 def _error(exc: BaseException) -> str:
     text = str(exc).splitlines()[0] if str(exc) else ""
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -228,7 +271,7 @@ class RegistryWorker(Worker):
 
     def setup(self) -> None:
         self._close_registry()
-        self.registry = self.impl.factory(self.client, self.spec.namespace)
+        self.registry = self.factory(self.client, self.spec.namespace)
         if not hasattr(self, "next_name"):
             self.next_name = 0
 
@@ -283,16 +326,23 @@ class LockWorker(Worker):
     definite = (StaleFencingTokenError,)
 
     def setup(self) -> None:
-        self.fenced = is_fenced(self.impl)
+        self.fenced = self.spec.fencing is not None
         self.lock_key = f"{self.spec.namespace}:{LOCK_KEY}"
         self.counter_key = f"{self.spec.namespace}:{COUNTER_KEY}"
         self.resource = FencedResource(self.client, self.counter_key) if self.fenced else None
         self.acquire_timeout = acquire_timeout(self.spec.ttl_ms)
+        self.acquired_at = 0  # monotonic ns: the invocation of the last acquire attempt
 
     def step(self) -> None:
-        lock = self.impl.factory(self.client, self.lock_key, self.spec.ttl_ms)
+        lock = self.factory(self.client, self.lock_key, self.spec.ttl_ms)
         got = self._acquire(lock)
         if got is None:
+            self.board.set(self.index, Field.PHASE, WorkerPhase.IDLE)
+            return
+        if self.fenced and isinstance(got, bool):
+            # A fenced lock that granted without a token: a write without one would bypass the
+            # resource's fence, so this holder only releases.
+            self._release_op(lock)
             self.board.set(self.index, Field.PHASE, WorkerPhase.IDLE)
             return
         # While WorkerPhase.HOLDING the nemesis may stop this process: the write below is the one that matters.
@@ -306,9 +356,12 @@ class LockWorker(Worker):
         if status == "ok":
             self.board.add(self.index, Field.WRITES)
         if status != "info":
-            self.board.set(self.index, Field.PHASE, WorkerPhase.RELEASING)
-            self.op("release", LOCK_KEY, None, lambda: self._release(lock))
+            self._release_op(lock)
         self.board.set(self.index, Field.PHASE, WorkerPhase.IDLE)
+
+    def _release_op(self, lock: Any) -> None:
+        self.board.set(self.index, Field.PHASE, WorkerPhase.RELEASING)
+        self.op("release", LOCK_KEY, None, lambda: self._release(lock))
 
     def _acquire(self, lock: Any) -> bool | int | None:
         """Poll single attempts, each recorded as its own acquire, with jittered backoff.
@@ -321,6 +374,7 @@ class LockWorker(Worker):
         give_up = min(self.deadline, time.monotonic_ns() + int(self.acquire_timeout * 1e9))
         wait = 0.005
         while True:
+            self.acquired_at = time.monotonic_ns()  # the lease of a grant starts after this
             status, got = self.op("acquire", LOCK_KEY, None, lambda: self._attempt(lock))
             if status == "info":
                 return None
@@ -332,10 +386,14 @@ class LockWorker(Worker):
             wait = min(wait * 2, 0.05)
 
     def _attempt(self, lock: Any) -> bool | int:
-        got = bool(lock.acquire(blocking=False))
-        if got and self.fenced:
-            return int(lock.fencing_token)
-        return got
+        """One non-blocking acquire: False, True, or the fencing token of a fenced lock's grant."""
+        acquired = lock.acquire(blocking=False)
+        if not granted(acquired):
+            return False
+        if self.fenced:
+            token = fencing_token(lock, acquired, self.spec.fencing)
+            return True if token is None else token
+        return True
 
     def _incr(self, token: int | None) -> int:
         if self.resource is not None and token is not None:
@@ -346,12 +404,33 @@ class LockWorker(Worker):
         self.client.set(self.counter_key, value)
         return value
 
-    @staticmethod
-    def _release(lock: Any) -> str:
+    def _release(self, lock: Any) -> str:
+        """'ok', or 'not-owner' for a refusal: LockNotOwnedError, and for a user's lock (whose
+        protocol lets a refusal raise anything or return False) False or any exception that is
+        not a Redis error (a lost connection stays info).
+
+        A user's lock may also refuse by returning normally, so a normal return is 'ok' only when
+        the lease was surely still held (the release returned within 90% of the TTL of the
+        acquire's invocation); later it is Ambiguous (info): released, or refused after expiry."""
         try:
-            lock.release()
+            released = lock.release()
         except LockNotOwnedError:
             return "not-owner"
+        except Exception as exc:
+            refused = isinstance(exc, redis.exceptions.LockError) or not isinstance(exc, redis.RedisError)
+            if self.spec.kind is None or not refused:
+                raise
+            return "not-owner"
+        if self.spec.kind is not None and released is False:
+            return "not-owner"
+        if (
+            self.spec.kind is not None
+            and time.monotonic_ns() - self.acquired_at >= self.spec.ttl_ms * 900_000
+        ):
+            raise Ambiguous(
+                "release returned normally once the lease may have expired: released or refused (the "
+                "protocol allows a refusal to return normally)"
+            )
         return "ok"
 
 
@@ -361,5 +440,10 @@ def acquire_timeout(ttl_ms: int) -> float:
 
 
 def is_fenced(impl: Implementation) -> bool:
-    """Does the lock hand out fencing tokens (so the counter goes through FencedResource)?"""
+    """Does the catalog lock hand out fencing tokens (so the counter goes through FencedResource)?"""
     return impl.model == "fenced-lease"
+
+
+def catalog_fencing(impl: Implementation) -> str | None:
+    """Where a catalog lock's fencing token comes from: its `fencing_token` attribute, or None."""
+    return TOKEN_ATTRIBUTE if impl.family == "lock" and is_fenced(impl) else None

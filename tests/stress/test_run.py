@@ -155,7 +155,9 @@ def test_redis_url_gets_client_pause_and_a_clean_namespace(tmp_path, contend_tar
 
 
 def test_cli_prints_the_verdict_and_keeps_the_history(tmp_path, capsys):
-    code = main(["stress", "--only", "naive", "--processes", "3", "--duration", "0.8", "--out", str(tmp_path)])
+    code = main(
+        ["stress", "--only", "naive", "--processes", "3", "--duration", "0.8", "--out", str(tmp_path)]
+    )
     out = capsys.readouterr().out
     assert code == 1
     assert "VIOLATION — not linearizable (registry)" in out
@@ -322,3 +324,196 @@ def test_merge_orders_by_time_and_drops_a_cut_line(tmp_path):
     assert [r.index for r in records] == list(range(6)) and records[0].line == 1
     calls = pair(records).calls
     assert [c.status for c in calls] == ["ok", "info", "ok"], "p1's acquire never completed: info"
+
+
+# --------------------------------------------------------------------------- a user's implementation
+
+
+def stress_cli(tmp_path: Path, *args: str) -> tuple[int, dict, str]:
+    """`contend stress ARGS` through main(): (exit code, the --json document, stdout)."""
+    doc_path = tmp_path / "doc.json"
+    out_dir = tmp_path / "runs"
+    code = main(["stress", *args, "--out", str(out_dir), "--no-html", "--json", str(doc_path)])
+    doc = json.loads(doc_path.read_text())
+    (run_dir,) = out_dir.iterdir()
+    assert_nothing_left(run_dir)
+    assert json.loads((run_dir / "verdict.json").read_text())["impl"] == doc["impl"]
+    return code, doc, str(run_dir)
+
+
+@pytest.mark.parametrize(
+    ("module", "fencing"),
+    [("return_fenced_lock", "acquire's return"), ("attr_fenced_lock", "the fencing_token attribute")],
+)
+def test_user_fenced_lock_refuses_the_paused_holders_write(tmp_path, module, fencing):
+    spec = f"tests.fixtures.foreign.{module}:make"
+    code, doc, _ = stress_cli(
+        tmp_path,
+        *("--impl", spec, "--kind", "lock", "--processes", "3", "--duration", "1.5"),
+        *("--ttl-ms", "250", "--nemesis", "client-pause", "--interval", "0.2"),
+    )
+    assert code == 0, doc["linearizability"]
+    assert doc["impl"] == spec and doc["family"] == "lock" and doc["user_implementation"]
+    assert doc["fencing"] == fencing and "fencing tokens" in doc["invariants"]
+    assert doc["verdict"] == "valid" and not doc["no_fault"]
+    assert any(e["value"].startswith("start") for e in doc["nemesis_events"])
+
+
+def test_user_lock_mutant_is_caught(tmp_path, capsys):
+    spec = "tests.fixtures.foreign.check_then_set_lock:make"
+    code, doc, _ = stress_cli(
+        tmp_path, "--impl", spec, "--kind", "lock", "--processes", "4", "--duration", "1"
+    )
+    out = capsys.readouterr().out
+    assert code == 1 and doc["verdict"] == "violation"
+    assert doc["fencing"] is None
+    assert {v["check"] for v in doc["violations"]} >= {"critical sections"}
+    assert f"contend stress {spec} (lock)" in out
+    assert "no fencing token" in out and "writes go straight to the counter" in out
+
+
+@pytest.mark.parametrize(("factory", "expected"), [("make_racy", 1), ("make", 0)])
+def test_user_registry(tmp_path, factory, expected):
+    spec = f"tests.fixtures.user_registry:{factory}"
+    code, doc, _ = stress_cli(
+        tmp_path, "--impl", spec, "--kind", "registry", "--processes", "4", "--duration", "1"
+    )
+    assert code == expected, doc["linearizability"]
+    assert doc["impl"] == spec and doc["family"] == "registry" and doc["fencing"] is None
+    if expected:
+        assert doc["linearizability"]["outcome"] == "not linearizable" or doc["violations"]
+
+
+def test_user_module_in_the_current_directory(tmp_path, monkeypatch):
+    """As with `contend check`, the current directory is importable, in every worker too."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "stress_user_registry.py").write_text(
+        "from contend.impl.registry import LuaRegistry\n\n\n"
+        "def make(client, namespace):\n"
+        "    return LuaRegistry(client, namespace)\n"
+    )
+    monkeypatch.chdir(project)
+    code, doc, _ = stress_cli(
+        tmp_path,
+        *("--impl", "stress_user_registry:make", "--kind", "registry", "--processes", "2"),
+        *("--duration", "0.5"),
+    )
+    assert code == 0 and doc["counts"]["ok"] > 0
+
+
+def test_a_nemesis_that_injected_no_fault_exits_2_and_says_why(tmp_path, capsys):
+    """No worker ever holds this lock, so no client pause is ever due: the run is kept and checked,
+    but it did not test what was asked."""
+    junit = tmp_path / "junit.xml"
+    code, doc, run_dir = stress_cli(
+        tmp_path,
+        *("--impl", "tests.stress.user_impls:never_granted", "--kind", "lock", "--processes", "2"),
+        *("--duration", "1.2", "--ttl-ms", "250", "--nemesis", "client-pause", "--interval", "0.2"),
+        *("--junit-xml", str(junit)),
+    )
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 2
+    reason = "--nemesis client-pause injected no fault: no worker held the lock when a pause was due"
+    assert doc["verdict"] == "no-fault" and doc["exit_code"] == 2 and doc["exit"] == "bad-input"
+    assert doc["no_fault"] and doc["no_fault"][0].startswith(reason)
+    assert doc["history_verdict"] in ("valid", "violation") and doc["nemesis_events"] == []
+    assert f"NO FAULT — {reason}" in out and "exit 2: the run did not test what was asked" in out
+    assert "linearizability:" in out, "the history's own verdict is printed too"
+    assert Path(run_dir, "history.jsonl").exists()
+    assert json.loads(Path(run_dir, "verdict.json").read_text())["verdict"] == "no-fault"
+    xml = junit.read_text()
+    assert 'name="nemesis"' in xml and "<error" in xml and "injected no fault" in xml
+
+
+def test_no_fault_reasons():
+    """Why a nemesis injected nothing, from what the nemesis saw during the run."""
+    import multiprocessing
+
+    from contend.stress.board import Board
+    from contend.stress.nemesis import Nemesis, NemesisContext
+
+    board = Board.create(multiprocessing.get_context("spawn"), 1, "redis://127.0.0.1:1/0")
+    ctx = NemesisContext(cluster=None, board=board, pids=[0], record=lambda f, t: None, lock=True)  # type: ignore[arg-type]
+    nemesis = Nemesis(["client-pause", "server-pause"], ctx, interval=1.0)
+    assert "the first fault comes after --interval 1 s" in nemesis.why_none(
+        "client-pause", ran=1.0, duration=1.0
+    )
+    assert "workers stopped after 0.2 s" in nemesis.why_none("client-pause", ran=0.2, duration=3.0)
+    nemesis.faults[0].begun = 1
+    assert "the faults take turns" in nemesis.why_none("server-pause", ran=3.0, duration=3.0)
+    nemesis.faults[1].unfit = 3
+    assert "no longer fit" in nemesis.why_none("server-pause", ran=3.0, duration=3.0)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--impl", "tests.fixtures.user_registry:make"],
+            "needs --kind: the protocol it follows (registry or lock)",
+        ),
+        (
+            ["--impl", "tests.fixtures.foreign.zset_semaphore:make", "--kind", "semaphore"],
+            "--kind semaphore: stress runs the registry and lock families; check a semaphore with "
+            "`contend check --impl tests.fixtures.foreign.zset_semaphore:make --kind semaphore`",
+        ),
+        (
+            ["--impl", "tests.fixtures.foreign.flight:make", "--kind", "single-flight"],
+            "--kind single-flight: stress runs the registry and lock families",
+        ),
+        (["--impl", "tests.fixtures.nosuch:make", "--kind", "lock"], "cannot import 'tests.fixtures.nosuch'"),
+        (
+            ["--impl", "tests.fixtures.user_registry:nosuch", "--kind", "registry"],
+            "has no attribute 'nosuch'",
+        ),
+        (
+            ["--impl", "tests.fixtures.user_registry:NOT_CALLABLE", "--kind", "registry"],
+            "not a callable factory",
+        ),
+        (
+            ["--impl", "tests.fixtures.user_registry:wrong_arity", "--kind", "registry"],
+            "a registry factory is called as factory(client: redis.Redis, namespace: str)",
+        ),
+        (
+            ["--impl", "tests.fixtures.user_registry:make", "--kind", "lock"],
+            "a lock factory is called as factory(client: redis.Redis, key: str, ttl_ms: int)",
+        ),
+        (
+            ["--impl", "tests.fixtures.user_registry:broken", "--kind", "registry"],
+            "returned a HalfRegistry without lookup(name)",
+        ),
+        (["--impl", "tests.stress.user_impls:no_release", "--kind", "lock"], "without release()"),
+        (["--only", "token", "--kind", "lock"], "--kind goes with --impl package.module:factory (a catalog"),
+        (["--kind", "lock"], "--kind goes with --impl package.module:factory"),
+        (
+            ["--only", "token", "--nemesis", "client-pause", "--duration", "1"],
+            "--nemesis client-pause cannot inject a fault: the run lasts 1 s, and its first fault comes after "
+            "--interval 1 s and lasts at least 750 ms; raise --duration or lower --interval",
+        ),
+        (
+            ["--only", "lua", "--nemesis", "server-kill", "--duration", "0.5", "--interval", "0.5"],
+            "--nemesis server-kill cannot inject a fault: the run lasts 0.5 s",
+        ),
+        (
+            [
+                "--only",
+                "lua",
+                "--nemesis",
+                "client-pause,server-pause",
+                "--duration",
+                "2",
+                "--interval",
+                "0.5",
+            ],
+            "--nemesis server-pause cannot inject a fault: the run lasts 2 s, and its first fault comes after "
+            "1.5 s at the earliest (faults take turns, --interval 0.5 s apart, and client-pause comes first)",
+        ),
+    ],
+)
+def test_bad_user_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
+    assert main(["stress", *args, "--out", str(tmp_path / "runs")]) == 2
+    err = capsys.readouterr().err
+    assert message in " ".join(err.split())
+    assert err.count("contend:") == 1 and "Traceback" not in err and "warning" not in err
+    assert not any(tmp_path.iterdir()), "nothing starts on bad input"
