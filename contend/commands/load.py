@@ -16,12 +16,13 @@ from contend import exitcodes
 from contend.ci.document import document
 from contend.ci.summary import append_summary
 from contend.commands.arguments import HelpFormatter, add_renamed, positive_float, positive_int
+from contend.commands.families import family_name
 from contend.commands.names import COMMANDS
 from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
 from contend.commands.progress import Reporter
 from contend.exitcodes import ExitCode
 from contend.load import sweep as sw
-from contend.load.workloads import WORKLOADS
+from contend.load.workloads import USER_WORKLOADS, WORKLOADS
 from contend.target.keyspace import new_run_id
 from contend.target.target import open_target
 
@@ -49,7 +50,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         f"{','.join(map(str, sw.QUICK_HOT_KEYS))} hot keys for {sw.QUICK_SECONDS:g} s each; --full sweeps "
         f"every workload and strategy at {','.join(map(str, sw.FULL_USERS))} users for "
         f"{sw.FULL_SECONDS:g} s each. Exit 0 when every run kept its invariant, 1 when one broke or "
-        f"crashed, 2 on bad input. Strategies: {strategies}.",
+        f"crashed, 2 on bad input. Strategies: {strategies}. With --impl MODULE:FACTORY --kind "
+        f"{' or '.join(USER_WORKLOADS)}, your own implementation is the one strategy: a lock protects the "
+        "counter and transfer read-modify-writes, a registry takes the registry workload's registrations.",
         formatter_class=HelpFormatter,
         epilog=exitcodes.epilog(),
     )
@@ -62,6 +65,19 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         action="append",
         metavar="NAME",
         help="only this strategy (repeatable); each workload runs those it has",
+    )
+    parser.add_argument(
+        "--impl",
+        metavar="MODULE:FACTORY",
+        help="load your own implementation (importable from the current directory or PYTHONPATH) as the "
+        "one strategy, named MODULE:FACTORY; not with --strategy",
+    )
+    parser.add_argument(
+        "--kind",
+        type=family_name,
+        metavar="FAMILY",
+        help="the protocol --impl follows: lock (counter and transfer workloads) or registry "
+        "(registry workload); default registry, as contend check",
     )
     parser.add_argument("--users", type=int_list, metavar="N,N,...", help="concurrent users per point")
     parser.add_argument(
@@ -123,6 +139,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         processes=args.processes,
         ttl_ms=args.ttl_ms,
         ceiling_seconds=args.ceiling_duration,
+        impl=args.impl,
+        kind=args.kind,
     )
     sw.loadtests_dir()
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -133,8 +151,11 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     with open_target(args.redis_url, args.redis_server) as target:
         namespace = target.namespace(args.namespace or f"contend:{new_run_id()}").prefix
         out.print(
-            f"contend load on {target.description}: {len(points)} runs of {plan.seconds:g} s, "
-            f"{plan.processes} Locust process(es) each, about {_duration(plan.estimate_seconds())}"
+            escape(
+                f"contend load on {target.description}: {len(points)} runs of {plan.seconds:g} s, "
+                f"{plan.processes} Locust process(es) each, about {_duration(plan.estimate_seconds())}"
+            ),
+            soft_wrap=True,
         )
         try:
             with Reporter(err, "contend load", len(points) + len(plan.users), quiet=args.quiet) as progress:

@@ -16,7 +16,7 @@ from contend.ci.summary import append_summary
 from contend.commands.arguments import HelpFormatter, add_renamed, warn_renamed
 from contend.commands.families import family_label, family_name
 from contend.commands.names import COMMANDS
-from contend.commands.outputs import STDOUT, add_ci_options, resolve_outputs, write_document
+from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
 from contend.commands.progress import Reporter
 from contend.errors import ContendError
 from contend.stress.nemesis import NEMESES
@@ -176,7 +176,7 @@ def _implementation(args: argparse.Namespace) -> tuple[str, str | None]:
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     resolve_outputs(args)
-    json_to = args.json
+    out = report_console(args, out, err)
     impl, kind = _implementation(args)
     options = StressOptions(
         impl=impl,
@@ -201,8 +201,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         html=not args.no_html,
     )
     workload = validate(options)
-    if json_to != STDOUT:
-        out.print(f"[bold]contend stress[/] {escape(_plan(options, workload.family))}", soft_wrap=True)
+    out.print(f"[bold]contend stress[/] {escape(_plan(options, workload.family))}", soft_wrap=True)
     with Reporter(err, "contend stress", quiet=args.quiet) as progress:
         phase = ["load"]
         last: list[RunProgress] = []
@@ -225,9 +224,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             )
 
         result = run_stress(options, show)
-    if json_to != STDOUT:
-        report(result, out)
-    write_document(json_to, document("stress", result.exit_code, result.outcome, **result.to_json()))
+    report(result, out)
+    write_document(args.json, document("stress", result.exit_code, result.outcome, **result.to_json()))
     write_junit(args.junit_xml, "contend stress", junit_cases(result))
     append_summary(summary_markdown(result))
     return result.exit_code

@@ -170,3 +170,40 @@ def test_piped_progress_is_plain_lines_and_quiet_silences_it(tmp_path):
     assert "\x1b[" not in done.stderr, "no terminal control codes in a log"
     quiet = subprocess.run([*command, "--quiet"], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert quiet.returncode == 0 and quiet.stderr == ""
+
+
+def test_stress_json_junit_and_summary(tmp_path, monkeypatch, capsys):
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv(ENV_VAR, str(summary))
+    code = main(
+        [
+            "stress",
+            "--only",
+            "naive",
+            "--processes",
+            "3",
+            "--duration",
+            "0.8",
+            "--out",
+            str(tmp_path / "runs"),
+            "--json",
+            "-",
+            "--junit-xml",
+            str(tmp_path / "s.xml"),
+            "--no-html",
+        ]
+    )
+    captured = capsys.readouterr()
+    assert code == 1
+    doc = valid("stress", json.loads(captured.out))
+    assert doc["verdict"] == "violation" and doc["impl"] == "naive" and doc["processes"] == 3
+    assert "VIOLATION" in captured.err, "with --json - the text report goes to stderr"
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert valid("stress", json.loads((run_dir / "verdict.json").read_text()))["verdict"] == "violation"
+    (suite,) = list(JUnitXml.fromfile(str(tmp_path / "s.xml")))
+    cases = {c.name: c for c in suite}
+    assert "linearizability" in cases and suite.failures >= 1
+    text = summary.read_text()
+    assert (
+        text.startswith("## contend stress") and "re-check the kept history: `contend history check" in text
+    )
