@@ -281,11 +281,14 @@ def run_battery(
     only_checks: Sequence[str] = (),
     stop: threading.Event | None = None,
     rows: list[ResultRow] | None = None,
+    on_start: Callable[[Subject, str], None] = lambda s, name: None,
 ) -> list[ResultRow]:
     """Run each subject's family battery, one fresh namespace per check, cleaned after it.
 
     Rows are appended to `rows` as they fill, so an interrupted run still has the results so
     far; once `stop` is set, the check under way is abandoned and no other one starts.
+    `on_start` hears of each check as it starts (the subject has its capabilities by then, so
+    `subject.checks()` is the list that will run), `on_result` as it ends.
     """
     rows = [] if rows is None else rows
     run_deadline = None if options.run_seconds is None else time.monotonic() + options.run_seconds
@@ -298,6 +301,7 @@ def run_battery(
         for check in subject.checks(only_checks):
             if stop is not None and stop.is_set():
                 break
+            on_start(subject, check.name)
             left = None if run_deadline is None else run_deadline - time.monotonic()
             if left is not None and left < 1:
                 result = CheckResult(

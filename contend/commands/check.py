@@ -231,15 +231,20 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         run_ns = target.namespace(args.namespace, client=client)
         try:
             subjects = _subjects(args, target)
-            planned = [f"{s.name} · {c.name}" for s in subjects for c in s.checks(only_checks)]
-            with Reporter(err, "contend check", len(planned), quiet=args.quiet) as progress:
-                progress.working(planned[0] if planned else "")
+            planned = {s.name: len(s.checks(only_checks)) for s in subjects}
+            with Reporter(err, "contend check", sum(planned.values()), quiet=args.quiet) as progress:
+
+                def starting(subject: Subject, check: str) -> None:
+                    # Some checks apply only once a capability is detected: the count follows.
+                    actual = len(subject.checks(only_checks))
+                    if progress.total is not None and actual != planned[subject.name]:
+                        progress.set_total(progress.total + actual - planned[subject.name])
+                        planned[subject.name] = actual
+                    progress.working(f"{subject.name} · {check}")
 
                 def advance(subject: Subject, result: CheckResult) -> None:
                     status = "caught" if subject.known_bad and result.status == FAIL else result.status
                     progress.finished(f"{subject.name} · {result.check}: {status} ({result.seconds:.1f} s)")
-                    if progress.done < len(planned):
-                        progress.working(planned[progress.done])
 
                 with quieted() as noise:
                     run_battery(
@@ -251,6 +256,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                         only_checks=only_checks,
                         stop=interrupt.STOP,
                         rows=rows,
+                        on_start=starting,
                     )
         except interrupt.Interrupted as exc:
             interrupted = exc

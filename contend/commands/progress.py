@@ -72,6 +72,12 @@ class Reporter:
         if self._bar is not None:
             self._bar.__exit__(kind, exc, tb)
 
+    def set_total(self, total: int) -> None:
+        """The number of steps turned out different (some are known only once the run is under way)."""
+        self.total = total
+        if self._bar is not None and self._task is not None:
+            self._bar.update(self._task, total=total)
+
     def working(self, text: str, *, done: int | None = None) -> None:
         """What runs now (and, optionally, how many steps are done)."""
         with self._lock:
