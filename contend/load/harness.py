@@ -9,6 +9,10 @@ files whose names start with "_", so this one is not a locustfile itself.)
   Locust quits), --strategy, --hot-keys, --ttl-ms, --namespace (the old --key-namespace
   is accepted with a warning), and
   --contend-json FILE for a machine-readable summary.
+* --impl package.module:factory --kind lock|registry runs a user's implementation (the
+  protocols of contend.check.protocols) as the strategy, named by its spec; every process
+  (master and workers) imports it, with the current directory importable as for
+  `contend check --impl`. Custom options travel to the workers with every spawn message.
 * Every operation is one Locust request event (type = workload, name =
   strategy) with its real duration; response times are bucketed to 3
   significant digits down to 1 µs instead of Locust's whole milliseconds.
@@ -96,9 +100,24 @@ def _add_options(parser: Any) -> None:
     )
     parser.add_argument(
         "--strategy",
-        default="watch",
+        default="",
         env_var="CONTEND_STRATEGY",
         help=f"how each operation protects its read-modify-write ({listed}); default watch",
+    )
+    parser.add_argument(
+        "--impl",
+        default="",
+        metavar="MODULE:FACTORY",
+        env_var="CONTEND_IMPL",
+        help="your own implementation instead of a --strategy (importable from the current directory "
+        "or PYTHONPATH): a lock protects the counter and transfer workloads, a registry takes the "
+        "registry workload's registrations",
+    )
+    parser.add_argument(
+        "--kind",
+        default="",
+        env_var="CONTEND_KIND",
+        help="the protocol --impl follows: lock or registry (default registry, as contend check)",
     )
     parser.add_argument(
         "--hot-keys",
@@ -140,6 +159,7 @@ class Settings:
     hot_keys: int
     ttl_ms: int
     workloads: tuple[str, ...]
+    impl: wl.UserImpl | None = None  # --impl: the user's implementation is the strategy
 
     def prefix(self, workload: str) -> str:
         return f"{self.namespace}:{workload}"
@@ -181,7 +201,11 @@ def resolve(environment: Environment, workloads: tuple[str, ...] = ()) -> Settin
     if not names:
         raise wl.LoadInputError("no contend workload selected; run `locust -f loadtests/`")
     strategy = str(options.strategy or "").strip()
-    missing = [n for n in names if strategy not in wl.workload(n).strategies()]
+    impl = _user_impl(options, strategy, names)
+    if impl is not None:
+        strategy = impl.spec
+    strategy = strategy or "watch"
+    missing = [] if impl is not None else [n for n in names if strategy not in wl.workload(n).strategies()]
     if missing:
         known = "; ".join(f"{n}: {', '.join(wl.workload(n).strategies())}" for n in names)
         common = set.intersection(*(set(wl.workload(n).strategies()) for n in names))
@@ -210,7 +234,34 @@ def resolve(environment: Environment, workloads: tuple[str, ...] = ()) -> Settin
         hot_keys,
         ttl_ms,
         tuple(names),
+        impl,
     )
+
+
+def _user_impl(options: Any, strategy: str, names: list[str]) -> wl.UserImpl | None:
+    """--impl and --kind, loaded and checked against the selected workloads (None without --impl)."""
+    spec = str(getattr(options, "impl", "") or "").strip()
+    kind = str(getattr(options, "kind", "") or "").strip()
+    if not spec:
+        if kind:
+            raise wl.LoadInputError(
+                f"--kind {kind} names the protocol of --impl; give --impl MODULE:FACTORY too"
+            )
+        return None
+    if strategy:
+        raise wl.LoadInputError(
+            f"--impl {spec} and --strategy {strategy}: choose one (--impl runs your implementation as the strategy)"
+        )
+    impl = wl.user_impl(spec, kind or "registry")
+    wrong = [n for n in names if n not in impl.workloads]
+    if wrong:
+        files = ",".join(f"loadtests/{n}.py" for n in impl.workloads)
+        raise wl.LoadInputError(
+            f"--impl {spec} is a {impl.kind}: it runs in the {' and '.join(impl.workloads)} workload"
+            f"{'s' if len(impl.workloads) > 1 else ''}, not in {', '.join(wrong)}; load only those: "
+            f"locust -f {files}"
+        )
+    return impl
 
 
 @events.init.add_listener
@@ -281,9 +332,11 @@ class Coordinator:
         options.contend_workloads = ",".join(settings.workloads)
         options.namespace = self.namespace
         log.info(
-            "contend: %s with --strategy %s, --hot-keys %d on %s, keys under %s",
+            "contend: %s with %s, --hot-keys %d on %s, keys under %s",
             "+".join(settings.workloads),
-            settings.strategy,
+            f"--impl {settings.strategy} (a {settings.impl.kind})"
+            if settings.impl
+            else f"--strategy {settings.strategy}",
             settings.hot_keys,
             mask_url(url),
             self.namespace,
@@ -306,7 +359,9 @@ class Coordinator:
             merged, problems, self.generator_cpu = _gather(client, settings)
             for name in settings.workloads:
                 tally = merged.get(name) or Tally(name, settings.strategy, processes=0)
-                verdict = wl.workload(name).check(client, settings.prefix(name), settings.hot_keys, tally)
+                verdict = wl.workload(name).check(
+                    client, settings.prefix(name), settings.hot_keys, tally, impl=settings.impl
+                )
                 lines = list(verdict.lines) + problems
                 ok = verdict.ok and not problems
                 self.results[name] = {"ok": ok, "lines": lines, "tally": tally}
@@ -467,6 +522,7 @@ class Process:
     settings: Settings | None = None
     proc_id: str = ""
     tallies: dict[str, Tally] = field(default_factory=dict)
+    shared: dict[str, Any] = field(default_factory=dict)  # what this run's users share (workloads')
     users: int = 0
     runs: int = 0
     cpu_started: float = 0.0
@@ -484,6 +540,7 @@ class Process:
         self.runs += 1
         self.proc_id = f"{socket.gethostname()}:{os.getpid()}:{self.runs}"
         self.tallies = {n: Tally(n, self.settings.strategy) for n in self.settings.workloads}
+        self.shared = {}
         self.cpu_started, self.wall_started = time.process_time(), time.monotonic()
         client = redis.Redis.from_url(self.settings.url, socket_connect_timeout=5)
         try:
@@ -576,6 +633,8 @@ class ContendUser(User):
             settings.hot_keys,
             settings.ttl_ms,
             self.user_id,
+            impl=settings.impl,
+            shared=PROCESS.shared,
         )
 
     def on_stop(self) -> None:

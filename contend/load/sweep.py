@@ -6,6 +6,12 @@ Locust CSVs (--csv), its contend summary (--contend-json) and its log are kept
 under `<out>/raw/`. The raw round-trip ceiling is measured in the same run at
 every user count. `sweep.json` describes the whole sweep and is rewritten
 after every point, so an interrupted sweep can still be reported.
+
+With `impl` (`contend load --impl package.module:factory --kind lock|registry`)
+the user's implementation is the one strategy, named by its spec, in every
+workload its kind runs in; it is imported and its signature checked before
+anything starts, and each Locust process imports it again from the same
+current directory and PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -28,7 +35,7 @@ import redis
 
 from contend.errors import ContendError
 from contend.load.ceiling import find_redis_benchmark, measure_ceiling
-from contend.load.workloads import LoadInputError, check_positive, workload
+from contend.load.workloads import LoadInputError, check_positive, user_impl, user_strategy, workload
 from contend.target.keyspace import Namespace
 from contend.target.target import Target
 
@@ -58,6 +65,8 @@ FULL_HOT_KEYS = (1, 10, 1000)
 FULL_SECONDS = 10
 #: Each measurement of the raw ceiling, per user count (twice: before and after the points).
 CEILING_SECONDS = 1.5
+#: Options of the locustfiles a point's run sets itself, dropped from the environment Locust inherits.
+LOCUST_ENV = ("CONTEND_LOAD_KNOWN_BAD", "CONTEND_STRATEGY", "CONTEND_IMPL", "CONTEND_KIND")
 
 
 class SweepError(ContendError):
@@ -75,7 +84,7 @@ class Point:
 
     @property
     def slug(self) -> str:
-        return f"{self.workload}/{self.strategy}/u{self.users}-h{self.hot_keys}"
+        return f"{self.workload}/{path_part(self.strategy)}/u{self.users}-h{self.hot_keys}"
 
     def describe(self) -> str:
         return f"{self.workload}/{self.strategy} · {self.users} users · {self.hot_keys} hot keys"
@@ -92,6 +101,14 @@ class Plan:
     processes: int
     ttl_ms: int = 10_000
     ceiling_seconds: float = 1.5
+    impl: str = ""  # --impl package.module:factory: the one strategy, named so
+    kind: str = ""  # its --kind (lock or registry)
+
+    def strategy_kind(self, point: Point) -> str:
+        """How the report groups the point's strategy (optimistic, lock, server, user)."""
+        if self.impl:
+            return user_strategy(self.impl, self.kind).kind
+        return workload(point.workload).strategies(include_known_bad=True)[point.strategy].kind
 
     def points(self) -> list[Point]:
         # The strategies of one (users, hot keys) cell run back to back: on a noisy machine the
@@ -123,11 +140,33 @@ def make_plan(
     processes: int | None = None,
     ttl_ms: int = 10_000,
     ceiling_seconds: float | None = None,
+    impl: str | None = None,
+    kind: str | None = None,
 ) -> Plan:
-    """The quick (or --full) sweep with any of its parts replaced; LoadInputError on bad input."""
+    """The quick (or --full) sweep with any of its parts replaced; LoadInputError on bad input.
+
+    With `impl` the user's implementation (of `kind`, default registry) is the only strategy, in
+    every workload its kind runs in unless `workloads` narrows them."""
     defaults = FULL_WORKLOADS if full else QUICK_WORKLOADS
     chosen = list(dict.fromkeys(workloads)) if workloads else list(FULL_WORKLOADS if full else QUICK_DEFAULT)
     plan: dict[str, list[str]] = {}
+    family = ""
+    if kind and not impl:
+        raise LoadInputError(
+            f"--kind {kind.replace('_', '-')} names the protocol of --impl; give --impl MODULE:FACTORY too"
+        )
+    if impl:
+        if strategies:
+            raise LoadInputError(
+                f"--impl {impl} and --strategy {', '.join(strategies)}: choose one "
+                "(--impl runs your implementation as the strategy)"
+            )
+        user = user_impl(impl, kind or "registry")
+        family = user.kind
+        for name in chosen if workloads else user.workloads:
+            workload(name).accept(user)
+            plan[name] = [user.spec]
+        chosen = []  # no catalog strategies
     for name in chosen:
         known = workload(name).strategies()
         if strategies:
@@ -169,7 +208,12 @@ def make_plan(
     ceiling = CEILING_SECONDS if ceiling_seconds is None else ceiling_seconds
     if not ceiling > 0:
         raise LoadInputError(f"--ceiling-duration must be > 0, got {ceiling}")
-    return Plan(plan, users_t, hot_t, secs, procs, ttl_ms, float(ceiling))
+    return Plan(plan, users_t, hot_t, secs, procs, ttl_ms, float(ceiling), impl or "", family)
+
+
+def path_part(name: str) -> str:
+    """A strategy's name as one safe path component (a spec's colon and the like become '_')."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", name)
 
 
 def default_processes() -> int:
@@ -260,8 +304,12 @@ def locust_command(
         "-u", str(point.users), "-r", str(spawn_rate), "-t", f"{plan.seconds}s",
         "--csv", str(base), "--contend-json", f"{base}.json",
         "--redis-url", url, "--namespace", namespace,
-        "--strategy", point.strategy, "--hot-keys", str(point.hot_keys), "--ttl-ms", str(plan.ttl_ms),
+        "--hot-keys", str(point.hot_keys), "--ttl-ms", str(plan.ttl_ms),
     ]  # fmt: skip
+    if plan.impl:
+        cmd += ["--impl", plan.impl, "--kind", plan.kind]
+    else:
+        cmd += ["--strategy", point.strategy]
     if plan.processes > 1:
         cmd += ["--processes", str(plan.processes)]
     return cmd
@@ -274,8 +322,8 @@ def run_point(
     base = raw / point.slug
     base.parent.mkdir(parents=True, exist_ok=True)
     cmd = locust_command(point, plan, url, namespace, raw, locustfiles)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.pop("CONTEND_LOAD_KNOWN_BAD", None)
+    # The same current directory and PYTHONPATH: Locust imports an --impl as `contend check` does.
+    env = {k: v for k, v in os.environ.items() if k not in LOCUST_ENV} | {"PYTHONUNBUFFERED": "1"}
     started = time.monotonic()
     with open(f"{base}.log", "w") as log:
         try:
@@ -290,7 +338,7 @@ def run_point(
     figures = committed_rate(summary, point.workload) if summary else None
     return {
         **asdict(point),
-        "kind": workload(point.workload).strategies(include_known_bad=True)[point.strategy].kind,
+        "kind": plan.strategy_kind(point),
         "exit_code": code,
         "invariant_ok": bool(summary and summary.get("ok")),
         "ok": ok,

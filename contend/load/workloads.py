@@ -13,6 +13,14 @@ simulated user (`operation`), and checks its invariant after the run
   Action's marketplace: WATCH, one coarse lock, a lock per account, Lua; the
   total must be conserved.
 
+A user's own implementation (`--impl package.module:factory --kind K`, the
+protocols of `contend.check.protocols`) runs as one more strategy, named by its
+spec: a lock protects the counter's and the transfer's read-modify-write (a
+lock per account, taken in key order), so a lock that lets two clients in shows
+as lost increments or money not conserved; a registry takes the registry
+workload's registrations, on names the users of one process register at the
+same moment, and is judged through its own `count`, `reverse` and `lookup`.
+
 `hot_keys` is how many distinct keys the users fight over (1: all on one).
 Known-bad implementations stay out of load runs; setting CONTEND_LOAD_KNOWN_BAD=1
 adds a few to the counter workload, so a test can show a broken run fails.
@@ -22,6 +30,8 @@ from __future__ import annotations
 
 import os
 import random
+import secrets
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +41,7 @@ import redis
 from redis.exceptions import WatchError
 
 import contend.impl.registry.lock_first
+from contend.check.protocols import check_factory_signature, load_factory
 from contend.errors import ContendError
 from contend.impl import catalog
 from contend.impl.registry import RegistrationError, RegistryKeys
@@ -46,6 +57,10 @@ OPTIMISTIC = "optimistic"  # WATCH/MULTI/EXEC, retried on conflict
 LOCK = "lock"  # take a lock first, then read and write
 SERVER = "server"  # one atomic server-side step (INCR, Lua): the ceiling
 UNSAFE = "unsafe"  # no protection at all (known-bad, tests only)
+USER = "user"  # a user's own registry (--impl): how it protects itself is its own business
+
+#: The kinds of user implementation a load run drives (--impl M:F --kind K), and the workloads each runs in.
+USER_WORKLOADS: dict[str, tuple[str, ...]] = {"lock": ("counter", "transfer"), "registry": ("registry",)}
 
 #: A blocking lock acquire gives up after this many seconds (the operation then fails, with no effect).
 LOCK_TIMEOUT = 30.0
@@ -80,6 +95,50 @@ class InvariantResult:
 
 
 Operation = Callable[[OperationMetrics], None]
+
+
+@dataclass(frozen=True)
+class UserImpl:
+    """A user's implementation, loaded and its factory's signature checked: a strategy named `spec`."""
+
+    spec: str
+    kind: str  # a key of USER_WORKLOADS
+    factory: Callable[..., Any]
+
+    @property
+    def workloads(self) -> tuple[str, ...]:
+        return USER_WORKLOADS[self.kind]
+
+    @property
+    def strategy(self) -> Strategy:
+        return user_strategy(self.spec, self.kind)
+
+
+def user_strategy(spec: str, kind: str) -> Strategy:
+    """How a user's implementation appears among the strategies: its spec, a lock or a `user` kind."""
+    return Strategy(spec, LOCK if kind == "lock" else USER, f"your {kind}: {spec}")
+
+
+def _workloads_text(names: tuple[str, ...]) -> str:
+    return f"{' and '.join(names)} workload{'s' if len(names) > 1 else ''}"
+
+
+def user_impl(spec: str, kind: str) -> UserImpl:
+    """Import `package.module:factory` for `--kind` and check its signature; LoadInputError or
+    contend.check.protocols.ProtocolError (both ContendError: bad input) when that cannot work."""
+    family = str(kind).strip().replace("-", "_")
+    label = family.replace("_", "-")
+    runs = " or ".join(f"{k} (the {_workloads_text(w)})" for k, w in USER_WORKLOADS.items())
+    if family not in USER_WORKLOADS:
+        if family in ("semaphore", "single_flight"):
+            raise LoadInputError(
+                f"--kind {label}: contend load runs your {runs}, not a {label}; check it with "
+                f"contend check --impl {spec} --kind {label}"
+            )
+        raise LoadInputError(f"unknown --kind {kind!r}; contend load runs your {runs}")
+    factory = load_factory(spec)
+    check_factory_signature(factory, family, spec)
+    return UserImpl(spec, family, factory)
 
 
 def backoff(attempt: int) -> None:
@@ -124,12 +183,32 @@ class LoadWorkload:
         """Write the initial state (default: nothing)."""
 
     def operation(
-        self, client: redis.Redis, prefix: str, strategy: str, hot_keys: int, ttl_ms: int, user_id: str
+        self,
+        client: redis.Redis,
+        prefix: str,
+        strategy: str,
+        hot_keys: int,
+        ttl_ms: int,
+        user_id: str,
+        impl: UserImpl | None = None,
+        shared: dict[str, Any] | None = None,
     ) -> Operation:
+        """One user's operation. With `impl`, the user's implementation is the strategy; `shared` is
+        state the users of one process share during one run."""
         raise NotImplementedError
 
-    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> InvariantResult:
+    def check(
+        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: UserImpl | None = None
+    ) -> InvariantResult:
         raise NotImplementedError
+
+    def accept(self, impl: UserImpl) -> None:
+        """LoadInputError unless this workload runs implementations of `impl`'s kind."""
+        if self.name not in impl.workloads:
+            raise LoadInputError(
+                f"--impl {impl.spec} is a {impl.kind}: it runs in the {_workloads_text(impl.workloads)}, "
+                f"not in {self.name}"
+            )
 
 
 def _lock_strategies() -> dict[str, tuple[Strategy, Callable[..., Any]]]:
@@ -170,9 +249,21 @@ class CounterWorkload(LoadWorkload):
         return [f"{prefix}:ham:{i}" for i in range(hot_keys)]
 
     def operation(
-        self, client: redis.Redis, prefix: str, strategy: str, hot_keys: int, ttl_ms: int, user_id: str
+        self,
+        client: redis.Redis,
+        prefix: str,
+        strategy: str,
+        hot_keys: int,
+        ttl_ms: int,
+        user_id: str,
+        impl: UserImpl | None = None,
+        shared: dict[str, Any] | None = None,
     ) -> Operation:
-        kind = self.strategy(strategy).kind
+        if impl is not None:
+            self.accept(impl)
+            strategy, kind, factory = impl.spec, LOCK, impl.factory
+        else:
+            kind = self.strategy(strategy).kind
         keys = self.keys(prefix, hot_keys)
         rng = random.Random()
 
@@ -232,7 +323,8 @@ class CounterWorkload(LoadWorkload):
 
             return naive
         assert kind == LOCK
-        factory = _lock_strategies()[strategy][1]
+        if impl is None:
+            factory = _lock_strategies()[strategy][1]
 
         def locked(step: OperationMetrics) -> None:
             key = pick(step)
@@ -248,7 +340,9 @@ class CounterWorkload(LoadWorkload):
 
         return locked
 
-    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> InvariantResult:
+    def check(
+        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: UserImpl | None = None
+    ) -> InvariantResult:
         problems: list[str] = []
         keys = self.keys(prefix, hot_keys)
         values = [int(v or 0) for v in client.mget(keys)]
@@ -294,9 +388,24 @@ class RegistryWorkload(LoadWorkload):
     def keys(self, prefix: str, hot_keys: int) -> list[str]:
         return [r.counter for r in self.registries(prefix, hot_keys)]
 
+    def user_namespaces(self, prefix: str, hot_keys: int) -> list[str]:
+        """The namespace each of a user's registries is made with (and its key in the tally)."""
+        return [f"{prefix}:r{i}" for i in range(hot_keys)]
+
     def operation(
-        self, client: redis.Redis, prefix: str, strategy: str, hot_keys: int, ttl_ms: int, user_id: str
+        self,
+        client: redis.Redis,
+        prefix: str,
+        strategy: str,
+        hot_keys: int,
+        ttl_ms: int,
+        user_id: str,
+        impl: UserImpl | None = None,
+        shared: dict[str, Any] | None = None,
     ) -> Operation:
+        if impl is not None:
+            self.accept(impl)
+            return self._user_operation(client, prefix, hot_keys, impl, {} if shared is None else shared)
         self.strategy(strategy)
         factory = catalog.by_name(strategy).factory
         kwargs: dict[str, Any] = {}
@@ -330,7 +439,33 @@ class RegistryWorkload(LoadWorkload):
 
         return register
 
-    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> InvariantResult:
+    def _user_operation(
+        self, client: redis.Redis, prefix: str, hot_keys: int, impl: UserImpl, shared: dict[str, Any]
+    ) -> Operation:
+        """Register the name this process's users register next in one of the user's registries."""
+        frontier: _Frontier = shared.setdefault(f"registry-frontier:{prefix}", _Frontier(hot_keys))
+        spaces = self.user_namespaces(prefix, hot_keys)
+        made: dict[int, Any] = {}
+        rng = random.Random()
+
+        def register(step: OperationMetrics) -> None:
+            i = rng.randrange(hot_keys)
+            reg = made.get(i)
+            if reg is None:
+                reg = made[i] = impl.factory(client, spaces[i])
+            step.keys = (spaces[i],)
+            k, name = frontier.name(i)
+            reg.register(name)  # any exception: the outcome is unknown (it is the user's own)
+            step.committed = True
+            step.deltas = {spaces[i]: 1} if frontier.advance(i, k) else {}
+
+        return register
+
+    def check(
+        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: UserImpl | None = None
+    ) -> InvariantResult:
+        if impl is not None:
+            return self._check_user(client, prefix, hot_keys, tally, impl)
         problems: list[str] = []
         names_total = 0
         for keys in self.registries(prefix, hot_keys):
@@ -361,6 +496,96 @@ class RegistryWorkload(LoadWorkload):
             (f"{hot_keys} registr{'y' if hot_keys == 1 else 'ies'} hold {names_total} names with unique, "
              f"gap-free ids = {tally.commits} successful registrations",),
         )  # fmt: skip
+
+    def _check_user(
+        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: UserImpl
+    ) -> InvariantResult:
+        """The same invariant, read through the user's own count, reverse and lookup."""
+        problems: list[str] = []
+        names_total = 0
+        for i, space in enumerate(self.user_namespaces(prefix, hot_keys)):
+            label = f"registry r{i}"
+            try:
+                count, found = _read_back(impl.factory(client, space), label)
+            except Exception as exc:  # the user's code: whatever it raises is a finding
+                problems.append(f"{label}: reading it back raised {type(exc).__name__}: {exc}")
+                continue
+            problems += found
+            names_total += count
+            ok, maybe = tally.key_counts(space)
+            if not ok <= count <= ok + maybe:
+                problems.append(
+                    f"{label}: count() is {count} but {ok} new names were registered"
+                    + (f" (and {maybe} more may have been)" if maybe else "")
+                )
+        if problems:
+            return InvariantResult(False, tuple(problems))
+        return InvariantResult(
+            True,
+            (f"{hot_keys} registr{'y' if hot_keys == 1 else 'ies'} of {impl.spec} hold {names_total} names "
+             f"with unique, gap-free ids and agreeing tables after {tally.commits} successful registrations",),
+        )  # fmt: skip
+
+
+class _Frontier:
+    """The name the users of one process register next in each registry: the same name until one
+    registration of it returns, so concurrent users register one name at the same moment (what a
+    registry must survive) and the names registered are exactly those before the frontier."""
+
+    def __init__(self, hot_keys: int) -> None:
+        self.tag = secrets.token_hex(4)  # one process's names are its own
+        self.next = [0] * hot_keys
+        self.lock = threading.Lock()
+
+    def name(self, registry: int) -> tuple[int, str]:
+        k = self.next[registry]
+        return k, f"{self.tag}:{k}"
+
+    def advance(self, registry: int, k: int) -> bool:
+        """A registration of name `k` returned: True when it is the first (a new name)."""
+        with self.lock:
+            if self.next[registry] != k:
+                return False
+            self.next[registry] = k + 1
+            return True
+
+
+def _read_back(registry: Any, label: str) -> tuple[int, list[str]]:
+    """count() names, and what is wrong with ids 1..count read through reverse and lookup."""
+    count = int(registry.count())
+    seen: dict[str, int] = {}
+    gaps: list[int] = []
+    twice: list[str] = []
+    for ident in range(1, count + 1):
+        name = registry.reverse(ident)
+        if name is None:
+            gaps.append(ident)
+        elif text(name) in seen:
+            twice.append(text(name))
+        else:
+            seen[text(name)] = ident
+    problems = []
+    if gaps:
+        shown = ", ".join(map(str, gaps[:5])) + (", …" if len(gaps) > 5 else "")
+        problems.append(
+            f"{label}: count() is {count} but reverse() finds no name for {len(gaps)} id(s) ({shown}): "
+            "the ids are not gap-free"
+        )
+    if twice:
+        problems.append(
+            f"{label}: {len(twice)} name(s) hold two ids, e.g. {twice[0]!r}: the ids are not unique"
+        )
+    for name, ident in seen.items():
+        got = registry.lookup(name)
+        if got is None or int(got) != ident:
+            problems.append(
+                f"{label}: reverse({ident}) is {name!r} but lookup({name!r}) is {got!r}: the tables disagree"
+            )
+            break
+    beyond = registry.reverse(count + 1)
+    if beyond is not None:
+        problems.append(f"{label}: reverse({count + 1}) is {text(beyond)!r}, beyond count() = {count}")
+    return count, problems
 
 
 class TransferWorkload(LoadWorkload):
@@ -399,9 +624,22 @@ class TransferWorkload(LoadWorkload):
             client.mset({k: self.INITIAL for k in keys[start : start + 500]})
 
     def operation(
-        self, client: redis.Redis, prefix: str, strategy: str, hot_keys: int, ttl_ms: int, user_id: str
+        self,
+        client: redis.Redis,
+        prefix: str,
+        strategy: str,
+        hot_keys: int,
+        ttl_ms: int,
+        user_id: str,
+        impl: UserImpl | None = None,
+        shared: dict[str, Any] | None = None,
     ) -> Operation:
-        self.strategy(strategy)
+        factory = catalog.by_name("token").factory
+        if impl is not None:
+            self.accept(impl)
+            strategy, factory = impl.spec, impl.factory  # a lock per account, as fine_locks
+        else:
+            self.strategy(strategy)
         keys = self.keys(prefix, hot_keys)
         rng = random.Random()
 
@@ -469,7 +707,7 @@ class TransferWorkload(LoadWorkload):
             timers: list[LockTimer] = []
             try:
                 for name in names:
-                    timer = LockTimer(catalog.by_name("token").factory(client, name, ttl_ms), client, step)
+                    timer = LockTimer(factory(client, name, ttl_ms), client, step)
                     if not timer.acquire(LOCK_TIMEOUT):
                         raise NoEffect(f"could not take {name!r} within {LOCK_TIMEOUT:g} s")
                     timers.append(timer)
@@ -483,7 +721,9 @@ class TransferWorkload(LoadWorkload):
 
         return locked
 
-    def check(self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally) -> InvariantResult:
+    def check(
+        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: UserImpl | None = None
+    ) -> InvariantResult:
         keys = self.keys(prefix, hot_keys)
         balances = {k: int(v or 0) for k, v in zip(keys, client.mget(keys), strict=True)}
         expected = self.INITIAL * len(keys)

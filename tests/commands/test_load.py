@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from contend.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Users' implementations (tests/fixtures), importable from the repository's top directory.
+LOCK = "tests.fixtures.foreign.redispy_lock:make"
+RACY_REGISTRY = "tests.fixtures.user_registry:make_racy"
 
 
 @pytest.mark.parametrize(
@@ -19,6 +25,13 @@ from contend.cli import main
         ),
         (["--workload", "registry", "--strategy", "fine_locks"], "none of --strategy fine_locks applies"),
         (["--redis-url", "redis://127.0.0.1:1/0"], "cannot reach Redis at redis://127.0.0.1:1/0"),
+        (["--impl", "nope.mod:make", "--kind", "lock"], "--impl 'nope.mod:make': cannot import 'nope.mod'"),
+        (["--impl", LOCK, "--kind", "lock", "--strategy", "watch"], "and --strategy watch: choose one"),
+        (["--impl", LOCK, "--kind", "lock", "--workload", "registry"], "runs in the counter and transfer"),
+        (["--impl", LOCK, "--kind", "semaphore"], "not a semaphore; check it with contend check --impl"),
+        (["--impl", LOCK], "a registry factory is called as factory(client: redis.Redis, namespace: str)"),
+        (["--impl", "tests.fixtures.user_registry:wrong_arity"], "too many positional arguments"),
+        (["--kind", "lock"], "--kind lock names the protocol of --impl"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
@@ -83,3 +96,44 @@ def test_the_quick_sweep_runs_end_to_end_with_its_defaults(contend_target, tmp_p
     assert [p["strategy"] for p in sweep["points"]] == ["watch", "lock_first", "lua"]
     assert all(p["ok"] for p in sweep["points"]), sweep["points"]
     assert (out / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_a_users_lock_is_swept_under_its_own_name(contend_target, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)  # Locust imports --impl from the current directory, as contend check does
+    out = tmp_path / "run"
+    code = main(
+        [
+            "load", "--redis-url", contend_target.url, "--out", str(out), "--no-report",
+            "--impl", LOCK, "--kind", "lock", "--workload", "counter",
+            "--users", "2", "--hot-keys", "1", "--duration", "1", "--ceiling-duration", "0.3", "--processes", "1",
+        ]
+    )  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    sweep = json.loads((out / "raw" / "sweep.json").read_text())
+    assert sweep["plan"]["impl"] == LOCK and sweep["plan"]["kind"] == "lock"
+    (point,) = sweep["points"]
+    assert point["ok"] and point["strategy"] == LOCK and point["kind"] == "lock"
+    assert (
+        out / "raw" / "counter" / "tests.fixtures.foreign.redispy_lock_make" / "u2-h1_stats.csv"
+    ).is_file()
+    assert f"counter/{LOCK}" in printed.out
+
+
+@pytest.mark.slow
+def test_a_racy_users_registry_fails_the_sweep(contend_target, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "run"
+    code = main(
+        [
+            "load", "--redis-url", contend_target.url, "--out", str(out), "--no-report",
+            "--impl", RACY_REGISTRY, "--kind", "registry",
+            "--users", "4", "--hot-keys", "1", "--duration", "1", "--ceiling-duration", "0.3", "--processes", "1",
+        ]
+    )  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 1, printed.err
+    (point,) = json.loads((out / "raw" / "sweep.json").read_text())["points"]
+    assert not point["invariant_ok"] and point["strategy"] == RACY_REGISTRY and point["kind"] == "user"
+    assert f"registry/{RACY_REGISTRY}" in printed.err and "invariant broken" in printed.err

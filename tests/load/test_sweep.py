@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from contend.errors import ContendError
 from contend.load import workloads as wl
-from contend.load.sweep import make_plan
+from contend.load.sweep import locust_command, make_plan
 
 
 def test_sweep_plans_refuse_bad_input():
@@ -24,3 +25,38 @@ def test_sweep_plans_refuse_bad_input():
         make_plan(hot_keys=[0])
     with pytest.raises(wl.LoadInputError, match="no workload called"):
         make_plan(workloads=["nope"])
+
+
+LOCK = "tests.fixtures.foreign.redispy_lock:make"
+
+
+def test_a_user_implementation_is_the_one_strategy_of_the_workloads_of_its_kind(tmp_path):
+    plan = make_plan(impl=LOCK, kind="lock", users=[2], hot_keys=[1], processes=1)
+    assert plan.workloads == {"counter": [LOCK], "transfer": [LOCK]}
+    assert (plan.impl, plan.kind) == (LOCK, "lock")
+    point = plan.points()[0]
+    assert plan.strategy_kind(point) == wl.LOCK
+    assert point.slug == "counter/tests.fixtures.foreign.redispy_lock_make/u2-h1"
+    cmd = locust_command(point, plan, "redis://x", "ns", tmp_path, tmp_path)
+    assert cmd[cmd.index("--impl") + 1] == LOCK and cmd[cmd.index("--kind") + 1] == "lock"
+    assert "--strategy" not in cmd
+    only = make_plan(impl=LOCK, kind="lock", workloads=["transfer"])
+    assert only.workloads == {"transfer": [LOCK]}
+    registry = make_plan(impl="tests.fixtures.user_registry:make")  # --kind registry by default, as check
+    assert registry.workloads == {"registry": ["tests.fixtures.user_registry:make"]}
+    assert registry.strategy_kind(registry.points()[0]) == wl.USER
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"impl": LOCK, "kind": "lock", "strategies": ["watch"]}, "choose one"),
+        ({"impl": LOCK, "kind": "lock", "workloads": ["registry"]}, "it runs in the counter and transfer"),
+        ({"impl": LOCK, "kind": "semaphore"}, "not a semaphore"),
+        ({"kind": "lock"}, "--kind lock names the protocol of --impl"),
+        ({"impl": "nope:make", "kind": "lock"}, "cannot import 'nope'"),
+    ],
+)
+def test_a_user_implementation_that_cannot_run_is_refused(kwargs, message):
+    with pytest.raises(ContendError, match=message):
+        make_plan(**kwargs)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import contend.impl.registry.lock_first
+from contend.errors import ContendError
 from contend.load import workloads as wl
 from contend.load.instrument import counting_client
 from contend.load.metrics import OperationMetrics, Tally
@@ -81,3 +82,81 @@ def test_known_bad_strategies_only_on_request(monkeypatch):
     monkeypatch.setenv(wl.KNOWN_BAD_ENV, "1")
     assert counter.strategies()["naive"].known_bad
     assert set(wl.workload("registry").strategies()) == {"watch", "lock_first", "lua"}
+
+
+LOCK = "tests.fixtures.foreign.redispy_lock:make"
+REGISTRY = "tests.fixtures.user_registry:make"
+
+
+def run_serially(w: wl.LoadWorkload, url: str, prefix: str, impl: wl.UserImpl, ops: int = 20) -> Tally:
+    tally = Tally(w.name, impl.spec)
+    user = counting_client(url)
+    try:
+        op = w.operation(user, prefix, impl.spec, 2, 5000, "u1", impl=impl, shared={})
+        for _ in range(ops):
+            step = OperationMetrics()
+            op(step)
+            tally.record("u1", step)
+    finally:
+        user.close()
+    return tally
+
+
+@pytest.mark.parametrize(("spec", "kind"), [(LOCK, "lock"), (REGISTRY, "registry")])
+def test_a_user_implementation_is_a_strategy_of_the_workloads_of_its_kind(
+    contend_target, client, ns, spec, kind
+):
+    impl = wl.user_impl(spec, kind)
+    assert impl.strategy.name == spec and impl.strategy.kind == (wl.LOCK if kind == "lock" else wl.USER)
+    for name in impl.workloads:
+        w = wl.workload(name)
+        prefix = ns.key(name)
+        w.setup(client, prefix, 2)
+        tally = run_serially(w, contend_target.url, prefix, impl)
+        verdict = w.check(client, prefix, 2, tally, impl=impl)
+        assert verdict.ok, (name, verdict.lines)
+        assert tally.commits == 20
+        if kind == "lock":
+            assert tally.lock_wait.count == 20, "the user's lock is timed like the catalog's"
+
+
+def test_a_user_registry_is_judged_through_its_own_count_reverse_and_lookup(contend_target, client, ns):
+    impl = wl.user_impl("tests.fixtures.user_registry:make_racy", "registry")
+    registry = wl.workload("registry")
+    prefix = ns.key("registry")
+    tally = run_serially(registry, contend_target.url, prefix, impl, ops=10)
+    assert registry.check(client, prefix, 2, tally, impl=impl).ok  # serially even the racy one is right
+    # What a lost race leaves behind: an id handed out (INCR) and never stored.
+    space = registry.user_namespaces(prefix, 2)[0]
+    reg = impl.factory(client, space)
+    client.incr(reg.keys.counter)
+    reg.register("late")
+    verdict = registry.check(client, prefix, 2, tally, impl=impl)
+    assert not verdict.ok
+    assert any("registry r0: count() is" in line and "not gap-free" in line for line in verdict.lines)
+    assert any("new names were registered" in line for line in verdict.lines), verdict.lines
+
+
+def test_a_user_lock_is_refused_by_the_registry_workload():
+    impl = wl.user_impl(LOCK, "lock")
+    with pytest.raises(
+        wl.LoadInputError, match="runs in the counter and transfer workloads, not in registry"
+    ):
+        wl.workload("registry").accept(impl)
+
+
+@pytest.mark.parametrize(
+    ("spec", "kind", "message"),
+    [
+        (LOCK, "semaphore", "contend load runs your lock .* or registry .*, not a semaphore; check it with"),
+        (LOCK, "single-flight", "not a single-flight"),
+        (LOCK, "queue", "unknown --kind 'queue'"),
+        ("nope", "lock", "expected package.module:factory"),
+        ("nope.mod:make", "lock", "cannot import 'nope.mod'"),
+        (LOCK, "registry", "a registry factory is called as factory"),
+        ("tests.fixtures.user_registry:NOT_CALLABLE", "registry", "not a callable factory"),
+    ],
+)
+def test_a_user_implementation_that_cannot_run_is_bad_input(spec, kind, message):
+    with pytest.raises(ContendError, match=message):
+        wl.user_impl(spec, kind)
