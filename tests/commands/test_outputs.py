@@ -207,3 +207,28 @@ def test_stress_json_junit_and_summary(tmp_path, monkeypatch, capsys):
     assert (
         text.startswith("## contend stress") and "re-check the kept history: `contend history check" in text
     )
+
+
+@pytest.mark.slow
+def test_the_junit_file_of_a_whole_catalog_check_reads_back(tmp_path, capsys):
+    """Every family and implementation, the batteries cut down in size (not in checks): one
+    testcase per implementation × check that ran, plus `caught` per known-bad one, and the
+    JUnit counts agree with the JSON document."""
+    small = ["--serial-names", "100", "--burst-rounds", "3", "--burst-clients", "8"]
+    small += ["--schedule-examples", "5", "--no-shrink"]
+    junit, report = tmp_path / "check.xml", tmp_path / "check.json"
+    code = main(["check", *small, "--junit-xml", str(junit), "--json", str(report), "--quiet"])
+    capsys.readouterr()
+    doc = valid("check", json.loads(report.read_text()))
+    assert doc["exit_code"] == code
+    (suite,) = list(JUnitXml.fromfile(str(junit)))
+    rows = doc["implementations"]
+    assert {r["family"] for r in rows} == {"lock", "registry", "semaphore", "single-flight"}
+    expected = sum(len(r["checks"]) for r in rows) + sum(r["known_bad"] for r in rows)
+    assert suite.tests == expected and len(list(suite)) == expected
+    classes = {case.classname for case in suite}
+    assert classes == {f"contend.check.{r['family']}.{r['implementation']}" for r in rows}
+    correct_failures = sum(c["status"] == "fail" for r in rows if not r["known_bad"] for c in r["checks"])
+    uncaught = sum(r["known_bad"] and r["verdict"] == "NOT CAUGHT" for r in rows)
+    assert suite.failures == correct_failures + uncaught
+    assert suite.errors == sum(c["status"] == "inconclusive" for r in rows for c in r["checks"])
