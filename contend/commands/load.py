@@ -172,7 +172,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     broken = [p for p in result.points if not p["ok"]]
     for p in broken:
         why = "invariant broken" if not p["invariant_ok"] else f"Locust exited {p['exit_code']}"
-        tail = sw.log_tail(dest / sw.RAW_DIR, p, 2)
+        tail = sw.broken_because(dest / sw.RAW_DIR, p)
         err.print(
             f"[red]{escape(p['workload'])}/{escape(p['strategy'])} {p['users']} users {p['hot_keys']} hot keys:[/] "
             f"{escape(why)}: {escape(tail)}",

@@ -362,6 +362,18 @@ def committed_rate(summary: dict[str, Any], name: str) -> float | None:
     return float(entry["locust"]["requests_per_s"]) * share
 
 
+def broken_because(raw: Path, result: dict[str, Any]) -> str:
+    """Why a point failed, in the end-of-run check's words when it ran (its summary's verdict
+    lines), else the last lines of Locust's log."""
+    path = raw / result["summary"]
+    try:
+        workloads = json.loads(path.read_text()).get("workloads", {})
+    except (OSError, ValueError):
+        workloads = {}
+    lines = [line for w in workloads.values() if not w.get("ok") for line in w.get("verdict", [])]
+    return "; ".join(lines[:2]) if lines else log_tail(raw, result, 2)
+
+
 def log_tail(raw: Path, result: dict[str, Any], lines: int = 3) -> str:
     path = raw / result["log"]
     if not path.is_file():

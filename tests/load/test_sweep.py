@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from contend.errors import ContendError
@@ -60,3 +62,15 @@ def test_a_user_implementation_is_the_one_strategy_of_the_workloads_of_its_kind(
 def test_a_user_implementation_that_cannot_run_is_refused(kwargs, message):
     with pytest.raises(ContendError, match=message):
         make_plan(**kwargs)
+
+
+def test_a_broken_point_is_explained_by_its_check_not_the_log_tail(tmp_path):
+    from contend.load.sweep import broken_because
+
+    point = {"summary": "p.json", "log": "p.log"}
+    (tmp_path / "p.log").write_text("Locust error table\n| 1 | RuntimeError |\n")
+    assert broken_because(tmp_path, point) == "Locust error table | | 1 | RuntimeError |"
+    (tmp_path / "p.json").write_text(
+        json.dumps({"workloads": {"counter": {"ok": False, "verdict": ["ham:0 is 3 but 4 succeeded"]}}})
+    )
+    assert broken_because(tmp_path, point) == "ham:0 is 3 but 4 succeeded"
