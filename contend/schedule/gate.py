@@ -150,6 +150,9 @@ def install() -> None:
         time.time = _time
         time.perf_counter = _perf_counter
         timeit.default_timer = _perf_counter  # what pottery's ContextTimer reads
+        from contend.schedule import async_gate
+
+        async_gate.patch()
 
 
 def uninstall() -> None:
@@ -173,6 +176,9 @@ def uninstall() -> None:
         time.time = REAL_TIME
         time.perf_counter = REAL_PERF_COUNTER
         timeit.default_timer = REAL_PERF_COUNTER
+        from contend.schedule import async_gate
+
+        async_gate.unpatch()
 
 
 # Patched redis-py ----------------------------------------------------------

@@ -18,7 +18,9 @@ and makes `step` raise SchedulerError after `yield_timeout` real seconds.
 
 from __future__ import annotations
 
+import asyncio
 import enum
+import inspect
 import re
 import threading
 from collections.abc import Callable
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contend.schedule import gate
+from contend.schedule.async_gate import CancelAt, VirtualClockLoop
 
 
 class SchedulerError(RuntimeError):
@@ -90,6 +93,10 @@ class ClientHandle:
         self.operation: str = ""
         self.connection: Any = None
         self.outcome = OperationResult()
+        #: Where the scheduler asked this client's task to be cancelled (async clients only).
+        self.cancel_at: CancelAt | None = None
+        #: The client's own event loop, made on its first coroutine (contend.schedule.async_gate).
+        self.aloop: VirtualClockLoop | None = None
         self._work: Callable[[], Any] | None = None
         self._has_work = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"contend-client-{name}", daemon=True)
@@ -134,16 +141,43 @@ class ClientHandle:
             self._has_work.clear()
             work = self._work
             if work is None:
+                self._close_loop()
                 return
             self.scheduler._wait_for_turn(self)
             try:
                 value = work()
+                if inspect.iscoroutine(value):
+                    value = self._run_coroutine(value)
                 outcome = OperationResult(value=value, done=True)
             except ClientCrashed:
                 outcome = OperationResult(error=None, done=False)
             except BaseException as exc:
                 outcome = OperationResult(error=exc, done=True)
             self.scheduler._finish(self, outcome)
+
+    def _run_coroutine(self, coroutine: Any) -> Any:
+        """An async operation: run it to the end on this client's own loop (made once, kept,
+        since the client's redis.asyncio connections belong to it)."""
+        if self.aloop is None:
+            self.aloop = VirtualClockLoop(self)
+        asyncio.set_event_loop(self.aloop)
+        return self.aloop.run_until_complete(coroutine)
+
+    def _close_loop(self) -> None:
+        loop, self.aloop = self.aloop, None
+        if loop is None or loop.is_closed():
+            return
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        except BaseException:  # a loop in a bad state is closed anyway
+            pass
+        finally:
+            loop.close()
 
     def _submit(self, work: Callable[[], Any] | None) -> None:
         self._work = work
@@ -230,6 +264,38 @@ class Scheduler:
         self.vclock += self.step_cost
         return step
 
+    def cancel(self, index: int, where: CancelAt) -> TraceEntry:
+        """Cancel client `index`'s task at `where` (an async client: ready for a round trip, or
+        asleep); it runs until its operation ends or it reaches its next round trip or sleep, as
+        a step does. A cancellation the code catches and survives is its own business."""
+        client = self.clients[index]
+        if client.aloop is None:
+            raise SchedulerError(f"client {client.name} runs no coroutine: only async code can be cancelled")
+        wanted = Status.SLEEPING if where is CancelAt.SLEEPING else Status.READY
+        if client.status is not wanted:
+            raise SchedulerError(
+                f"client {client.name} is {client.status.value}: it cannot be cancelled {where.value}"
+            )
+        step = TraceEntry(len(self.trace), client.name, [], vtime=self.vclock)
+        if where is CancelAt.AFTER_SEND:
+            step.sent = client.pending
+        self.trace.append(step)
+        self.schedule.append(index)
+        client.cancel_at = where
+        self._current_step = step
+        self._run(client, note=None)
+        client.cancel_at = None
+        self.vclock += self.step_cost
+        return step
+
+    def note_cancelled(self, client: ClientHandle, where: str) -> None:
+        """Client thread: its task is being cancelled now (the step's trace says where)."""
+        step = self._current_step
+        if step is None:
+            return
+        sent = "; ".join(" ".join(_short(a) for a in cmd) for cmd in step.sent)
+        step.note = f"cancelled {where}" + (f" ({sent})" if sent and "after" in where else "")
+
     def crash(self, index: int) -> None:
         """Abandon the client's operation: it sends nothing more, and its connection dies."""
         client = self.clients[index]
@@ -239,7 +305,20 @@ class Scheduler:
         if was in (Status.READY, Status.SLEEPING):
             self._run(client, note=None)  # unwinds with ClientCrashed
         if client.connection is not None:
-            client.connection.connection_pool.disconnect()  # the server sees the process die
+            self._disconnect(client)  # the server sees the process die
+
+    def _disconnect(self, client: ClientHandle) -> None:
+        """Close a client's connections; an async client's on its own loop, in its own thread."""
+        done = client.connection.connection_pool.disconnect()
+        if not inspect.iscoroutine(done):
+            return
+        if client.aloop is None or client.aloop.is_closed():
+            done.close()
+            return
+        outcome, status = client.outcome, client.status
+        client._submit(lambda: done)
+        self._run(client, note=None)
+        client.outcome, client.status = outcome, status
 
     def skew(self, index: int, seconds: float) -> None:
         """Move one client's wall clock (time.time) by `seconds`."""

@@ -1,0 +1,189 @@
+"""The gate for `redis.asyncio`: the same steps as the synchronous gate, for async code.
+
+Each scheduled client runs in a thread of its own (as for synchronous code) with an
+event loop of its own, `VirtualClockLoop`, which lives as long as the client: its
+connections belong to that loop. A client's coroutine runs on its loop; when it
+reaches a round trip, the patched `send_packed_command` hands the baton back to the
+scheduler *synchronously*, so the client's whole loop stands still until its next
+turn. Only one client runs at any moment, and the same choices give the same outcome.
+
+Patched, only in scheduled client threads (others pass through untouched):
+
+* `redis.asyncio.connection.AbstractConnection.send_packed_command`: one step per
+  round trip (a command, a pipeline, a MULTI/EXEC block), as in the sync gate; the
+  connection handshake is not gated (`on_connect_check_health`).
+* `AbstractConnection.read_response`: the replies, for the trace.
+* `asyncio.sleep(d)` with d > 0: a virtual sleep (the scheduler's clock), as
+  `time.sleep` is in the sync gate; `asyncio.sleep(0)` stays a plain yield to the loop.
+* The loop's clock (`loop.time()`) is the scheduler's virtual monotonic clock, so
+  `asyncio.wait_for`, `asyncio.timeout` and every `call_later` run on virtual time.
+
+Cancellation as a fault (`Scheduler.cancel`): the client's own task is cancelled at a
+chosen await, exactly as `task.cancel()` from outside would land there: before a round
+trip's command is sent, after it is sent and before its reply is read, or while the
+client sleeps between round trips.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+from typing import TYPE_CHECKING, Any
+
+import redis
+import redis.asyncio.client
+import redis.asyncio.connection
+
+from contend.schedule import gate
+
+if TYPE_CHECKING:
+    from contend.schedule.scheduler import ClientHandle
+
+REAL_ASYNC_SLEEP = asyncio.sleep
+_originals: dict[str, Any] = {}
+
+
+class CancelAt(enum.Enum):
+    """Where a scheduled cancellation lands in the client's operation."""
+
+    BEFORE_SEND = "before its command is sent"
+    AFTER_SEND = "after its command is sent, while it awaits the reply"
+    SLEEPING = "while it sleeps between round trips"
+
+
+class VirtualClockLoop(asyncio.SelectorEventLoop):
+    """A client's event loop whose clock is the scheduler's virtual monotonic clock."""
+
+    def __init__(self, client: ClientHandle) -> None:
+        super().__init__()
+        self._contend_client = client
+
+    def time(self) -> float:
+        return self._contend_client.scheduler.monotonic()
+
+
+def patch() -> None:
+    """Install the patches (called by contend.schedule.gate.install, which counts references)."""
+    conn_cls = redis.asyncio.connection.AbstractConnection
+    _originals["send"] = conn_cls.send_packed_command
+    _originals["read"] = conn_cls.read_response
+    _originals["handshake"] = conn_cls.on_connect_check_health
+    conn_cls.send_packed_command = _gated_send  # type: ignore[method-assign]
+    conn_cls.read_response = _recorded_read  # type: ignore[method-assign]
+    conn_cls.on_connect_check_health = _ungated_handshake  # type: ignore[method-assign]
+    asyncio.sleep = _sleep  # type: ignore[assignment]
+
+
+def unpatch() -> None:
+    """Undo `patch`."""
+    conn_cls = redis.asyncio.connection.AbstractConnection
+    conn_cls.send_packed_command = _originals["send"]  # type: ignore[method-assign]
+    conn_cls.read_response = _originals["read"]  # type: ignore[method-assign]
+    conn_cls.on_connect_check_health = _originals["handshake"]  # type: ignore[method-assign]
+    asyncio.sleep = REAL_ASYNC_SLEEP
+
+
+def _scheduled() -> ClientHandle | None:
+    """The scheduled client whose loop runs this code, if any (not during a handshake)."""
+    client = gate.current()
+    if client is None or gate._in_handshake():
+        return None
+    return client
+
+
+async def _cancel_here(client: ClientHandle, where: CancelAt) -> None:
+    """If the scheduler asked for a cancellation at `where`, cancel this client's task now:
+    the CancelledError comes out of this await, as a `task.cancel()` from outside would."""
+    if client.cancel_at is not where:
+        return
+    client.cancel_at = None
+    client.scheduler.note_cancelled(client, where.value)
+    task = asyncio.current_task()
+    if task is not None:
+        task.cancel()
+    await REAL_ASYNC_SLEEP(0)
+
+
+async def _gated_send(self: Any, command: Any, check_health: bool = True) -> None:
+    client = _scheduled()
+    if client is None:
+        return await _originals["send"](self, command, check_health)  # type: ignore[no-any-return]
+    owner = getattr(self, "_contend_owner", None)
+    if owner is None or owner.scheduler.closed:
+        self._contend_owner = owner = client
+    if owner is not client:  # another client's connection, reached through garbage collection
+        return await _originals["send"](self, command, check_health)  # type: ignore[no-any-return]
+    if client.crashed:
+        raise redis.ConnectionError(f"client {client.name} crashed")
+    client.before_round_trip(gate.decode_packed(command))  # blocks this client's loop until its turn
+    # Where a real cancellation lands before the send: redis-py awaits the pool for the
+    # connection first, and returns the connection, nothing sent, when cancelled there.
+    await _cancel_here(client, CancelAt.BEFORE_SEND)
+    await _originals["send"](self, command, check_health)
+
+
+async def _recorded_read(self: Any, *args: Any, **kwargs: Any) -> Any:
+    client = _scheduled()
+    try:
+        if client is not None and client.cancel_at is CancelAt.AFTER_SEND:
+            reply = await _read_cancelled(self, client, *args, **kwargs)
+        else:
+            reply = await _originals["read"](self, *args, **kwargs)
+    except redis.ResponseError as exc:
+        if client is not None:
+            client.record_reply(exc)
+        raise
+    if client is not None:
+        client.record_reply(reply)
+    return reply
+
+
+async def _read_cancelled(conn: Any, client: ClientHandle, *args: Any, **kwargs: Any) -> Any:
+    """redis-py's read_response, with the cancellation landing where a real one does while the
+    reply is awaited: in its parser's read, inside read_response's own error handling (which
+    drops the connection, since the reply is left unread)."""
+    parser = conn._parser
+    read = parser.read_response
+
+    async def cancelled(*a: Any, **k: Any) -> Any:
+        await _cancel_here(client, CancelAt.AFTER_SEND)
+        return await read(*a, **k)
+
+    parser.read_response = cancelled
+    try:
+        return await _originals["read"](conn, *args, **kwargs)
+    finally:
+        if parser.read_response is cancelled:
+            del parser.read_response
+
+
+async def _ungated_handshake(self: Any, *args: Any, **kwargs: Any) -> Any:
+    outer = gate._in_handshake()
+    gate._local.handshake = True
+    try:
+        return await _originals["handshake"](self, *args, **kwargs)
+    finally:
+        gate._local.handshake = outer
+
+
+async def _sleep(delay: float, result: Any = None) -> Any:
+    client = _scheduled()
+    if client is None or delay <= 0:
+        return await REAL_ASYNC_SLEEP(delay, result)
+    loop = asyncio.get_running_loop()
+    wake = loop.time() + delay
+    client.sleep(delay)  # virtual: the baton goes back until the clock reaches the wake-up time
+    await _cancel_here(client, CancelAt.SLEEPING)
+    # Then wake as asyncio.sleep does, by a timer: timers that came due earlier while the clock
+    # jumped (a wait_for's timeout) fire first, in the order they would have in real time.
+    woken = loop.create_future()
+    handle = loop.call_at(wake, _set_unless_cancelled, woken, result)
+    try:
+        return await woken
+    finally:
+        handle.cancel()
+
+
+def _set_unless_cancelled(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.cancelled():
+        future.set_result(result)
