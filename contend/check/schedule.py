@@ -72,12 +72,14 @@ def schedule_check(ctx: CheckContext) -> str:
     examples = options.hunt_examples if subject.known_bad else options.schedule_examples
     last: list[ScheduledMachine] = []
     tried = [0]
+    out_of_time = [False]
     first: list[float] = []
     started = time.monotonic()
 
     def factory() -> ScheduledMachine:
         ctx.check_abandoned()
         if ctx.wrap_up_by is not None and time.monotonic() > ctx.wrap_up_by and not options.replay:
+            out_of_time[0] = True
             raise _OutOfTime  # generation only: a failure being shrunk never gets here late
         tried[0] += 1
         made = machine(ctx.target, abandoned=ctx.abandoned)
@@ -95,15 +97,17 @@ def schedule_check(ctx: CheckContext) -> str:
             facts["seconds_to_first"] = round(first[0] - started, 3)
         raise CheckFailed(text, prop=exc.property, facts=facts) from None
     except _OutOfTime:
-        return (
-            f"{tried[0]} Hypothesis-chosen interleavings (seed fixed; the check's time budget allowed "
-            f"no more of the {examples}), no property broken"
-        )
+        return _budget_spent(tried[0], examples)
     except DidNotReproduce:
         return "the replayed example ran to its end: no property broke this time"
     except SchedulerError as exc:
         raise CheckInconclusive(str(exc)) from None
     except (Flaky, FlakyStrategyDefinition) as exc:
+        if out_of_time[0]:
+            # Stopping a test case before it draws anything is, to Hypothesis's data tree, a
+            # case that "stopped drawing earlier" than one with the same prefix: not a flaky
+            # implementation but the budget, which ran out between two examples.
+            return _budget_spent(tried[0], examples)
         raise CheckInconclusive(
             "the implementation behaved differently on the same schedule: it depends on something the "
             f"schedule does not control (a background thread, garbage collection, real time): {type(exc).__name__}"
@@ -111,6 +115,13 @@ def schedule_check(ctx: CheckContext) -> str:
     if options.replay:
         return "the replayed example ran to its end: no property broke this time"
     return f"{examples} Hypothesis-chosen interleavings (seed fixed), no property broken"
+
+
+def _budget_spent(tried: int, examples: int) -> str:
+    return (
+        f"{tried} Hypothesis-chosen interleavings (seed fixed; the check's time budget allowed "
+        f"no more of the {examples}), no property broken"
+    )
 
 
 def _evidence(
