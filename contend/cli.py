@@ -16,7 +16,9 @@ from rich.markup import escape
 from contend import __version__, exitcodes, interrupt
 from contend.commands.arguments import HelpFormatter
 from contend.commands.names import COMMANDS
+from contend.commands.outputs import write_failure
 from contend.errors import ContendError
+from contend.exitcodes import ExitCode
 
 #: Subcommands, each a module of contend.commands with add_parser(sub, common) and run(args, out, err).
 
@@ -108,10 +110,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args, stdout, stderr))
     except ContendError as exc:
         stderr.print(f"[bold red]contend:[/] {escape(str(exc))}", soft_wrap=True)
-        return 2
+        write_failure(args, ExitCode.BAD_INPUT, "bad-input", str(exc))
+        return ExitCode.BAD_INPUT
     except KeyboardInterrupt as exc:
+        code = exc.code if isinstance(exc, interrupt.Interrupted) else ExitCode.INTERRUPTED
         stderr.print("[yellow]interrupted[/]: servers stopped, run namespace cleaned up")
-        return exc.code if isinstance(exc, interrupt.Interrupted) else 130
+        write_failure(args, code, "interrupted", f"interrupted ({exc or 'SIGINT'}) before the run's report")
+        return code
     finally:
         if restore is not None:
             restore()

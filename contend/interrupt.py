@@ -73,7 +73,16 @@ def _handle(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(signum)
 
 
+def forced_exit_code() -> int:
+    """The exit code a forced exit ends with (for the reports it runs first); 130 if none is under way."""
+    return _forcing[0] if _forcing else 130
+
+
+_forcing: list[int] = []
+
+
 def _force_exit(code: int) -> None:
+    _forcing[:] = [code]
     for report in _last_words:
         with contextlib.suppress(Exception):
             report()

@@ -263,7 +263,14 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         finally:
             run_ns.cleanup()
             client.close()
-    code = _report(rows, out, args, started, target.description, interrupted=interrupted is not None)
+    code = _report(
+        rows,
+        out,
+        args,
+        started,
+        target.description,
+        interrupted=None if interrupted is None else interrupted.code,
+    )
     if noise.summary():
         out.print(f"[dim]{escape(noise.summary())}[/]", soft_wrap=True)
     if interrupted is not None:
@@ -277,7 +284,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 def print_partial(rows: list[ResultRow], out: Console, args: argparse.Namespace, started: float) -> None:
     """What the interrupt watchdog prints when the run does not stop by itself in time."""
     out.print("[bold yellow]interrupted[/]: the results so far")
-    _report(rows, out, args, started, "", interrupted=True)
+    _report(rows, out, args, started, "", interrupted=interrupt.forced_exit_code())
 
 
 def _subjects(args: argparse.Namespace, target: Any) -> list[Subject]:
@@ -293,11 +300,11 @@ def _report(
     started: float,
     server: str,
     *,
-    interrupted: bool = False,
+    interrupted: int | None = None,
 ) -> int:
     """Print the table, the claims and the evidence; write --json, --junit-xml and the CI step
-    summary; the exit code."""
-    code, headline = _verdict(rows, args, time.perf_counter() - started, interrupted=interrupted)
+    summary; the exit code. `interrupted`: the exit code of the signal that stopped the run."""
+    code, headline = _verdict(rows, args, time.perf_counter() - started, interrupted=interrupted is not None)
     if rows:
         out.print(results_table(rows))
         for line in claims_lines(rows):
@@ -320,10 +327,17 @@ def _report(
         f"[{style}]{escape(word)}[/]:{escape(rest)}" if rest else f"[{style}]{escape(word)}[/]",
         soft_wrap=True,
     )
-    verdict = "interrupted" if interrupted else VERDICTS[code]
+    verdict = "interrupted" if interrupted is not None else VERDICTS[code]
     write_document(
         args.json,
-        document("check", code, verdict, headline=headline, server=server, implementations=rows_json(rows)),
+        document(
+            "check",
+            code if interrupted is None else interrupted,
+            verdict,
+            headline=headline,
+            server=server,
+            implementations=rows_json(rows),
+        ),
     )
     write_junit(args.junit_xml, "contend check", junit_cases(rows))
     append_summary(summary_markdown(rows, headline, server))

@@ -176,6 +176,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             if len(files) == 1:  # one file: the CLI prints the error and exits 2; --json says so too
                 _write_outputs([*results, result], args, json_to)
                 _write_ci([*results, result], args)
+                args.outputs_ok = False  # written: the CLI's error path writes nothing more
                 raise
         result.seconds = time.perf_counter() - began
         results.append(result)
@@ -218,10 +219,8 @@ def _json_target(args: argparse.Namespace) -> str | None:
         raise HistoryError(
             "give the history FILE(s) to check, e.g. contend history check run.jsonl --model mutex"
         )
-    resolve_outputs(args)
+    resolve_outputs(args, inputs=args.files)
     target: str | None = args.json
-    if target not in (None, STDOUT) and Path(target).resolve() in {f.resolve() for f in args.files}:
-        raise HistoryError(f"--json {target} is one of the histories to check; write the verdict elsewhere")
     return target
 
 

@@ -12,11 +12,14 @@ with a warning.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from contend.ci.document import document
 from contend.commands.arguments import warn_renamed
 from contend.errors import ContendError
 
@@ -57,11 +60,30 @@ def report_console(args: argparse.Namespace, out: Any, err: Any) -> Any:
     return err if getattr(args, "json", None) == STDOUT else out
 
 
-def resolve_outputs(args: argparse.Namespace) -> None:
-    """Before anything runs: resolve the old bare --json, and refuse output paths that cannot be written."""
+def resolve_outputs(args: argparse.Namespace, inputs: Sequence[Path] = ()) -> None:
+    """Before anything runs: resolve the old bare --json, and refuse output paths that cannot be
+    written, that name one of the `inputs`, or that two outputs share (one would overwrite the
+    other). Afterwards a run that ends early may write its --json and --junit-xml (write_failure)."""
     args.json = json_target(args)
-    if getattr(args, "junit_xml", None):
-        check_output_file(args.junit_xml, "--junit-xml")
+    files = {"--json": args.json if args.json != STDOUT else None}
+    files |= {"--junit-xml": getattr(args, "junit_xml", None), "--html": getattr(args, "html", None)}
+    given = {option: Path(path) for option, path in files.items() if path}
+    for option, path in given.items():
+        check_output_file(path, option)
+    seen: dict[Path, str] = {}
+    for option, path in given.items():
+        where = path.resolve()
+        if where in {i.resolve() for i in inputs}:
+            raise ContendError(f"{option} {path} is one of the inputs to check; write it elsewhere")
+        if where in seen:
+            raise ContendError(f"{seen[where]} and {option} both write {path}; give each its own file")
+        seen[where] = option
+    out = getattr(args, "out", None)
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ContendError(
+            f"--out {out}: is a file, and --out is the directory the run writes into; choose a directory"
+        )
+    args.outputs_ok = True
 
 
 def json_target(args: argparse.Namespace) -> str | None:
@@ -106,3 +128,22 @@ def write_document(destination: str | Path | None, doc: dict[str, Any]) -> None:
         raise ContendError(
             f"--json {path}: cannot write it ({exc.strerror or exc}); choose another path"
         ) from None
+
+
+def write_failure(args: argparse.Namespace, code: int, verdict: str, message: str) -> None:
+    """A run that ended before its report (bad input, an interrupt): its --json document and
+    --junit-xml say so, so a CI job never reads an older run's verdict from the same path."""
+    if not getattr(args, "outputs_ok", False):  # the output paths were never checked: touch nothing
+        return
+    command = str(getattr(args, "command", "") or "")
+    value = getattr(args, "json", None)
+    destination = STDOUT if value == _BARE else value
+    with contextlib.suppress(ContendError, OSError):
+        write_document(destination, document(command, code, verdict, error=message))
+    junit = getattr(args, "junit_xml", None)
+    if junit:
+        from contend.ci.junit import Case, Outcome, write_junit
+
+        case = Case(f"contend.{command}", verdict, 0.0, Outcome.ERROR, message, message)
+        with contextlib.suppress(ContendError, OSError):
+            write_junit(junit, f"contend {command}", [case])

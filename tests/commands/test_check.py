@@ -222,8 +222,18 @@ def test_a_schedule_check_out_of_time_passes_what_it_tried_not_flaky(capsys):
     """The budget ends the search between two examples: a correct lock has passed what was
     tried. (Hypothesis used to report the stop as FlakyStrategyDefinition: inconclusive, exit 3.)"""
     code = main(
-        ["check", "--only", "token", "--check", "schedule", "--schedule-examples", "5000"]
-        + ["--check-seconds", "2", "-v"]
+        [
+            "check",
+            "--only",
+            "token",
+            "--check",
+            "schedule",
+            "--schedule-examples",
+            "5000",
+            "--check-seconds",
+            "2",
+            "-v",
+        ]
     )
     out = " ".join(capsys.readouterr().out.split())
     assert code == 0, out

@@ -118,8 +118,27 @@ def test_history_json_never_overwrites_a_history(tmp_path, capsys):
     history.write_text((DATA / "registry.jsonl").read_text())
     before = history.read_text()
     code = main(["history", "check", str(history), "--model", "registry", "--json", str(history)])
-    assert code == 2 and "is one of the histories to check" in capsys.readouterr().err
+    assert code == 2 and "--json" in capsys.readouterr().err
     assert history.read_text() == before
+    for option in ("--junit-xml", "--html"):
+        code = main(["history", "check", str(history), "--model", "registry", option, str(history)])
+        assert code == 2 and f"{option} {history} is one of the inputs to check" in capsys.readouterr().err
+        assert history.read_text() == before
+    both = tmp_path / "out.xml"
+    code = main(
+        [
+            "history",
+            "check",
+            str(history),
+            "--model",
+            "registry",
+            "--json",
+            str(both),
+            "--junit-xml",
+            str(both),
+        ]
+    )
+    assert code == 2 and "--json and --junit-xml both write" in capsys.readouterr().err
 
 
 def test_the_old_bare_json_still_prints_to_stdout_with_a_warning(capsys):
@@ -232,3 +251,31 @@ def test_the_junit_file_of_a_whole_catalog_check_reads_back(tmp_path, capsys):
     uncaught = sum(r["known_bad"] and r["verdict"] == "NOT CAUGHT" for r in rows)
     assert suite.failures == correct_failures + uncaught
     assert suite.errors == sum(c["status"] == "inconclusive" for r in rows for c in r["checks"])
+
+
+def test_bad_input_replaces_an_older_json_and_junit_with_its_own(tmp_path, capsys):
+    """A CI job reading --json or --junit-xml after a refused run must not find the last run's verdict."""
+    report, junit = tmp_path / "check.json", tmp_path / "check.xml"
+    report.write_text('{"verdict": "as-expected", "exit_code": 0}')
+    junit.write_text("<testsuites/>")
+    code = main(
+        [
+            "check",
+            "--impl",
+            "nosuch.module:make",
+            "--kind",
+            "lock",
+            "--json",
+            str(report),
+            "--junit-xml",
+            str(junit),
+        ]
+    )
+    assert code == 2
+    doc = valid("check", json.loads(report.read_text()))
+    assert doc["verdict"] == "bad-input" and doc["exit_code"] == 2 and "nosuch" in doc["error"]
+    (suite,) = list(JUnitXml.fromfile(str(junit)))
+    assert suite.errors == 1 and "nosuch" in next(iter(suite)).result[0].message
+    code = main(["stress", "--only", "nosuch", "--json", str(report), "--out", str(tmp_path / "runs")])
+    assert code == 2 and valid("stress", json.loads(report.read_text()))["verdict"] == "bad-input"
+    assert not (tmp_path / "runs").exists()
