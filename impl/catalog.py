@@ -15,6 +15,8 @@ import redis
 
 from contend.impl import registry as reg
 from contend.impl.locks import (
+    async_early_clear,
+    async_token,
     exists_then_set,
     fenced,
     incr_counter,
@@ -27,6 +29,7 @@ from contend.impl.locks import (
     single_flight,
     token,
 )
+from contend.impl.registry import async_check_then_set, async_lua
 
 # Properties a registry can claim (checked by contend's registry battery).
 UNIQUE_IDS = "unique-ids"  # distinct names get distinct ids
@@ -122,6 +125,8 @@ class Implementation:
     source: str = ""
     claims: frozenset[str] = field(default_factory=frozenset)
     violates: frozenset[str] = field(default_factory=frozenset)
+    #: The factory takes a redis.asyncio client and its object's operations are coroutines.
+    asynchronous: bool = False
 
     @property
     def known_bad(self) -> bool:
@@ -255,6 +260,39 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
 )  # fmt: skip
 
 
+#: The redis.asyncio implementations (issue 16). Kept out of IMPLEMENTATIONS on purpose: every sync
+#: path (check, stress, load, the state machines) iterates IMPLEMENTATIONS and would call these
+#: factories with a sync client; only the async battery reads this tuple.
+ASYNC_IMPLEMENTATIONS: tuple[Implementation, ...] = (
+    Implementation(
+        "async_token", "lock", async_token.factory, "lease",
+        "redis.asyncio SET NX PX a random token; shielded compare-and-delete, token cleared after it",
+        "redis-py #3900", _LEASE, asynchronous=True,
+    ),
+    # The violation appears only under cancellation: a task cancelled in release() before the
+    # compare-and-delete is sent leaves the key held by nobody who can release it, until its TTL
+    # (forever without one, as in redis-py's Lock with timeout=None). Without cancellations it
+    # behaves exactly as async_token. The TTL still bounds the damage, so a check that only asks
+    # "freed within about one TTL" misses it: the holder is alive, and must still be able to free
+    # the lock by calling release() again (async_token can; this one raises and the key stays).
+    Implementation(
+        "async_early_clear", "lock", async_early_clear.factory, "lease",
+        "async_token whose release clears the token before an unshielded compare-and-delete (redis-py #3847)",
+        "redis-py #3847", _LEASE, frozenset({CRASH_LIVENESS}), asynchronous=True,
+    ),
+    Implementation(
+        "async_lua", "registry", async_lua.factory, "registry",
+        "redis.asyncio, one server-side script: HGET, INCR, HSET, HSET (lua's twin)",
+        "", _ALL_REGISTRY, asynchronous=True,
+    ),
+    Implementation(
+        "async_check_then_set", "registry", async_check_then_set.factory, "registry",
+        "redis.asyncio HGET, INCR, HSETNX, HSETNX at separate awaits (naive's twin)",
+        "seed 000", _ALL_REGISTRY, _RACY, asynchronous=True,
+    ),
+)  # fmt: skip
+
+
 def by_name(name: str) -> Implementation:
     """The entry called `name`; KeyError lists the known names."""
     for impl in IMPLEMENTATIONS:
@@ -262,6 +300,15 @@ def by_name(name: str) -> Implementation:
             return impl
     known = ", ".join(i.name for i in IMPLEMENTATIONS)
     raise KeyError(f"no implementation called {name!r}; known: {known}")
+
+
+def async_by_name(name: str) -> Implementation:
+    """The async entry called `name`; KeyError lists the known async names."""
+    for impl in ASYNC_IMPLEMENTATIONS:
+        if impl.name == name:
+            return impl
+    known = ", ".join(i.name for i in ASYNC_IMPLEMENTATIONS)
+    raise KeyError(f"no async implementation called {name!r}; known: {known}")
 
 
 def family(name: str) -> list[Implementation]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from contend.impl import catalog
+from contend.impl.locks import async_token
 
 LOCKS = catalog.family("lock") + catalog.family("semaphore")
 FLIGHTS = catalog.family("single_flight")
@@ -34,3 +37,35 @@ def test_known_bad_locks_are_the_flawed_ones():
     }
     good = {i.name for i in LOCKS + FLIGHTS if not i.known_bad}
     assert good == {"token", "fenced", "semaphore", "fair_semaphore", "single_flight"}
+
+
+def test_async_entries_stay_out_of_the_sync_catalog():
+    sync_names = {i.name for i in catalog.IMPLEMENTATIONS}
+    async_names = {i.name for i in catalog.ASYNC_IMPLEMENTATIONS}
+    assert async_names == {"async_token", "async_early_clear", "async_lua", "async_check_then_set"}
+    assert not sync_names & async_names
+    assert all(i.asynchronous for i in catalog.ASYNC_IMPLEMENTATIONS)
+    assert not any(i.asynchronous for i in catalog.IMPLEMENTATIONS)
+    for name in async_names:
+        with pytest.raises(KeyError):
+            catalog.by_name(name)
+
+
+def test_async_by_name_finds_async_entries_only():
+    assert catalog.async_by_name("async_token").factory is async_token.factory
+    with pytest.raises(KeyError, match="known: async_token, async_early_clear"):
+        catalog.async_by_name("token")
+
+
+def test_async_entries_say_what_they_claim_and_violate():
+    bad = {i.name: i.violates for i in catalog.ASYNC_IMPLEMENTATIONS if i.known_bad}
+    assert bad == {
+        "async_early_clear": frozenset({catalog.CRASH_LIVENESS}),
+        "async_check_then_set": catalog.by_name("naive").violates,
+    }
+    for impl in catalog.ASYNC_IMPLEMENTATIONS:
+        assert impl.claims and impl.claims <= catalog.properties_of(impl.family), impl.name
+        assert impl.violates <= impl.claims, impl.name
+        assert impl.summary
+    assert catalog.async_by_name("async_token").claims == catalog.by_name("token").claims
+    assert catalog.async_by_name("async_lua").claims == catalog.REGISTRY_PROPERTIES
