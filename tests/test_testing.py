@@ -66,6 +66,13 @@ def test_each_kind_has_its_wrapper(contend_target):
         )
 
 
+def test_kind_takes_the_command_lines_spelling_too(contend_target):
+    (row,) = check(
+        "tests.fixtures.foreign.flight:make", contend_target, kind="single-flight", checks=["bad-input"]
+    )
+    assert row.subject.family == "single_flight" and row.verdict == "pass"
+
+
 def _normalised(text: str) -> list[str]:
     """Evidence lines without what differs between two runs: namespaces and random tokens."""
     text = re.sub(r"contend:[0-9a-f]{12}", "contend:NS", text)

@@ -19,7 +19,7 @@ from contend.commands.arguments import add_renamed, positive_float, positive_int
 from contend.commands.names import COMMANDS
 from contend.commands.outputs import STDOUT, add_ci_options, report_console, resolve_outputs, write_document
 from contend.exitcodes import ExitCode
-from contend.history.checker import Verdict
+from contend.history.checker import Linearizability, Verdict
 from contend.history.formats import read_history
 from contend.history.invariants import Violation
 from contend.history.models import HISTORY_MODELS, MODELS, HistoryCheck, Options, exit_code
@@ -85,7 +85,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="skip operations the model does not know (and say how many) instead of refusing the file",
     )
     check.add_argument("--format", choices=FORMATS, help="the files' format (default: guessed per file)")
-    add_ci_options(check, "the verdict of every file")
+    add_ci_options(check, "the verdict of every file", bare_json=True)
     check.add_argument("--html", type=Path, metavar="OUT", help="write a self-contained HTML timeline to OUT")
     check.add_argument(
         "--lease-expiry",
@@ -119,6 +119,14 @@ class FileResult:
     error: str | None = None
     seconds: float = 0.0
 
+    def verdict_word(self) -> str:
+        """linearizable, not-linearizable, invariant-broken (the search passed, or was skipped, and
+        an invariant broke), bad-input or unknown."""
+        linear = self.verdict is None or self.verdict.outcome is not Linearizability.NOT_LINEARIZABLE
+        if self.code == NOT_LINEARIZABLE and linear and self.violations:
+            return "invariant-broken"
+        return VERDICTS[self.code]
+
     def evidence(self) -> str:
         """What shows the file is not linearizable: the partitions' explanations and the violations."""
         lines = [self.line()]
@@ -147,7 +155,7 @@ class FileResult:
             "file": str(self.path),
             "model": model,
             "exit_code": self.code,
-            "verdict": VERDICTS[self.code],
+            "verdict": self.verdict_word(),
             "linearizability": self.verdict.to_json() if self.verdict else None,
             "invariants": [v.to_json() for v in self.violations],
             "invariants_checked": self.invariants,
@@ -232,7 +240,8 @@ def _write_outputs(results: list[FileResult], args: argparse.Namespace, json_to:
     docs = [r.to_json(args.model) for r in results]
     if len(results) == 1 and args.html and results[0].verdict is not None:
         docs[0]["html"] = str(args.html)
-    write_document(json_to, document("history", worst, VERDICTS[worst], model=args.model, files=docs))
+    word = results[0].verdict_word() if len(results) == 1 else VERDICTS[worst]
+    write_document(json_to, document("history", worst, word, model=args.model, files=docs))
 
 
 def _write_ci(results: list[FileResult], args: argparse.Namespace) -> None:
@@ -249,7 +258,7 @@ def _write_ci(results: list[FileResult], args: argparse.Namespace) -> None:
             cases.append(Case(cls, str(r.path), seconds, Outcome.ERROR, r.line(), r.line()))
     write_junit(args.junit_xml, "contend history check", cases)
     worst = max((r.code for r in results), key=SEVERITY.__getitem__, default=LINEARIZABLE)
-    rows = [[str(r.path), VERDICTS[r.code], r.line().removeprefix(f"{r.path}: ")] for r in results]
+    rows = [[str(r.path), r.verdict_word(), r.line().removeprefix(f"{r.path}: ")] for r in results]
     parts = [f"## contend history check --model {args.model}\n\n**{VERDICTS[worst]}** (exit {int(worst)})"]
     parts.append(table(["file", "verdict", "detail"], rows))
     evidence = [line for r in results if r.code == NOT_LINEARIZABLE for line in r.evidence().splitlines()]

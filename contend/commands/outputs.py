@@ -28,22 +28,25 @@ STDOUT = "-"
 _BARE = "\0bare"
 
 
-def add_json_option(parser: Any, what: str) -> None:
-    """Add `--json FILE` ("-": stdout); a bare `--json` is the old spelling of `--json -`."""
+def add_json_option(parser: Any, what: str, *, bare: bool = False) -> None:
+    """Add `--json FILE` ("-": stdout); with `bare`, a bare `--json` (the old spelling in the
+    commands that had it) means `--json -`."""
+    old = {"nargs": "?", "const": _BARE} if bare else {}
     parser.add_argument(
         "--json",
-        nargs="?",
-        const=_BARE,
+        **old,
         metavar="FILE",
         help=f"write {what} as one JSON document to FILE ('-': stdout, and the text report goes to stderr), "
         "with the verdict and the exit code inside (schema: contend/schemas/)",
     )
 
 
-def add_ci_options(parser: argparse.ArgumentParser, what: str, *, junit: bool = True) -> None:
-    """--json FILE, --junit-xml FILE (when the command has testcases), -q/--quiet, -v/--verbose."""
+def add_ci_options(
+    parser: argparse.ArgumentParser, what: str, *, junit: bool = True, bare_json: bool = False
+) -> None:
+    """--json FILE, --junit-xml FILE (when the command has testcases), -q/--quiet."""
     group = parser.add_argument_group("output")
-    add_json_option(group, what)
+    add_json_option(group, what, bare=bare_json)
     if junit:
         group.add_argument(
             "--junit-xml",

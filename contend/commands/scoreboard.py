@@ -131,15 +131,19 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     interrupted: interrupt.Interrupted | None = None
 
     def last_words() -> None:
-        _summary(board, out, args, command, interrupted=True)
+        _summary(board, out, args, command, interrupted=interrupt.forced_exit_code())
 
     interrupt.on_forced_exit(last_words)
     with open_target(args.redis_url, args.redis_server) as target:
         board = Scoreboard(target.description, quick=args.quick)
         out.print(escape(f"contend scoreboard on {target.description}"), soft_wrap=True)
         with Reporter(err, "contend scoreboard", len(libraries), quiet=args.quiet) as progress:
+            current: list[str] = []
 
             def started(library: Library) -> None:
+                if current:
+                    progress.finished(f"{current[0]}: done")
+                current[:] = [library.key]
                 progress.working(library.key)
 
             def checked(subject: Any, result: CheckResult) -> None:
@@ -162,7 +166,13 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                     )
             except interrupt.Interrupted as exc:
                 interrupted = exc
-    code = _summary(board, out, args, command or "contend scoreboard", interrupted=interrupted is not None)
+    code = _summary(
+        board,
+        out,
+        args,
+        command or "contend scoreboard",
+        interrupted=None if interrupted is None else interrupted.code,
+    )
     if noise.summary():
         out.print(f"[dim]{escape(noise.summary())}[/]", soft_wrap=True)
     if interrupted is not None:
@@ -174,7 +184,12 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _summary(
-    board: Scoreboard | None, out: Console, args: argparse.Namespace, command: str, *, interrupted: bool
+    board: Scoreboard | None,
+    out: Console,
+    args: argparse.Namespace,
+    command: str,
+    *,
+    interrupted: int | None,
 ) -> int:
     """Print the table, skips and surprises; write the report and --json; the exit code."""
     if board is None or not board.results:
@@ -183,7 +198,7 @@ def _summary(
     for result in board.results:
         if result.skipped:
             out.print(f"[yellow]skipped[/] {escape(result.skipped)}", soft_wrap=True)
-    if not args.no_write and not interrupted and not args.replay:
+    if not args.no_write and interrupted is None and not args.replay:
         written = render.write(board, args.out, command)
         out.print(escape("report: " + ", ".join(str(p) for p in written)), soft_wrap=True)
     code, verdict, headline = _verdict(board, args)
@@ -201,8 +216,8 @@ def _summary(
         args.json,
         document(
             "scoreboard",
-            code,
-            "interrupted" if interrupted else verdict,
+            code if interrupted is None else interrupted,
+            "interrupted" if interrupted is not None else verdict,
             headline=headline,
             server=board.server,
             quick=board.quick,

@@ -145,7 +145,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the workers' random choices (default 0)")
     parser.add_argument("--no-html", action="store_true", help="do not write the HTML timeline")
-    add_ci_options(parser, "the run")
+    add_ci_options(parser, "the run", bare_json=True)
     return parser
 
 
@@ -204,19 +204,14 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     out.print(f"[bold]contend stress[/] {escape(_plan(options, workload.family))}", soft_wrap=True)
     with Reporter(err, "contend stress", quiet=args.quiet) as progress:
         phase = ["load"]
-        last: list[RunProgress] = []
 
         def show(p: RunProgress) -> None:
             if p.checking:
                 if phase[0] != "check":
                     phase[0] = "check"
-                    done = last[-1] if last else p
-                    progress.finished(
-                        f"load done ({done.ok} ok, {done.fail} fail, {done.info} info); checking the history"
-                    )
+                    progress.finished(f"load ended after {p.elapsed:.1f} s; checking the history")
                     progress.working("the linearizability search")
                 return
-            last[:] = [p]
             nemesis = f" · nemesis {p.nemesis}" if p.nemesis else ""
             progress.status(
                 f"{p.elapsed:.1f}/{p.duration:g} s of load · ok {p.ok} · fail {p.fail} · info {p.info}{nemesis}",
