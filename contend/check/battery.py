@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from contend.check.cancel import CANCEL
 from contend.check.framework import (
     FAIL,
     INCONCLUSIVE,
@@ -32,6 +33,7 @@ from contend.check.protocols import (
     check_factory_signature,
     check_object,
     detect_capabilities,
+    is_async,
     load_factory,
     protocol,
 )
@@ -48,6 +50,14 @@ BATTERIES: dict[str, list[Check]] = {
     "lock": [*LOCK_CHECKS, SCHEDULE],
     "semaphore": [*SEMAPHORE_CHECKS, SCHEDULE],
     "single_flight": [*SINGLE_FLIGHT_CHECKS, SCHEDULE],
+}
+#: The checks of async implementations (coroutine methods on redis.asyncio clients): cancellation,
+#: and the family's state machine with async clients. The real-time checks are sync-only so far.
+ASYNC_BATTERIES: dict[str, list[Check]] = {
+    "registry": [SCHEDULE],
+    "lock": [CANCEL, SCHEDULE],
+    "semaphore": [CANCEL, SCHEDULE],
+    "single_flight": [SCHEDULE],
 }
 
 _LEASE = frozenset(
@@ -88,14 +98,17 @@ class Subject:
     command: tuple[str, ...] = ("contend", "check")
     #: What was added to or dropped from the defaults (--claim / --no-claim), for the table.
     claim_changes: tuple[str, ...] = ()
+    #: Its methods are coroutines (redis.asyncio): the async battery runs.
+    asynchronous: bool = False
 
     def checks(self, only: Iterable[str] = ()) -> list[Check]:
         """The family's checks that apply to this subject (some need a claim or a capability)."""
         wanted = set(only)
         probe = replace(self, claims=self.claims | self.violates)
+        battery = ASYNC_BATTERIES if self.asynchronous else BATTERIES
         return [
             check
-            for check in BATTERIES[self.family]
+            for check in battery[self.family]
             if check.applies(probe) and (not wanted or check.name in wanted)
         ]
 
@@ -129,7 +142,11 @@ class ResultRow:
 
 def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list[Subject]:
     """Rows for the catalog's implementations of `families` (only `names` if given)."""
-    chosen = [catalog.by_name(n) for n in names] if names else list(catalog.IMPLEMENTATIONS)
+    chosen = (
+        [catalog_implementation(n) for n in names]
+        if names
+        else [*catalog.IMPLEMENTATIONS, *catalog.ASYNC_IMPLEMENTATIONS]
+    )
     return [
         Subject(
             impl.name,
@@ -141,10 +158,25 @@ def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list
             catalog.SEED_LAYOUT_DBS if impl.name.startswith("seed_layout") else (),
             impl.claims,
             selector=("--only", impl.name),
+            asynchronous=impl.asynchronous,
         )
         for impl in chosen
         if impl.family in families
     ]
+
+
+def catalog_implementation(name: str) -> catalog.Implementation:
+    """A catalog implementation, sync or async; KeyError naming both lists otherwise."""
+    try:
+        return catalog.by_name(name)
+    except KeyError:
+        try:
+            return catalog.async_by_name(name)
+        except KeyError:
+            raise KeyError(
+                f"no implementation called {name!r}; the catalog has "
+                f"{', '.join(i.name for i in (*catalog.IMPLEMENTATIONS, *catalog.ASYNC_IMPLEMENTATIONS))}"
+            ) from None
 
 
 def user_factory(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:
@@ -200,6 +232,19 @@ def user_subject(
     check_claim_names(kind, no_claim, "--no-claim")
     factory = user_factory(spec, kind)
     name = factory_name(spec)
+    if is_async(factory, kind):
+        flags = [*(f"--claim {c}" for c in claim), *(f"--no-claim {c}" for c in no_claim)]
+        return Subject(
+            name,
+            kind,
+            factory,
+            summary="user implementation (async)",
+            claims=frozenset((set(DEFAULT_CLAIMS[kind]) | set(claim)) - set(no_claim)),
+            capabilities=Capabilities(),
+            selector=("--impl", name, "--kind", kind, *(part for f in flags for part in f.split())),
+            claim_changes=tuple(flags),
+            asynchronous=True,
+        )
     client = target.client()
     ns = target.namespace(client=client)
     try:
@@ -237,6 +282,8 @@ def with_capabilities(subject: Subject, target: Target, namespace: Namespace) ->
     """The subject with its capabilities found out (catalog subjects are probed before their checks)."""
     if subject.capabilities is not None:
         return subject
+    if subject.asynchronous:  # not probed yet: no extend, token or register_many checks for async code
+        return replace(subject, capabilities=Capabilities())
     key = namespace.key(subject.name, "probe")
 
     def make() -> Any:

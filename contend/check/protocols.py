@@ -211,3 +211,23 @@ def ttl_resolution(factory: Callable[..., Any]) -> int:
     """What the factory says its leases' granularity is (`ttl_resolution_ms`; 1 if nothing)."""
     value = getattr(factory, "ttl_resolution_ms", 1)
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+
+def is_async(factory: Callable[..., Any], kind: str) -> bool:
+    """Are the protocol's methods of what `factory` makes coroutines (code for redis.asyncio)?
+    Found on an object built with an unconnected redis.asyncio client: nothing is sent."""
+    import inspect
+
+    import redis.asyncio
+
+    method = {"registry": "register", "single_flight": "call"}.get(kind, "acquire")
+    client = redis.asyncio.Redis()
+    try:
+        obj = (
+            factory(client, "contend:probe")
+            if kind == "registry"
+            else factory(client, "contend:probe", 10_000)
+        )
+    except Exception:  # it wants a synchronous client, or something else: the sync battery says what
+        return False
+    return inspect.iscoroutinefunction(getattr(obj, method, None))

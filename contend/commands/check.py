@@ -11,12 +11,14 @@ from rich.markup import escape
 
 from contend import exitcodes, interrupt
 from contend.check.battery import (
+    ASYNC_BATTERIES,
     BATTERIES,
     USER_CHECK_SECONDS,
     USER_RUN_SECONDS,
     USER_SCHEDULE_EXAMPLES,
     ResultRow,
     Subject,
+    catalog_implementation,
     catalog_subjects,
     check_claim_names,
     run_battery,
@@ -48,7 +50,7 @@ from contend.impl import catalog
 from contend.schedule.gate import check_redis_py
 from contend.target.target import open_target
 
-ALL_CHECKS = sorted({c.name for checks in BATTERIES.values() for c in checks})
+ALL_CHECKS = sorted({c.name for checks in (*BATTERIES.values(), *ASYNC_BATTERIES.values()) for c in checks})
 ALL_PROPERTIES = sorted({p for family in BATTERIES for p in catalog.properties_of(family)})
 
 
@@ -178,7 +180,7 @@ def _validate(args: argparse.Namespace) -> None:
     resolve_outputs(args)
     for name in args.only or ():
         try:
-            catalog.by_name(name)
+            catalog_implementation(name)
         except KeyError as exc:
             raise ContendError(exc.args[0]) from None
     if args.impl and (args.family or args.only):

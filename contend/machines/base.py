@@ -54,6 +54,40 @@ def _take_connection(target: Target) -> redis.Redis:
     return conn
 
 
+def _async_connection(target: Target) -> Any:
+    """A redis.asyncio client for one scheduled client: it connects on its first command, on that
+    client's loop (the handshake is no step), and is closed when the scheduler closes."""
+    import redis.asyncio
+
+    return redis.asyncio.Redis.from_url(target.url)
+
+
+class _SyncView:
+    """Calls an async implementation's methods synchronously, outside the scheduler (the
+    controller thread is no client: nothing is gated, nothing is virtual)."""
+
+    def __init__(self, make: Callable[[Any], Any], url: str) -> None:
+        self._make = make
+        self._url = url
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            import asyncio
+
+            import redis.asyncio
+
+            async def run() -> Any:
+                client = redis.asyncio.Redis.from_url(self._url)
+                try:
+                    return await getattr(self._make(client), name)(*args, **kwargs)
+                finally:
+                    await client.aclose()
+
+            return asyncio.run(run())
+
+        return call
+
+
 class PropertyViolated(AssertionError):
     """A family property broke: `property` is its catalog name, `detail` the evidence."""
 
@@ -76,6 +110,9 @@ class ScheduledMachine(RuleBasedStateMachine):
     crash_rule = True
     #: Virtual seconds an operation may take before it counts as hung (a liveness finding).
     operation_bound = 30.0
+    #: Whether the implementation is async (its methods are coroutines on redis.asyncio clients):
+    #: each client then gets a redis.asyncio.Redis, used only on that client's own event loop.
+    asynchronous = False
 
     def __init__(self, target: Target, *, abandoned: threading.Event | None = None) -> None:
         super().__init__()
@@ -108,7 +145,7 @@ class ScheduledMachine(RuleBasedStateMachine):
         self._key_prefix = self.ns.prefix + ":"
         self.scheduler.on_jump = self._time_passes
         for _ in range(self.clients):
-            conn = _take_connection(target)
+            conn = _async_connection(target) if self.asynchronous else _take_connection(target)
             self.connections.append(conn)
             self.scheduler.add_client(connection=conn)
         self.setup_clients()
@@ -140,6 +177,14 @@ class ScheduledMachine(RuleBasedStateMachine):
         rules, clients are mid-operation, so these cannot be @invariants either."""
 
     # Helpers ------------------------------------------------------------------------
+    def harness_object(self, make: Callable[[Any], Any]) -> Any:
+        """An object of the implementation for the harness's own reads (outside the schedule,
+        at quiescence): `make(connection)` builds it. For async code, a view whose method calls
+        run to their end at once, each on a fresh loop and client."""
+        if not self.asynchronous:
+            return make(self.admin)
+        return _SyncView(make, self.target.url)
+
     def idle_clients(self) -> list[int]:
         return [c.index for c in self.scheduler.clients if c.status is Status.IDLE]
 
@@ -285,7 +330,8 @@ class ScheduledMachine(RuleBasedStateMachine):
             random.setstate(self._random_state)
             self.ns.cleanup()
             for conn in [*self.connections, self.admin]:
-                _idle_connections.setdefault(self.target.url, []).append(conn)
+                if isinstance(conn, redis.Redis):  # an async client closed with its loop
+                    _idle_connections.setdefault(self.target.url, []).append(conn)
 
     def finish_all(self, max_steps: int = 5_000) -> None:
         """Run every client to the end of its operation, the current one first."""

@@ -14,6 +14,15 @@ def family_machine(impl: Any) -> type[ScheduledMachine]:
     (TIME in a script) do not follow the virtual clock: the machine sees such scripts and
     leaves the judgements that need a lease to run out to the battery's real-time checks.
     """
+    machine = _family_machine(impl)
+    if getattr(impl, "asynchronous", False):
+        # The same rules and properties; the clients are redis.asyncio ones and the operations
+        # coroutines, each run on its client's own loop (contend.schedule.async_gate).
+        machine = type(machine.__name__, (machine,), {"asynchronous": True})
+    return machine
+
+
+def _family_machine(impl: Any) -> type[ScheduledMachine]:
     if impl.family == "registry":
         dbs = SEED_LAYOUT_DBS if impl.name.startswith("seed_layout") else ()
         return registry.machine_for(impl.factory, dbs=dbs, name=impl.name)

@@ -127,7 +127,7 @@ class RegistryMachine(ScheduledMachine):
             self.fail(TABLES_AGREE, f"{who} {label} = {text!r}, but {text!r} has id {self.ids[text]}")
 
     def check_quiescent(self) -> None:
-        reader = self.registries[0]
+        reader = self.harness_object(lambda conn: type(self).factory(conn, self.ns.prefix))
         for name in NAMES:  # a crashed client's registration may or may not have taken effect
             if name not in self.ids and (ident := reader.lookup(name)) is not None:
                 self.ids[name] = ident

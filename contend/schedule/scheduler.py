@@ -379,6 +379,9 @@ class Scheduler:
             if client.status in (Status.READY, Status.SLEEPING):
                 self.crash(client.index)
         for client in self.clients:
+            if client.aloop is not None and client.connection is not None:
+                self._disconnect(client)  # on its own loop, before the loop closes
+        for client in self.clients:
             client._submit(None)
         self._closed = True
         gate.uninstall()

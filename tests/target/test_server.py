@@ -136,7 +136,10 @@ def test_lookup_order(tmp_path, monkeypatch):
 
 ORPHAN_SCRIPT = textwrap.dedent(
     """
-    import sys, time
+    import signal, sys, time
+    # Ctrl-C as on a terminal, whatever this test's process left behind (a process that ignores
+    # SIGINT passes SIG_IGN on to its children, and Python then installs no KeyboardInterrupt).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from contend.target.server import EmbeddedRedis
     server = EmbeddedRedis().start()
     print(server.pid, server.dir, flush=True)

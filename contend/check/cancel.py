@@ -1,0 +1,199 @@
+"""Cancellation, the fault async code adds: a lock's operation cancelled at every await.
+
+For each round trip of an uncontended `release()` and `acquire()`, and for each place a
+cancellation can land there (before the command is sent; after it is sent, while the
+reply is awaited), the operation's task is cancelled under the scheduler
+(contend.schedule.async_gate). Then, as a running program would:
+
+* the holder's event loop finishes what it still has to do (a shielded delete goes on
+  after its caller is cancelled: real loops keep running);
+* the holder, still alive, calls `release()` again (what a `finally` or a retry does;
+  it may refuse: the lease may be gone already);
+* another client must get the lock: at once after a cancelled release, and within a
+  few TTLs after a cancelled acquire (a cancelled acquire whose SET went through is a
+  lease nobody knows it holds, as after a crash).
+
+A lease still held after that is one nobody can free but its TTL, or ever without one:
+redis-py issue #3847 (the token cleared before the compare-and-delete was awaited).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+import redis.asyncio
+
+from contend.check.faults import FAULT_TTL, key_state
+from contend.check.framework import Check, CheckContext, CheckFailed
+from contend.check.protocols import granted
+from contend.impl.catalog import CRASH_LIVENESS
+from contend.schedule.async_gate import CancelAt
+from contend.schedule.scheduler import OperationResult, Scheduler
+
+#: Round trips an uncontended acquire or release may take before the check gives up counting.
+MAX_ROUND_TRIPS = 20
+WHERE = (CancelAt.BEFORE_SEND, CancelAt.AFTER_SEND)
+
+
+def cancel_check(ctx: CheckContext) -> str:
+    """Cancel release() and acquire() at every round trip, before and after the send; the lock
+    must still be free for others (at once, or within a few TTLs after an acquire)."""
+    ttl = ctx.ttl(FAULT_TTL)
+    tried = 0
+    counts = {}
+    for operation in ("release", "acquire"):
+        counts[operation] = _round_trips(ctx, operation, ttl)
+        for k in range(1, counts[operation] + 1):
+            for where in WHERE:
+                _scenario(ctx, operation, k, counts[operation], where, ttl)
+                tried += 1
+    return (
+        f"{tried} cancellations (release: {counts['release']} round trip(s), acquire: {counts['acquire']}, "
+        "each before the send and while the reply was awaited): the lock stayed free for others"
+    )
+
+
+def _scenario(ctx: CheckContext, operation: str, k: int, steps: int, where: CancelAt, ttl: int) -> None:
+    key = ctx.namespace.key("cancel", operation, k, where.name.lower())
+    with _clients(ctx, 2) as (s, conns):
+        holder = ctx.factory(conns[0], key, ttl)
+        other = ctx.factory(conns[1], key, ttl)
+        if operation == "release" and not granted(
+            _run(s, 0, lambda: holder.acquire(blocking=False), "acquire()").value
+        ):
+            raise CheckFailed(f"an uncontended acquire of {key} was refused")
+        label = f"{operation}()"
+        s.start(0, _operation(holder, operation), label)
+        for _ in range(k - 1):
+            if s.idle(0):
+                return  # fewer round trips this time: nothing to cancel at k
+            s.step(0)
+        if s.idle(0):
+            return
+        s.cancel(0, where)
+        if not s.idle(0):  # the code caught the cancellation and carried on: let it finish
+            _finish(s, 0)
+        _run(s, 0, _drain, "the loop finishes its background tasks")
+        again = _run(s, 0, lambda: holder.release(), "release() again")
+        if again.error is not None:
+            s.note(f"c0 release() again raised {type(again.error).__name__}: {again.error}")
+        where_text = f"{label} cancelled {where.value}, at round trip {k} of {steps}"
+        if operation == "release":
+            got = _run(s, 1, lambda: other.acquire(blocking=False), "another client's acquire()")
+            if not granted(got.value):
+                left = key_state(ctx.namespace.client, key)
+                raise CheckFailed(
+                    f"{where_text}; the holder's loop ran on and it called release() again, yet another "
+                    f"client could not acquire: the lease is orphaned, held until its TTL runs out with "
+                    f"nobody able to release it (left behind: {left}):\n{_indent(s.format_trace())}"
+                )
+            return
+        trace = s.format_trace()
+    _must_free_within(ctx, key, ttl, where_text, trace)
+
+
+def _must_free_within(ctx: CheckContext, key: str, ttl: int, where_text: str, trace: str) -> None:
+    """After a cancelled acquire, another client gets the lock within a few TTLs (real time)."""
+    bound = ttl * 3 / 1000 + 0.5
+
+    async def wait() -> bool:
+        conn = redis.asyncio.Redis.from_url(ctx.target.url)
+        try:
+            lock = ctx.factory(conn, key, ttl)
+            got = granted(await lock.acquire(blocking=True, timeout=bound))
+            if got:
+                with contextlib.suppress(Exception):
+                    await lock.release()
+            return got
+        finally:
+            await conn.aclose()
+
+    start = time.monotonic()
+    if not asyncio.run(wait()):
+        raise CheckFailed(
+            f"{where_text}; another client waited {time.monotonic() - start:.1f} s "
+            f"({bound / (ttl / 1000):.1f} TTLs) in vain (left behind: {key_state(ctx.namespace.client, key)}):"
+            f"\n{_indent(trace)}"
+        )
+
+
+def _round_trips(ctx: CheckContext, operation: str, ttl: int) -> int:
+    """Round trips of an uncontended acquire or release, counted on a warmed-up lock (scripts loaded)."""
+    counted = 0
+    for i in range(2):
+        counted = _count_once(ctx, ctx.namespace.key("cancel-count", operation, i), operation, ttl)
+    return max(1, min(counted, MAX_ROUND_TRIPS))
+
+
+def _count_once(ctx: CheckContext, key: str, operation: str, ttl: int) -> int:
+    with _clients(ctx, 1) as (s, conns):
+        lock = ctx.factory(conns[0], key, ttl)
+        if operation == "release":
+            _run(s, 0, lambda: lock.acquire(blocking=False), "acquire()")
+        before = len([t for t in s.trace if t.sent])
+        _run(s, 0, _operation(lock, operation), f"{operation}()")
+        counted = len([t for t in s.trace if t.sent]) - before
+        _run(s, 0, lambda: lock.release(), "release()")
+    return counted
+
+
+def _operation(lock: Any, operation: str) -> Callable[[], Any]:
+    """The operation under test: release(), or an acquire that does not wait."""
+    if operation == "release":
+        return lambda: lock.release()
+    return lambda: lock.acquire(blocking=False)
+
+
+@contextlib.contextmanager
+def _clients(ctx: CheckContext, n: int) -> Any:
+    """A scheduler with `n` async clients, each a redis.asyncio.Redis of its own."""
+    ctx.check_abandoned()
+    with Scheduler() as s:
+        conns = [redis.asyncio.Redis.from_url(ctx.target.url) for _ in range(n)]
+        for conn in conns:
+            s.add_client(connection=conn)
+        yield s, conns
+
+
+def _run(s: Scheduler, index: int, operation: Callable[[], Any], label: str = "") -> OperationResult:
+    """Start `operation` on client `index` and step it alone to its end."""
+    s.start(index, operation, label or getattr(operation, "__name__", "operation"))
+    _finish(s, index)
+    return s.clients[index].outcome
+
+
+def _finish(s: Scheduler, index: int, max_steps: int = 500) -> None:
+    for _ in range(max_steps):
+        if s.idle(index) or index not in s.runnable():
+            return
+        s.step(index)
+    raise CheckFailed(
+        f"{s.clients[index].name} {s.clients[index].operation} did not end in {max_steps} steps"
+    )
+
+
+async def _drain() -> None:
+    """Let the client's loop finish the tasks still pending on it (a shielded delete), as a
+    running program's loop would; bounded in virtual time."""
+    me = asyncio.current_task()
+    pending = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+    if pending:
+        await asyncio.wait(pending, timeout=30)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+CANCEL = Check(
+    "cancel",
+    "a task cancelled at every round trip of release() and acquire(), before and after the send",
+    cancel_check,
+    CRASH_LIVENESS,
+    needs=CRASH_LIVENESS,
+)
