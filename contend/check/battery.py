@@ -363,7 +363,12 @@ def run_battery(
                 dbs=subject.dbs,
                 other_urls=run_namespace.other_urls,
             )
-            ctx = CheckContext(target, ns, subject.factory, options, subject.dbs, subject)
+            sized = options
+            if subject.asynchronous and row.failed:
+                # Already caught (by the cancel check, say): no long hunt by the state machine,
+                # which has no cancellation rule and cannot find what cancellation breaks.
+                sized = replace(options, hunt_examples=options.schedule_examples)
+            ctx = CheckContext(target, ns, subject.factory, sized, subject.dbs, subject)
             try:
                 result = run_check(check, ctx, stop, left)
             except BaseException:  # interrupted: the row says so

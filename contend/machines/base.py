@@ -60,7 +60,7 @@ def _async_connection(target: Target) -> Any:
     import redis.asyncio
 
     options = dict(ASYNC_CLIENT_OPTIONS)
-    try:  # redis-py 7+: no maintenance notifications to set up on each new connection
+    try:  # redis-py 7+: no maintenance notifications to set up on each new connection (a round trip)
         from redis.maint_notifications import MaintNotificationsConfig
 
         options["maint_notifications_config"] = MaintNotificationsConfig(enabled=False)
@@ -69,9 +69,8 @@ def _async_connection(target: Target) -> Any:
     return redis.asyncio.Redis.from_url(target.url, **options)
 
 
-#: A scheduled async client's options: the shortest handshake (no CLIENT SETINFO, no maintenance
-#: notifications to set up), since every example makes its clients anew on new loops.
-ASYNC_CLIENT_OPTIONS: dict[str, Any] = {"lib_name": None, "lib_version": None}
+#: A scheduled async client's options (every example makes its clients anew, on new loops).
+ASYNC_CLIENT_OPTIONS: dict[str, Any] = {}
 
 
 class _SyncView:
