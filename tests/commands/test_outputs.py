@@ -245,7 +245,9 @@ def test_the_junit_file_of_a_whole_catalog_check_reads_back(tmp_path, capsys):
     expected = sum(len(r["checks"]) for r in rows) + sum(r["known_bad"] for r in rows)
     assert suite.tests == expected and len(list(suite)) == expected
     classes = {case.classname for case in suite}
-    assert classes == {f"contend.check.{r['family']}.{r['implementation']}" for r in rows}
+    assert classes == {
+        f"contend.check.{r['family']}.{r['implementation']}" for r in rows if r["checks"] or r["known_bad"]
+    }
     correct_failures = sum(c["status"] == "fail" for r in rows if not r["known_bad"] for c in r["checks"])
     uncaught = sum(r["known_bad"] and r["verdict"] == "NOT CAUGHT" for r in rows)
     assert suite.failures == correct_failures + uncaught
