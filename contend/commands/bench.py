@@ -11,6 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from contend import exitcodes
+from contend.benchmarks.gate import GateBench, bench_gate
 from contend.benchmarks.locks import LockBench, bench_locks
 from contend.benchmarks.registry import RegistryBench, bench_registry
 from contend.ci.document import document
@@ -21,9 +22,9 @@ from contend.commands.progress import Reporter
 from contend.exitcodes import ExitCode
 from contend.target.target import open_target
 
-FAMILIES = ("registry", "lock")
+FAMILIES = ("registry", "lock", "gate")
 #: Concurrent clients when --clients is not given.
-DEFAULT_CLIENTS = {"registry": 16, "lock": 8}
+DEFAULT_CLIENTS = {"registry": 16, "lock": 8, "gate": 1}
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -41,7 +42,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "family",
         type=renamed_value({"locks": "lock"}, "contend bench"),
         choices=FAMILIES,
-        help="what to measure: registry or lock",
+        help="what to measure: registry or lock (each implementation against raw round trips), or "
+        "gate (the scheduler's cost per round trip, sync and asyncio clients)",
     )
     add_renamed(
         parser,
@@ -73,7 +75,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     resolve_outputs(args)
     out = report_console(args, out, err)
     clients = args.clients or DEFAULT_CLIENTS[args.family]
-    result: RegistryBench | LockBench
+    result: RegistryBench | LockBench | GateBench
     with open_target(args.redis_url, args.redis_server) as target:
         out.print(escape(f"contend bench {args.family} on {target.description}"), soft_wrap=True)
         client = target.client()
@@ -85,7 +87,9 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                     progress.finished(f"measuring {what}")
                     progress.working(what)
 
-                if args.family == "lock":
+                if args.family == "gate":
+                    result = bench_gate(target, on_step=step)
+                elif args.family == "lock":
                     result = bench_locks(
                         target,
                         run_ns,
@@ -105,6 +109,11 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         finally:
             run_ns.cleanup()
             client.close()
+    if isinstance(result, GateBench):
+        out.print(gate_table(result))
+        figures = {**asdict(result), "ratios": result.ratios()}
+        write_document(args.json, document("bench", ExitCode.OK, "measured", family=args.family, **figures))
+        return ExitCode.OK
     if isinstance(result, LockBench):
         out.print(locks_table(result))
         for line in lock_targets(result):
@@ -114,6 +123,28 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     figures = asdict(result)
     write_document(args.json, document("bench", ExitCode.OK, "measured", family=args.family, **figures))
     return ExitCode.OK
+
+
+def gate_table(result: GateBench) -> Table:
+    """Microseconds per round trip, raw and under the scheduler, and the ratios."""
+    table = Table(
+        title="one PING round trip, alone and under the scheduler (median of alternating slices)",
+        title_justify="left",
+    )
+    table.add_column("client", style="bold")
+    table.add_column("raw µs", justify="right")
+    table.add_column("gated µs", justify="right")
+    table.add_column("gated / raw", justify="right")
+    table.add_column("overhead µs", justify="right")
+    for label, raw, gated in (
+        ("redis-py", "sync_raw", "sync_gated"),
+        ("redis.asyncio", "async_raw", "async_gated"),
+    ):
+        r, g = result.median(raw) * 1e6, result.median(gated) * 1e6
+        table.add_row(label, f"{r:.0f}", f"{g:.0f}", f"{g / r:.2f}", f"{g - r:.0f}")
+    ratio = result.ratios()["async gate overhead / sync gate overhead"]
+    table.caption = f"the async gate's overhead is {ratio:.2f}× the sync gate's"
+    return table
 
 
 def registry_table(result: RegistryBench) -> Table:

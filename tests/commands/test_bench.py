@@ -29,3 +29,14 @@ def test_bench_registry_reports_ratios(capsys, tmp_path):
 def test_bench_locks_reports_the_token_target(capsys):
     assert main(["bench", "lock", "--duration", "0.2", "--clients", "2"]) == 0
     assert "target ≥ 0.45×" in capsys.readouterr().out
+
+
+def test_bench_gate_prints_both_gates_as_ratios_in_one_run(capsys, tmp_path):
+    path = tmp_path / "gate.json"
+    assert main(["bench", "gate", "--json", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "redis-py" in out and "redis.asyncio" in out and "the async gate's overhead is" in out
+    doc = json.loads(path.read_text())
+    assert doc["family"] == "gate" and len(doc["sync_raw"]) == len(doc["async_gated"]) == 5
+    ratios = doc["ratios"]
+    assert ratios["sync gated / sync raw"] > 1 and ratios["async gated / async raw"] > 1, "a gate costs something"
