@@ -5,6 +5,7 @@ from typing import Any
 from contend.impl.catalog import SEED_LAYOUT_DBS
 from contend.machines import locks, registry, single_flight
 from contend.machines.base import ScheduledMachine
+from contend.machines.cancelling import CANCEL_RULES
 
 
 def family_machine(impl: Any) -> type[ScheduledMachine]:
@@ -18,7 +19,8 @@ def family_machine(impl: Any) -> type[ScheduledMachine]:
     if getattr(impl, "asynchronous", False):
         # The same rules and properties; the clients are redis.asyncio ones and the operations
         # coroutines, each run on its client's own loop (contend.schedule.async_gate).
-        machine = type(machine.__name__, (machine,), {"asynchronous": True})
+        extra = CANCEL_RULES if impl.family in ("lock", "semaphore") else {}
+        machine = type(machine.__name__, (machine,), {"asynchronous": True, **extra})
     return machine
 
 

@@ -1,7 +1,8 @@
 """How reliably and how fast the state machines catch each known-bad implementation.
 
 `python -m contend.hunt` runs every family's machine over every known-bad
-implementation with `--runs` different Hypothesis seeds and reports, per
+implementation, synchronous and async (whose lock machines also cancel releases),
+with `--runs` different Hypothesis seeds and reports, per
 implementation: how many runs caught it, the median and worst time to the
 first failure (generation only), and the size of the shrunk counterexample
 (clients involved, round trips) from one run with shrinking.
@@ -18,7 +19,7 @@ from typing import Any
 
 from hypothesis.stateful import run_state_machine_as_test
 
-from contend.impl.catalog import IMPLEMENTATIONS, Implementation
+from contend.impl.catalog import ASYNC_IMPLEMENTATIONS, IMPLEMENTATIONS, Implementation
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
@@ -91,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-examples", type=int, default=2000, help="examples per run before giving up")
     parser.add_argument("--only", action="append", help="only this implementation (repeatable)")
     args = parser.parse_args(argv)
-    chosen: list[Any] = [i for i in IMPLEMENTATIONS if i.known_bad and (not args.only or i.name in args.only)]
+    every = [*IMPLEMENTATIONS, *ASYNC_IMPLEMENTATIONS]
+    chosen: list[Any] = [i for i in every if i.known_bad and (not args.only or i.name in args.only)]
     with open_target() as target:
         print(f"hunting on {target.description}")
         for impl in chosen:

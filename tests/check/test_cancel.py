@@ -40,3 +40,20 @@ def test_a_token_cleared_before_the_delete_is_awaited_is_caught(capsys, selector
     assert "release() cancelled before its command is sent, at round trip 1 of 1" in out
     assert f"release() again raised {raised}" in out and "the lease is orphaned" in out
     assert "c0 cancelled before its command is sent" in out, "the trace shows where the cancellation landed"
+
+
+def test_the_state_machine_cancels_releases_too_and_replays_what_it_found(capsys):
+    spec = ["--impl", "tests.fixtures.async_foreign.redispy_lock_3847:make", "--kind", "lock"]
+    assert main(["check", *spec, "--check", "schedule"]) == 1
+    out = capsys.readouterr().out
+    flat = " ".join(out.split())
+    assert "release() was cancelled before its command is sent" in flat and "2 client(s)" in flat
+    replay = next(line.split("--replay ")[1].strip() for line in out.splitlines() if "--replay" in line)
+    assert main(["check", *spec, "--replay", replay]) == 1
+    assert "the lease is orphaned" in capsys.readouterr().out
+
+
+def test_an_async_check_then_set_registry_is_caught_by_the_interleaving(capsys):
+    assert main(["check", "--only", "async_check_then_set", "--no-shrink"]) == 0  # caught: as expected
+    out = " ".join(capsys.readouterr().out.split())
+    assert "async_check_then_set (known-bad)" in out and "caught: safety" in out
