@@ -215,19 +215,34 @@ def ttl_resolution(factory: Callable[..., Any]) -> int:
 
 def is_async(factory: Callable[..., Any], kind: str) -> bool:
     """Are the protocol's methods of what `factory` makes coroutines (code for redis.asyncio)?
-    Found on an object built with an unconnected redis.asyncio client: nothing is sent."""
+    Found on an object built with an unconnected client, nothing sent: a synchronous one first
+    (what most factories take, and one a library may keep for later), then an asyncio one for a
+    factory that refuses a synchronous client."""
     import inspect
 
     import redis.asyncio
 
     method = {"registry": "register", "single_flight": "call"}.get(kind, "acquire")
-    client = redis.asyncio.Redis()
-    try:
-        obj = (
-            factory(client, "contend:probe")
-            if kind == "registry"
-            else factory(client, "contend:probe", 10_000)
-        )
-    except Exception:  # it wants a synchronous client, or something else: the sync battery says what
-        return False
-    return inspect.iscoroutinefunction(getattr(obj, method, None))
+    for client in (redis.Redis(), redis.asyncio.Redis()):
+        try:
+            obj = (
+                factory(client, "contend:probe")
+                if kind == "registry"
+                else factory(client, "contend:probe", 10_000)
+            )
+        except Exception:  # it wants another client, or something else: the battery will say what
+            continue
+        _forget_scripts(obj, client)
+        return inspect.iscoroutinefunction(getattr(obj, method, None))
+    return False
+
+
+def _forget_scripts(obj: Any, client: Any) -> None:
+    """Undo what building `obj` with the probe client cached on its classes: redis-py's Lock (sync
+    and asyncio alike) registers its scripts once per class with the first client it is given, and
+    a script of the wrong flavour would stay there for every later lock of that class."""
+    held = [obj, *getattr(obj, "__dict__", {}).values()]  # an adapter holds the library's lock
+    for cls in {c for o in held for c in type(o).__mro__}:
+        for name, value in list(vars(cls).items()):
+            if getattr(value, "registered_client", None) is client:
+                setattr(cls, name, None)

@@ -53,8 +53,10 @@ def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
     lock = self.locks[index]
     self.run_alone(index, _drain, "the loop finishes its background tasks")
     self.run_alone(index, lock.release, "release() again")
-    if CRASH_LIVENESS not in self.claims or self.valid_holders() or self.reads_server_clock:
+    if CRASH_LIVENESS not in self.claims or self.reads_server_clock:
         return
+    if (self.believers | self.crashed_holders) - {index}:
+        return  # another client holds (or may hold) a lease: the probe would say nothing
     if any(label.startswith("acquire") for i, label in self.in_flight.items() if i != index):
         return  # another acquire may hold the key already: the probe would say nothing
     if not self.probe_acquires():

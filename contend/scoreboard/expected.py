@@ -66,6 +66,22 @@ LIMITATIONS: dict[str, tuple[tuple[str, bool], ...]] = {
             False,
         ),
     ),
+    "redis-py-asyncio": (
+        (
+            'no fencing token: "It\'s left to the user to resolve deadlock issues" (redis/asyncio/lock.py)',
+            True,
+        ),
+        (
+            "judged by the async battery only so far: the state machine (with cancelled releases) and "
+            "the cancel check; the real-time checks (bursts, expiry, crashes) are synchronous",
+            False,
+        ),
+        (
+            "a release cancelled while it awaits the compare-and-delete keeps the token (PR #3900, the "
+            "fix of issue #3847) but does not shield the delete: the caller must release again",
+            False,
+        ),
+    ),
     "python-redis-lock": (
         ("no fencing token", True),
         ("leases are whole seconds (`int(expire)`); without `expire` a crashed holder's lock stays", True),

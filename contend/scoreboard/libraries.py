@@ -78,6 +78,14 @@ LIBRARIES: tuple[Library, ...] = (
         configuration="`client.lock(name, timeout=ttl, sleep=0.005)`, thread-local token (the default)",
     ),
     Library(
+        "redis-py-asyncio",
+        "redis-py asyncio Lock",
+        "redis",
+        "contend.adapters.redis_py_async:factory",
+        configuration="`redis.asyncio` client, `client.lock(name, timeout=ttl, sleep=0.005)`: coroutines, "
+        "judged by the async battery (cancellation included)",
+    ),
+    Library(
         "python-redis-lock",
         "python-redis-lock",
         "python-redis-lock",

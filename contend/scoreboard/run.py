@@ -14,8 +14,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from contend.check.battery import BATTERIES, ResultRow, Subject, run_battery
+from contend.check.battery import ASYNC_BATTERIES, BATTERIES, ResultRow, Subject, run_battery
 from contend.check.framework import FAIL, INCONCLUSIVE, CheckOptions, CheckResult
+from contend.check.protocols import is_async
 from contend.check.schedule import SCHEDULE
 from contend.impl.catalog import BAD_INPUT, PROGRESS
 from contend.scoreboard.expected import Finding, expected_failures
@@ -104,6 +105,7 @@ def subject_for(library: Library, factory: Callable[..., object]) -> Subject:
         claims=library.claims,
         selector=("--lib", library.key),
         command=("contend", "scoreboard"),
+        asynchronous=is_async(factory, "lock"),
     )
 
 
@@ -111,7 +113,11 @@ def checks_for(library: Library, replay: str | None) -> list[str]:
     """The checks a row runs (only the schedule check when replaying one of its examples)."""
     if replay:
         return [SCHEDULE.name]
-    return [c.name for c in BATTERIES["lock"] if c.name not in SKIPPED_CHECKS and c.prop != BAD_INPUT]
+    return [
+        c.name
+        for c in (*BATTERIES["lock"], *ASYNC_BATTERIES["lock"])
+        if c.name not in SKIPPED_CHECKS and c.prop != BAD_INPUT
+    ]
 
 
 @contextlib.contextmanager
