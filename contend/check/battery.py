@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from contend.check.async_burst import ASYNC_LOCK_BURST, ASYNC_REGISTRY_BURST
 from contend.check.cancel import CANCEL
 from contend.check.framework import (
     FAIL,
@@ -51,11 +52,12 @@ BATTERIES: dict[str, list[Check]] = {
     "semaphore": [*SEMAPHORE_CHECKS, SCHEDULE],
     "single_flight": [*SINGLE_FLIGHT_CHECKS, SCHEDULE],
 }
-#: The checks of async implementations (coroutine methods on redis.asyncio clients): cancellation,
-#: and the family's state machine with async clients. The real-time checks are sync-only so far.
+#: The checks of async implementations (coroutine methods on redis.asyncio clients): bursts of tasks,
+#: cancellation, and the family's state machine with async clients (which cancels releases too).
+#: The other real-time checks (expiry, crashes, skew) are sync-only so far.
 ASYNC_BATTERIES: dict[str, list[Check]] = {
-    "registry": [SCHEDULE],
-    "lock": [CANCEL, SCHEDULE],
+    "registry": [ASYNC_REGISTRY_BURST, SCHEDULE],
+    "lock": [ASYNC_LOCK_BURST, CANCEL, SCHEDULE],
     "semaphore": [CANCEL, SCHEDULE],
     "single_flight": [SCHEDULE],
 }

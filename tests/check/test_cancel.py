@@ -57,3 +57,16 @@ def test_an_async_check_then_set_registry_is_caught_by_the_interleaving(capsys):
     assert main(["check", "--only", "async_check_then_set", "--no-shrink"]) == 0  # caught: as expected
     out = " ".join(capsys.readouterr().out.split())
     assert "async_check_then_set (known-bad)" in out and "caught: safety" in out
+
+
+def test_async_bursts_gather_pre_connected_clients(capsys):
+    assert (
+        main(
+            ["check", "--only", "async_token", "--only", "async_lua", "--check", "burst"]
+            + ["--check", "burst-one-name"]
+        )
+        == 0
+    )
+    assert main(["check", "--only", "async_check_then_set", "--check", "burst-one-name"]) == 0  # caught
+    out = " ".join(capsys.readouterr().out.split())
+    assert "tasks registering 'hot-0' at once" in out and "raised RegistrationError" in out
