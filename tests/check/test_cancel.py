@@ -56,7 +56,7 @@ def test_the_state_machine_cancels_releases_too_and_replays_what_it_found(capsys
 def test_an_async_check_then_set_registry_is_caught_by_the_interleaving(capsys):
     assert main(["check", "--only", "async_check_then_set", "--no-shrink"]) == 0  # caught: as expected
     out = " ".join(capsys.readouterr().out.split())
-    assert "async_check_then_set (known-bad)" in out and "caught: safety" in out
+    assert "all as expected: 0 correct passed, 1 known-bad caught" in out
 
 
 def test_async_bursts_gather_pre_connected_clients(capsys):
