@@ -232,15 +232,19 @@ def is_async(factory: Callable[..., Any], kind: str) -> bool:
             )
         except Exception:  # it wants another client, or something else: the battery will say what
             continue
-        _forget_scripts(obj, client)
-        return inspect.iscoroutinefunction(getattr(obj, method, None))
+        found = inspect.iscoroutinefunction(getattr(obj, method, None))
+        if found != isinstance(client, redis.asyncio.Redis):
+            _forget_scripts(obj, client)  # scripts of the wrong flavour cached for later objects
+        return found
     return False
 
 
 def _forget_scripts(obj: Any, client: Any) -> None:
-    """Undo what building `obj` with the probe client cached on its classes: redis-py's Lock (sync
-    and asyncio alike) registers its scripts once per class with the first client it is given, and
-    a script of the wrong flavour would stay there for every later lock of that class."""
+    """Undo what building `obj` with a probe client of the other flavour cached on its classes:
+    redis-py's Lock (sync and asyncio alike) registers its scripts once per class with the first
+    client it is given, and a synchronous Script would stay there for every later async lock.
+    (Scripts of the right flavour stay: a library may guard its own cache, as python-redis-lock
+    does with a module global, and they are called with each lock's own client.)"""
     held = [obj, *getattr(obj, "__dict__", {}).values()]  # an adapter holds the library's lock
     for cls in {c for o in held for c in type(o).__mro__}:
         for name, value in list(vars(cls).items()):
