@@ -62,8 +62,17 @@ def test_an_async_check_then_set_registry_is_caught_by_the_interleaving(capsys):
 def test_async_bursts_gather_pre_connected_clients(capsys):
     assert (
         main(
-            ["check", "--only", "async_token", "--only", "async_lua", "--check", "burst"]
-            + ["--check", "burst-one-name"]
+            [
+                "check",
+                "--only",
+                "async_token",
+                "--only",
+                "async_lua",
+                "--check",
+                "burst",
+                "--check",
+                "burst-one-name",
+            ]
         )
         == 0
     )
