@@ -1,4 +1,5 @@
-"""Cancellation in the lock machine, for async implementations (issue #3847's kind of bug).
+"""Cancellation in the lock and registry machines, for async implementations (issue #3847's
+kind of bug, and a registration cancelled half-way).
 
 `CANCEL_RULES` are added to the LockMachine of an async lock or semaphore (and only
 there: a synchronous machine's rules, and so its explored examples, stay as they were).
@@ -76,5 +77,37 @@ async def _drain() -> None:
         await asyncio.wait(pending, timeout=30)
 
 
+def _registering(machine: Any) -> list[int]:
+    """Clients in the middle of a register(), at a round trip or asleep."""
+    return [
+        i
+        for i, label in machine.in_flight.items()
+        if label.startswith("register(")
+        and machine.scheduler.clients[i].status in (Status.READY, Status.SLEEPING)
+    ]
+
+
+@precondition(lambda self: bool(_registering(self)))
+@rule(which=st.integers(0, 3), while_awaiting_reply=st.booleans())
+def cancel_register(self: Any, which: int, while_awaiting_reply: bool) -> None:
+    """Cancel a registering client's task at its next await. Its registration may or may not have
+    taken effect, as after a crash, but the client lives on; what it left behind must still be ids
+    1..n with tables that agree (checked when nothing is in flight)."""
+    candidates = _registering(self)
+    index = candidates[which % len(candidates)]
+    client = self.scheduler.clients[index]
+    if client.status is Status.SLEEPING:
+        where = CancelAt.SLEEPING
+    else:
+        where = CancelAt.AFTER_SEND if while_awaiting_reply else CancelAt.BEFORE_SEND
+    self.before_step(index)
+    self.scheduler.cancel(index, where)
+    self._after_progress(index)
+    if index not in self.in_flight:
+        self.run_alone(index, _drain, "the loop finishes its background tasks")
+
+
 #: The rules an async lock machine has on top of the LockMachine's.
 CANCEL_RULES: dict[str, Any] = {"cancel_release": cancel_release}
+#: The rules an async registry machine has on top of the RegistryMachine's.
+REGISTRY_CANCEL_RULES: dict[str, Any] = {"cancel_register": cancel_register}

@@ -5,7 +5,7 @@ from typing import Any
 from contend.impl.catalog import SEED_LAYOUT_DBS
 from contend.machines import locks, registry, single_flight
 from contend.machines.base import ScheduledMachine
-from contend.machines.cancelling import CANCEL_RULES
+from contend.machines.cancelling import CANCEL_RULES, REGISTRY_CANCEL_RULES
 
 
 def family_machine(impl: Any) -> type[ScheduledMachine]:
@@ -19,7 +19,9 @@ def family_machine(impl: Any) -> type[ScheduledMachine]:
     if getattr(impl, "asynchronous", False):
         # The same rules and properties; the clients are redis.asyncio ones and the operations
         # coroutines, each run on its client's own loop (contend.schedule.async_gate).
-        extra = CANCEL_RULES if impl.family in ("lock", "semaphore") else {}
+        extra = {"lock": CANCEL_RULES, "semaphore": CANCEL_RULES, "registry": REGISTRY_CANCEL_RULES}.get(
+            impl.family, {}
+        )
         machine = type(machine.__name__, (machine,), {"asynchronous": True, **extra})
     return machine
 
