@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from contend.check.async_burst import ASYNC_LOCK_BURST, ASYNC_REGISTRY_BURST
+from contend.check.async_faults import ASYNC_CRASH, ASYNC_EXPIRY
 from contend.check.cancel import CANCEL
 from contend.check.framework import (
     FAIL,
@@ -54,10 +55,11 @@ BATTERIES: dict[str, list[Check]] = {
 }
 #: The checks of async implementations (coroutine methods on redis.asyncio clients): bursts of tasks,
 #: cancellation, and the family's state machine with async clients (which cancels releases too).
-#: The other real-time checks (expiry, crashes, skew) are sync-only so far.
+#: Locks also get expiry and crashes (the holder's task held or killed at a round trip); skew,
+#: fencing and the model check are sync-only so far.
 ASYNC_BATTERIES: dict[str, list[Check]] = {
     "registry": [ASYNC_REGISTRY_BURST, SCHEDULE],
-    "lock": [ASYNC_LOCK_BURST, CANCEL, SCHEDULE],
+    "lock": [ASYNC_LOCK_BURST, ASYNC_EXPIRY, ASYNC_CRASH, CANCEL, SCHEDULE],
     "semaphore": [CANCEL, SCHEDULE],
     "single_flight": [SCHEDULE],
 }

@@ -47,7 +47,7 @@ def cancel_check(ctx: CheckContext) -> str:
     tried = 0
     counts = {}
     for operation in ("release", "acquire"):
-        counts[operation] = _round_trips(ctx, operation, ttl)
+        counts[operation] = round_trips(ctx, operation, ttl)
         for k in range(1, counts[operation] + 1):
             for where in WHERE:
                 _scenario(ctx, operation, k, counts[operation], where, ttl)
@@ -60,15 +60,15 @@ def cancel_check(ctx: CheckContext) -> str:
 
 def _scenario(ctx: CheckContext, operation: str, k: int, steps: int, where: CancelAt, ttl: int) -> None:
     key = ctx.namespace.key("cancel", operation, k, where.name.lower())
-    with _clients(ctx, 2) as (s, conns):
+    with scheduled_clients(ctx, 2) as (s, conns):
         holder = ctx.factory(conns[0], key, ttl)
         other = ctx.factory(conns[1], key, ttl)
         if operation == "release" and not granted(
-            _run(s, 0, lambda: holder.acquire(blocking=False), "acquire()").value
+            run_to_end(s, 0, lambda: holder.acquire(blocking=False), "acquire()").value
         ):
             raise CheckFailed(f"an uncontended acquire of {key} was refused")
         label = f"{operation}()"
-        s.start(0, _operation(holder, operation), label)
+        s.start(0, lock_operation(holder, operation), label)
         for _ in range(k - 1):
             if s.idle(0):
                 return  # fewer round trips this time: nothing to cancel at k
@@ -77,27 +77,27 @@ def _scenario(ctx: CheckContext, operation: str, k: int, steps: int, where: Canc
             return
         s.cancel(0, where)
         if not s.idle(0):  # the code caught the cancellation and carried on: let it finish
-            _finish(s, 0)
-        _run(s, 0, _drain, "the loop finishes its background tasks")
-        again = _run(s, 0, lambda: holder.release(), "release() again")
+            finish(s, 0)
+        run_to_end(s, 0, _drain, "the loop finishes its background tasks")
+        again = run_to_end(s, 0, lambda: holder.release(), "release() again")
         if again.error is not None:
             s.note(f"c0 release() again raised {type(again.error).__name__}: {again.error}")
         where_text = f"{label} cancelled {where.value}, at round trip {k} of {steps}"
         if operation == "release":
-            got = _run(s, 1, lambda: other.acquire(blocking=False), "another client's acquire()")
+            got = run_to_end(s, 1, lambda: other.acquire(blocking=False), "another client's acquire()")
             if not granted(got.value):
                 left = key_state(ctx.namespace.client, key)
                 raise CheckFailed(
                     f"{where_text}; the holder's loop ran on and it called release() again, yet another "
                     f"client could not acquire: the lease is orphaned, held until its TTL runs out with "
-                    f"nobody able to release it (left behind: {left}):\n{_indent(s.format_trace())}"
+                    f"nobody able to release it (left behind: {left}):\n{indent(s.format_trace())}"
                 )
             return
         trace = s.format_trace()
-    _must_free_within(ctx, key, ttl, where_text, trace)
+    must_free_within(ctx, key, ttl, where_text, trace)
 
 
-def _must_free_within(ctx: CheckContext, key: str, ttl: int, where_text: str, trace: str) -> None:
+def must_free_within(ctx: CheckContext, key: str, ttl: int, where_text: str, trace: str) -> None:
     """After a cancelled acquire, another client gets the lock within a few TTLs (real time)."""
     bound = ttl * 3 / 1000 + 0.5
 
@@ -118,11 +118,11 @@ def _must_free_within(ctx: CheckContext, key: str, ttl: int, where_text: str, tr
         raise CheckFailed(
             f"{where_text}; another client waited {time.monotonic() - start:.1f} s "
             f"({bound / (ttl / 1000):.1f} TTLs) in vain (left behind: {key_state(ctx.namespace.client, key)}):"
-            f"\n{_indent(trace)}"
+            f"\n{indent(trace)}"
         )
 
 
-def _round_trips(ctx: CheckContext, operation: str, ttl: int) -> int:
+def round_trips(ctx: CheckContext, operation: str, ttl: int) -> int:
     """Round trips of an uncontended acquire or release, counted on a warmed-up lock (scripts loaded)."""
     counted = 0
     for i in range(2):
@@ -131,18 +131,18 @@ def _round_trips(ctx: CheckContext, operation: str, ttl: int) -> int:
 
 
 def _count_once(ctx: CheckContext, key: str, operation: str, ttl: int) -> int:
-    with _clients(ctx, 1) as (s, conns):
+    with scheduled_clients(ctx, 1) as (s, conns):
         lock = ctx.factory(conns[0], key, ttl)
         if operation == "release":
-            _run(s, 0, lambda: lock.acquire(blocking=False), "acquire()")
+            run_to_end(s, 0, lambda: lock.acquire(blocking=False), "acquire()")
         before = len([t for t in s.trace if t.sent])
-        _run(s, 0, _operation(lock, operation), f"{operation}()")
+        run_to_end(s, 0, lock_operation(lock, operation), f"{operation}()")
         counted = len([t for t in s.trace if t.sent]) - before
-        _run(s, 0, lambda: lock.release(), "release()")
+        run_to_end(s, 0, lambda: lock.release(), "release()")
     return counted
 
 
-def _operation(lock: Any, operation: str) -> Callable[[], Any]:
+def lock_operation(lock: Any, operation: str) -> Callable[[], Any]:
     """The operation under test: release(), or an acquire that does not wait."""
     if operation == "release":
         return lambda: lock.release()
@@ -150,7 +150,7 @@ def _operation(lock: Any, operation: str) -> Callable[[], Any]:
 
 
 @contextlib.contextmanager
-def _clients(ctx: CheckContext, n: int) -> Any:
+def scheduled_clients(ctx: CheckContext, n: int) -> Any:
     """A scheduler with `n` async clients, each a redis.asyncio.Redis of its own."""
     ctx.check_abandoned()
     with Scheduler() as s:
@@ -160,14 +160,14 @@ def _clients(ctx: CheckContext, n: int) -> Any:
         yield s, conns
 
 
-def _run(s: Scheduler, index: int, operation: Callable[[], Any], label: str = "") -> OperationResult:
+def run_to_end(s: Scheduler, index: int, operation: Callable[[], Any], label: str = "") -> OperationResult:
     """Start `operation` on client `index` and step it alone to its end."""
     s.start(index, operation, label or getattr(operation, "__name__", "operation"))
-    _finish(s, index)
+    finish(s, index)
     return s.clients[index].outcome
 
 
-def _finish(s: Scheduler, index: int, max_steps: int = 500) -> None:
+def finish(s: Scheduler, index: int, max_steps: int = 500) -> None:
     for _ in range(max_steps):
         if s.idle(index) or index not in s.runnable():
             return
@@ -186,7 +186,7 @@ async def _drain() -> None:
         await asyncio.wait(pending, timeout=30)
 
 
-def _indent(text: str) -> str:
+def indent(text: str) -> str:
     return "\n".join("    " + line for line in text.splitlines())
 
 

@@ -1,4 +1,5 @@
-"""The cancel check: async locks cancelled at every round trip of release() and acquire()."""
+"""The async battery: bursts of tasks, stalls and crashes at a round trip, and cancellation at
+every round trip of release() and acquire()."""
 
 from __future__ import annotations
 
@@ -79,3 +80,17 @@ def test_async_bursts_gather_pre_connected_clients(capsys):
     assert main(["check", "--only", "async_check_then_set", "--check", "burst-one-name"]) == 0  # caught
     out = " ".join(capsys.readouterr().out.split())
     assert "tasks registering 'hot-0' at once" in out and "raised RegistrationError" in out
+
+
+@pytest.mark.parametrize(
+    ("factory", "check_name", "words"),
+    [
+        ("plain_del", "expiry", "its late release freed the successor's lease"),
+        ("no_ttl", "crash", "the holder crashed holding the lock"),
+    ],
+)
+def test_stalls_and_crashes_at_a_round_trip_catch_their_mutants(capsys, factory, check_name, words):
+    spec = ["--impl", f"tests.fixtures.async_foreign.mutants:{factory}", "--kind", "lock"]
+    assert main(["check", *spec, "--check", check_name]) == 1
+    assert words in " ".join(capsys.readouterr().out.split())
+    assert main(["check", "--only", "async_token", "--check", check_name]) == 0
