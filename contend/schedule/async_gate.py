@@ -13,6 +13,8 @@ Patched, only in scheduled client threads (others pass through untouched):
   round trip (a command, a pipeline, a MULTI/EXEC block), as in the sync gate; the
   connection handshake is not gated (`on_connect_check_health`).
 * `AbstractConnection.read_response`: the replies, for the trace.
+* `redis.asyncio.client.Redis.execute_command`: blocking pops (BLPOP, BRPOP, ...) become
+  polls on virtual time, as in the sync gate: the server is never left blocking.
 * `asyncio.sleep(d)` with d > 0: a virtual sleep (the scheduler's clock), as
   `time.sleep` is in the sync gate; `asyncio.sleep(0)` stays a plain yield to the loop.
 * The loop's clock (`loop.time()`) is the scheduler's virtual monotonic clock, so
@@ -68,6 +70,8 @@ def patch() -> None:
     _originals["send"] = conn_cls.send_packed_command
     _originals["read"] = conn_cls.read_response
     _originals["handshake"] = conn_cls.on_connect_check_health
+    _originals["execute"] = redis.asyncio.client.Redis.execute_command
+    redis.asyncio.client.Redis.execute_command = _polled_execute  # type: ignore[method-assign]
     conn_cls.send_packed_command = _gated_send  # type: ignore[method-assign]
     conn_cls.read_response = _recorded_read  # type: ignore[method-assign]
     conn_cls.on_connect_check_health = _ungated_handshake  # type: ignore[method-assign]
@@ -80,6 +84,7 @@ def unpatch() -> None:
     conn_cls.send_packed_command = _originals["send"]  # type: ignore[method-assign]
     conn_cls.read_response = _originals["read"]  # type: ignore[method-assign]
     conn_cls.on_connect_check_health = _originals["handshake"]  # type: ignore[method-assign]
+    redis.asyncio.client.Redis.execute_command = _originals["execute"]  # type: ignore[method-assign]
     asyncio.sleep = REAL_ASYNC_SLEEP
 
 
@@ -164,6 +169,27 @@ async def _ungated_handshake(self: Any, *args: Any, **kwargs: Any) -> Any:
         return await _originals["handshake"](self, *args, **kwargs)
     finally:
         gate._local.handshake = outer
+
+
+async def _polled_execute(self: Any, *args: Any, **options: Any) -> Any:
+    """A blocking pop of a scheduled client: one non-blocking pass, repeated after a virtual sleep
+    until it gets an element or the caller's timeout has passed in virtual time."""
+    execute = _originals["execute"]
+    name = str(args[0]).upper() if args else ""
+    if _scheduled() is None or name not in gate.BLOCKING_POPS:
+        return await execute(self, *args, **options)
+    loop = asyncio.get_running_loop()
+    timeout = float(args[-1])
+    deadline = None if timeout == 0 else loop.time() + timeout
+    pause = gate.POLL_INTERVAL
+    while True:
+        reply = await execute(self, *gate._one_pass(name, args[1:-1]))
+        if reply is not None:
+            return reply
+        if deadline is not None and loop.time() >= deadline:
+            return None
+        await _sleep(pause if deadline is None else min(pause, deadline - loop.time()))
+        pause = min(pause * 2, gate.MAX_POLL_INTERVAL)
 
 
 async def _sleep(delay: float, result: Any = None) -> Any:

@@ -142,3 +142,25 @@ def test_a_crashed_async_client_sends_nothing_more(contend_target, ns):
         s.crash(0)
         assert s.idle(0) and not s.clients[0].outcome.done
     assert contend_target.client().get(ns.key("c")) is None
+
+
+def test_a_blocking_pop_is_polled_on_virtual_time(contend_target, ns):
+    """BLPOP never leaves the server blocking: its timeout passes in virtual time, and an element
+    another client pushes meanwhile is popped."""
+    key = ns.key("queue")
+
+    async def wait(conn):
+        return await conn.blpop([key], timeout=60)
+
+    began = time.monotonic()
+    with Scheduler() as s:
+        waiter, pusher = async_clients(contend_target, s, 2)
+        s.start(0, lambda: wait(waiter), "blpop")
+        s.run_all(lambda current, ready: ready[0])
+        assert s.clients[0].outcome.value is None and s.vclock >= 60, "timed out, virtually"
+        s.start(0, lambda: wait(waiter), "blpop")
+        s.step(0)  # one empty pass, then asleep
+        s.start(1, lambda: pusher.rpush(key, "x"), "rpush")
+        s.run_all(lambda current, ready: ready[-1])
+        assert s.clients[0].outcome.value == [key.encode(), b"x"]
+    assert time.monotonic() - began < 10
