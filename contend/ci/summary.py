@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import Any
 
 #: The variable GitHub Actions sets to the file of the current step's summary.
 ENV_VAR = "GITHUB_STEP_SUMMARY"
@@ -49,3 +50,18 @@ def append_summary(markdown: str) -> bool:
         sys.stderr.write(f"contend: warning: ${ENV_VAR} ({path}) not written: {exc}\n")
         return False
     return True
+
+
+def rich_table(rich: Any) -> str:
+    """A rich.table.Table as Markdown (its title as a heading line, markup stripped)."""
+    from rich.text import Text
+
+    def plain(cell: Any) -> str:
+        return cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
+
+    header = [plain(c.header) for c in rich.columns]
+    columns = [[plain(cell) for cell in c.cells] for c in rich.columns]
+    rows = [list(r) for r in zip(*columns, strict=True)] if columns else []
+    title = f"**{plain(rich.title)}**\n\n" if rich.title else ""
+    caption = f"\n\n{plain(rich.caption)}" if rich.caption else ""
+    return title + table(header, rows) + caption

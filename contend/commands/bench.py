@@ -15,6 +15,7 @@ from contend.benchmarks.gate import GateBench, bench_gate
 from contend.benchmarks.locks import LockBench, bench_locks
 from contend.benchmarks.registry import RegistryBench, bench_registry
 from contend.ci.document import document
+from contend.ci.summary import append_summary, rich_table
 from contend.commands.arguments import HelpFormatter, add_renamed, positive_float, positive_int, renamed_value
 from contend.commands.names import COMMANDS
 from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
@@ -111,6 +112,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             client.close()
     if isinstance(result, GateBench):
         out.print(gate_table(result))
+        append_summary(f"## contend bench gate\n\n{rich_table(gate_table(result))}")
         figures = {**asdict(result), "ratios": result.ratios()}
         write_document(args.json, document("bench", ExitCode.OK, "measured", family=args.family, **figures))
         return ExitCode.OK
@@ -118,8 +120,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         out.print(locks_table(result))
         for line in lock_targets(result):
             out.print(line)
+        append_summary(f"## contend bench lock\n\n{rich_table(locks_table(result))}")
     else:
         out.print(registry_table(result))
+        append_summary(f"## contend bench registry\n\n{rich_table(registry_table(result))}")
     figures = asdict(result)
     write_document(args.json, document("bench", ExitCode.OK, "measured", family=args.family, **figures))
     return ExitCode.OK

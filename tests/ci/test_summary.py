@@ -25,3 +25,15 @@ def test_an_unwritable_summary_warns_and_does_not_fail(tmp_path, monkeypatch, ca
 def test_cells_and_blocks_are_escaped():
     assert table(["a", "b"], [["x|y", "two\nlines"]]) == "| a | b |\n|---|---|\n| x\\|y | two lines |"
     assert code_block(["```inside", "plain"]) == "```\n` ` `inside\nplain\n```"
+
+
+def test_a_rich_table_becomes_markdown_without_its_markup():
+    from rich.table import Table
+
+    from contend.ci.summary import rich_table
+
+    t = Table(title="rates", caption="same run")
+    t.add_column("lock")
+    t.add_column("× raw")
+    t.add_row("naive [dim](known-bad)[/]", "0.50")
+    assert rich_table(t) == "**rates**\n\n| lock | × raw |\n|---|---|\n| naive (known-bad) | 0.50 |\n\nsame run"
