@@ -223,7 +223,9 @@ def is_async(factory: Callable[..., Any], kind: str) -> bool:
     import redis.asyncio
 
     method = {"registry": "register", "single_flight": "call"}.get(kind, "acquire")
-    for client in (redis.Redis(), redis.asyncio.Redis()):
+    # Port 1 on the loopback: a factory that talks to its server while building reaches no one
+    # (never a Redis that happens to run on the default port).
+    for client in (redis.Redis(port=1), redis.asyncio.Redis(port=1)):
         try:
             obj = (
                 factory(client, "contend:probe")
