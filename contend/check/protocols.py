@@ -197,6 +197,14 @@ def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[
     extend = callable(getattr(obj, "extend", None))
     fencing = None
     acquired = obj.acquire(blocking=False)
+    if inspect.isawaitable(acquired):
+        if inspect.iscoroutine(acquired):
+            acquired.close()
+        raise ProtocolError(
+            "acquire() returned an awaitable, but is not `async def`: contend runs its async battery "
+            "for an implementation whose protocol methods are coroutine functions; declare acquire, "
+            "release (and extend) `async def`"
+        )
     if granted(acquired):
         if _as_token(acquired) is not None:
             fencing = TOKEN_RETURNED
@@ -218,8 +226,6 @@ def is_async(factory: Callable[..., Any], kind: str) -> bool:
     Found on an object built with an unconnected client, nothing sent: a synchronous one first
     (what most factories take, and one a library may keep for later), then an asyncio one for a
     factory that refuses a synchronous client."""
-    import inspect
-
     import redis.asyncio
 
     method = {"registry": "register", "single_flight": "call"}.get(kind, "acquire")

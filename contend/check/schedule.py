@@ -119,8 +119,8 @@ def schedule_check(ctx: CheckContext) -> str:
 
 def _budget_spent(tried: int, examples: int) -> str:
     return (
-        f"{tried} Hypothesis-chosen interleavings (seed fixed; the check's time budget allowed "
-        f"no more of the {examples}), no property broken"
+        f"{tried} state-machine runs (seed fixed) before the check's time budget ended the search, "
+        f"short of the {examples} examples asked for: no property broken in what was tried"
     )
 
 

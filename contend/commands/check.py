@@ -153,7 +153,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--check-seconds",
         type=positive_float,
         metavar="S",
-        help="real-time budget of one check; past it the check is inconclusive and the run goes on "
+        help="real-time budget of one check; past it the check is inconclusive and the run goes on (the "
+        "schedule check ends its search a little before and reports what it tried) "
         f"(default {CheckOptions.check_seconds:g}, {USER_CHECK_SECONDS:g} for --impl)",
     )
     parser.add_argument(

@@ -223,7 +223,7 @@ class ScheduledMachine(RuleBasedStateMachine):
             self.scheduler.step(index)
             self._after_progress(index)
         client = self.scheduler.clients[index]
-        if client.status is not Status.IDLE:
+        if client.status not in (Status.IDLE, Status.CRASHED):  # a planned crash ends it too
             self.fail(PROGRESS, f"{client.name} {label} did not finish in {max_steps} round trips on its own")
         return client.outcome
 

@@ -52,6 +52,10 @@ def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
     if index in self.in_flight:
         return  # the code caught the cancellation and carried on: its next steps come as any others
     lock = self.locks[index]
+    # What was planned for this client's operation (a crash, a stall) was for the one cancelled.
+    self.crash_plan.pop(index, None)
+    self.stall_inside.pop(index, None)
+    self.stalls.discard(index)
     self.run_alone(index, _drain, "the loop finishes its background tasks")
     self.run_alone(index, lock.release, "release() again")
     if CRASH_LIVENESS not in self.claims or self.reads_server_clock:

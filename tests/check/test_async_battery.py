@@ -94,3 +94,34 @@ def test_stalls_and_crashes_at_a_round_trip_catch_their_mutants(capsys, factory,
     assert main(["check", *spec, "--check", check_name]) == 1
     assert words in " ".join(capsys.readouterr().out.split())
     assert main(["check", "--only", "async_token", "--check", check_name]) == 0
+
+
+def test_methods_returning_awaitables_without_async_def_are_refused(capsys, tmp_path, monkeypatch):
+    """Plain `def` methods that return coroutines would be judged by the sync battery, where an
+    un-awaited coroutine looks granted: refused with what to change instead."""
+    (tmp_path / "wrapped_lock.py").write_text(
+        "from contend.impl.locks.async_token import AsyncTokenLock\n"
+        "class Wrapped:\n"
+        "    def __init__(self, client, key, ttl_ms):\n"
+        "        self.inner = AsyncTokenLock(client, key, ttl_ms)\n"
+        "    def acquire(self, blocking=True, timeout=None):\n"
+        "        return self.inner.acquire(blocking, timeout)\n"
+        "    def release(self):\n"
+        "        return self.inner.release()\n"
+        "def make(client, key, ttl_ms):\n"
+        "    return Wrapped(client, key, ttl_ms)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["check", "--impl", "wrapped_lock:make", "--kind", "lock"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "acquire() returned an awaitable, but is not `async def`" in err
+
+
+def test_a_crash_planned_for_a_cancelled_release_is_not_a_hang(capsys):
+    """Found reviewing the async battery: a crash drawn for the client's operation fired in the
+    `release() again` the cancel rule runs, and was reported as 'did not finish'. Replayed here on
+    a three-round-trip WATCH release, it is no finding."""
+    spec = ["--impl", "tests.fixtures.async_foreign.watch_lock:make", "--kind", "lock"]
+    replay = "6.170.15:AXicY3BkgEEGRxYIBSMgDGZHRhDFCOIAlTAgqWFmQJHDag5MDVgjI4gLE2ZBaIAzQEoBZxIPJg=="
+    assert main(["check", *spec, "--replay", replay]) == 0
+    assert "no property broke this time" in capsys.readouterr().out

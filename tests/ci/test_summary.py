@@ -36,4 +36,6 @@ def test_a_rich_table_becomes_markdown_without_its_markup():
     t.add_column("lock")
     t.add_column("× raw")
     t.add_row("naive [dim](known-bad)[/]", "0.50")
-    assert rich_table(t) == "**rates**\n\n| lock | × raw |\n|---|---|\n| naive (known-bad) | 0.50 |\n\nsame run"
+    assert (
+        rich_table(t) == "**rates**\n\n| lock | × raw |\n|---|---|\n| naive (known-bad) | 0.50 |\n\nsame run"
+    )
