@@ -34,6 +34,7 @@ from contend.check.protocols import (
     ProtocolError,
     check_factory_signature,
     check_object,
+    detect_async_capabilities,
     detect_capabilities,
     is_async,
     load_factory,
@@ -238,13 +239,23 @@ def user_subject(
     name = factory_name(spec)
     if is_async(factory, kind):
         flags = [*(f"--claim {c}" for c in claim), *(f"--no-claim {c}" for c in no_claim)]
+        probe_ns = target.namespace(client=target.client())
+        try:
+            key = probe_ns.prefix if kind == "registry" else probe_ns.key("probe")
+            found = _bounded(
+                lambda: detect_async_capabilities(factory, kind, target.url, key), Capabilities()
+            )
+        finally:
+            probe_ns.cleanup()
+            probe_ns.client.close()
+        claims = set(DEFAULT_CLAIMS[kind]) | ({catalog.FENCING} if found.fencing else set())
         return Subject(
             name,
             kind,
             factory,
             summary="user implementation (async)",
-            claims=frozenset((set(DEFAULT_CLAIMS[kind]) | set(claim)) - set(no_claim)),
-            capabilities=Capabilities(),
+            claims=frozenset((claims | set(claim)) - set(no_claim)),
+            capabilities=found,
             selector=("--impl", name, "--kind", kind, *(part for f in flags for part in f.split())),
             claim_changes=tuple(flags),
             asynchronous=True,

@@ -215,6 +215,37 @@ def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[
     return Capabilities(extend=extend, fencing=fencing, clock=clock, ttl_resolution_ms=resolution)
 
 
+def detect_async_capabilities(factory: Callable[..., Any], kind: str, url: str, key: str) -> Capabilities:
+    """`detect_capabilities` for async code: one object on a fresh redis.asyncio client, and for a
+    lock one acquire and release of it, run to the end on a loop of their own."""
+    import asyncio
+
+    import redis.asyncio
+
+    async def probe() -> Capabilities:
+        client = redis.asyncio.Redis.from_url(url)
+        try:
+            obj = factory(client, key) if kind == "registry" else factory(client, key, 10_000)
+            if kind == "registry":
+                return Capabilities(register_many=callable(getattr(obj, "register_many", None)))
+            if kind == "single_flight":
+                return Capabilities()
+            fencing = None
+            acquired = await obj.acquire(blocking=False)
+            if granted(acquired):
+                if _as_token(acquired) is not None:
+                    fencing = TOKEN_RETURNED
+                elif _as_token(getattr(obj, "fencing_token", None)) is not None:
+                    fencing = TOKEN_ATTRIBUTE
+                with contextlib.suppress(Exception):
+                    await obj.release()
+            return Capabilities(extend=callable(getattr(obj, "extend", None)), fencing=fencing)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(probe())
+
+
 def ttl_resolution(factory: Callable[..., Any]) -> int:
     """What the factory says its leases' granularity is (`ttl_resolution_ms`; 1 if nothing)."""
     value = getattr(factory, "ttl_resolution_ms", 1)

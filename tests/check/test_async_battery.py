@@ -125,3 +125,33 @@ def test_a_crash_planned_for_a_cancelled_release_is_not_a_hang(capsys):
     replay = "6.170.15:AXicY3BkgEEGRxYIBSMgDGZHRhDFCOIAlTAgqWFmQJHDag5MDVgjI4gLE2ZBaIAzQEoBZxIPJg=="
     assert main(["check", *spec, "--replay", replay]) == 0
     assert "no property broke this time" in capsys.readouterr().out
+
+
+def test_an_async_fencing_token_is_found_and_judged(capsys):
+    code = main(
+        [
+            "check",
+            "--impl",
+            "tests.fixtures.async_foreign.fenced_lock:make",
+            "--kind",
+            "lock",
+            "--check",
+            "schedule",
+        ]
+    )
+    out = " ".join(capsys.readouterr().out.split())
+    assert (
+        code == 0
+        and "fencing token from acquire's return" in out
+        and "claims clock-skew-safe, crash-liveness, fencing" in out
+    )
+    spec = [
+        "--impl",
+        "tests.fixtures.async_foreign.mutants:two_step_fenced",
+        "--kind",
+        "lock",
+        "--check",
+        "schedule",
+    ]
+    assert main(["check", *spec, "--no-shrink"]) == 1
+    assert "safety: fencing" in " ".join(capsys.readouterr().out.split())
