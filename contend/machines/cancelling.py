@@ -3,11 +3,18 @@ kind of bug, and a registration cancelled half-way).
 
 `CANCEL_RULES` are added to the LockMachine of an async lock or semaphore (and only
 there: a synchronous machine's rules, and so its explored examples, stay as they were).
-The rule cancels a client's release() task where Hypothesis chooses: before a round
-trip's command is sent, while its reply is awaited, or while the release sleeps. Then,
-as a running program would, the client's loop finishes its background tasks (a shielded
-delete goes on) and the client calls release() again. If no other client holds the lock,
-one must get it at once: a lease left behind is one nobody can free but its TTL.
+They cancel a client's task where Hypothesis chooses: before a round trip's command is
+sent, while its reply is awaited, or while the operation sleeps between round trips.
+Then, as a running program would, the client's loop finishes its background tasks (a
+shielded delete goes on), and:
+
+* after a cancelled extend() or release(), the client calls release() (what `async with`
+  or a `finally` does). If no other client holds the lock, one must get it at once: a
+  lease left behind is one nobody can free but its TTL;
+* after a cancelled acquire(), the client may or may not hold a lease it does not know
+  of, as after a crash, but lives on: that lease must end with its TTL (crash liveness,
+  judged at the end), and whatever the cancelled acquire did on its way out must leave the
+  others' exclusion intact (judged at every step).
 """
 
 from __future__ import annotations
@@ -18,46 +25,94 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
-from contend.impl.catalog import CRASH_LIVENESS
+from contend.impl.catalog import CRASH_LIVENESS, MUTUAL_EXCLUSION
 from contend.schedule.async_gate import CancelAt
 from contend.schedule.scheduler import Status
 
 
-def _releasing(machine: Any) -> list[int]:
-    """Workers in the middle of a release(), at a round trip or asleep: cancellable there."""
+def _in(machine: Any, *operations: str) -> list[int]:
+    """Workers in the middle of one of `operations`, at a round trip or asleep: cancellable there."""
     return [
         i
         for i, label in machine.in_flight.items()
-        if label == "release()"
+        if label.startswith(operations)
         and i != machine.probe
         and machine.scheduler.clients[i].status in (Status.READY, Status.SLEEPING)
     ]
 
 
-@precondition(lambda self: bool(_releasing(self)))
-@rule(which=st.integers(0, 3), while_awaiting_reply=st.booleans())
-def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
-    """Cancel a releasing client's task at its next await; its loop runs on, it releases again,
-    and then a lock nobody else holds must be free."""
-    candidates = _releasing(self)
+def _cancel(
+    machine: Any, candidates: list[int], which: int, while_awaiting_reply: bool
+) -> tuple[int, CancelAt]:
+    """Cancel one of `candidates` at its next await (asleep, or before or after its send); the
+    client and where the cancellation landed."""
     index = candidates[which % len(candidates)]
-    client = self.scheduler.clients[index]
+    client = machine.scheduler.clients[index]
     if client.status is Status.SLEEPING:
         where = CancelAt.SLEEPING
     else:
         where = CancelAt.AFTER_SEND if while_awaiting_reply else CancelAt.BEFORE_SEND
-    self.before_step(index)
-    self.scheduler.cancel(index, where)
-    self._after_progress(index)
+    _forget_plans(machine, index)
+    machine.before_step(index)
+    machine.scheduler.cancel(index, where)
+    machine._after_progress(index)
+    return index, where
+
+
+def _forget_plans(machine: Any, index: int) -> None:
+    """What was planned for this client's operation (a crash, a stall) was for the one cancelled."""
+    machine.crash_plan.pop(index, None)
+    machine.stall_inside.pop(index, None)
+    machine.stalls.discard(index)
+    machine.extends.discard(index)
+
+
+@precondition(lambda self: bool(_in(self, "acquire")))
+@rule(which=st.integers(0, 3), while_awaiting_reply=st.booleans())
+def cancel_acquire(self: Any, which: int, while_awaiting_reply: bool) -> None:
+    """Cancel an acquiring client's task at its next await; its loop runs on. It may hold a lease
+    it does not know of, as a crashed client may: the lease must end with its TTL. Whatever it
+    did on its way out (an undo) must leave the holders' leases alone."""
+    index, where = _cancel(self, _in(self, "acquire"), which, while_awaiting_reply)
+    _finish_alone(self, index)  # what it still sends on its way out (a pipeline's UNWATCH, an undo)
     if index in self.in_flight:
         return  # the code caught the cancellation and carried on: its next steps come as any others
-    lock = self.locks[index]
-    # What was planned for this client's operation (a crash, a stall) was for the one cancelled.
-    self.crash_plan.pop(index, None)
-    self.stall_inside.pop(index, None)
-    self.stalls.discard(index)
+    if index in self.believers:
+        # The acquire returned a grant in spite of the cancellation: the client holds the lock as
+        # after any acquire (completed() has started its release).
+        return
     self.run_alone(index, _drain, "the loop finishes its background tasks")
-    self.run_alone(index, lock.release, "release() again")
+    self.crashed(index)  # a lease nobody knows of, or none: its TTL must free the lock
+    held = sorted(self.valid_holders() - {index})
+    if MUTUAL_EXCLUSION not in self.claims or len(held) < self.limit or self.skews:
+        return  # a free slot: the probe would say nothing (and skewed leases are the skew rule's)
+    if self.probe_acquires():
+        names = ", ".join(self.scheduler.clients[h].name for h in held)
+        self.fail(
+            MUTUAL_EXCLUSION,
+            f"{self.scheduler.clients[index].name}'s acquire() was cancelled {where.value}; what it did on "
+            f"its way out freed the lease {names} hold(s): a third client acquired at once "
+            f"(limit {self.limit}, virtual time {self.scheduler.vclock:.3f} s)",
+        )
+
+
+@precondition(lambda self: bool(_in(self, "release()", "extend(")))
+@rule(which=st.integers(0, 3), while_awaiting_reply=st.booleans())
+def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
+    """Cancel a holder's release() or extend() task at its next await; its loop runs on, it
+    releases (again), and then a lock nobody else holds must be free."""
+    label = {i: self.in_flight[i] for i in _in(self, "release()", "extend(")}
+    index, where = _cancel(self, list(label), which, while_awaiting_reply)
+    client = self.scheduler.clients[index]
+    was = label[index]
+    # What it still sends on its way out (a pipeline's UNWATCH), and after a cancelled extend the
+    # release that follows (as `async with` does), run alone to their end.
+    _finish_alone(self, index)
+    if index in self.in_flight:
+        return  # the code caught the cancellation and carried on: its next steps come as any others
+    self.run_alone(index, _drain, "the loop finishes its background tasks")
+    if was == "release()":
+        self.run_alone(index, self.locks[index].release, "release() again")
     if CRASH_LIVENESS not in self.claims or self.reads_server_clock:
         return
     if (self.believers | self.crashed_holders) - {index}:
@@ -67,10 +122,21 @@ def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
     if not self.probe_acquires():
         self.fail(
             CRASH_LIVENESS,
-            f"{client.name}'s release() was cancelled {where.value}; its loop ran on and it called "
-            f"release() again, yet the lock nobody holds cannot be taken: the lease is orphaned "
+            f"{client.name}'s {was} was cancelled {where.value}; its loop ran on and it called "
+            f"release() {'again' if was == 'release()' else 'on its way out'}, yet the lock nobody holds cannot be taken: the lease is orphaned "
             f"until its TTL runs out (left behind under {self.key})",
         )
+
+
+def _finish_alone(machine: Any, index: int, max_steps: int = 50) -> None:
+    """Step client `index`'s operations in flight to their end while the others stay paused (code
+    that carries on for longer is left to the schedule)."""
+    for _ in range(max_steps):
+        if index not in machine.in_flight or index not in machine.scheduler.runnable():
+            return
+        machine.before_step(index)
+        machine.scheduler.step(index)
+        machine._after_progress(index)
 
 
 async def _drain() -> None:
@@ -112,6 +178,6 @@ def cancel_register(self: Any, which: int, while_awaiting_reply: bool) -> None:
 
 
 #: The rules an async lock machine has on top of the LockMachine's.
-CANCEL_RULES: dict[str, Any] = {"cancel_release": cancel_release}
+CANCEL_RULES: dict[str, Any] = {"cancel_acquire": cancel_acquire, "cancel_release": cancel_release}
 #: The rules an async registry machine has on top of the RegistryMachine's.
 REGISTRY_CANCEL_RULES: dict[str, Any] = {"cancel_register": cancel_register}

@@ -299,7 +299,7 @@ class LockMachine(ScheduledMachine):
             self.extended(index, outcome.value if outcome.error is None else None)
             if self.scheduler.clients[index].status is Status.IDLE:
                 self.start(index, self.locks[index].release, "release()")
-        else:
+        elif client.operation.startswith("release"):
             self.giving_back.pop(index, None)
             self.stall_inside.pop(index, None)
             self.released(index)

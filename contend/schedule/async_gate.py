@@ -97,13 +97,15 @@ def _scheduled() -> ClientHandle | None:
 
 
 async def _cancel_here(client: ClientHandle, where: CancelAt) -> None:
-    """If the scheduler asked for a cancellation at `where`, cancel this client's task now:
-    the CancelledError comes out of this await, as a `task.cancel()` from outside would."""
+    """If the scheduler asked for a cancellation at `where`, cancel the client's operation task
+    now, as a `task.cancel()` from outside would: when this code runs in that task, the
+    CancelledError comes out of this await; when it runs in a task the operation awaits through
+    `asyncio.shield`, that task goes on and only the operation's wait is cancelled."""
     if client.cancel_at is not where:
         return
     client.cancel_at = None
     client.scheduler.note_cancelled(client, where.value)
-    task = asyncio.current_task()
+    task = client.op_task or asyncio.current_task()
     if task is not None:
         task.cancel()
     await REAL_ASYNC_SLEEP(0)

@@ -97,6 +97,8 @@ class ClientHandle:
         self.cancel_at: CancelAt | None = None
         #: The client's own event loop, made on its first coroutine (contend.schedule.async_gate).
         self.aloop: VirtualClockLoop | None = None
+        #: The task running the client's operation: the one a scheduled cancellation cancels.
+        self.op_task: asyncio.Task[Any] | None = None
         self._work: Callable[[], Any] | None = None
         self._has_work = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"contend-client-{name}", daemon=True)
@@ -161,7 +163,11 @@ class ClientHandle:
         if self.aloop is None:
             self.aloop = VirtualClockLoop(self)
         asyncio.set_event_loop(self.aloop)
-        return self.aloop.run_until_complete(coroutine)
+        self.op_task = self.aloop.create_task(coroutine)
+        try:
+            return self.aloop.run_until_complete(self.op_task)
+        finally:
+            self.op_task = None
 
     def _close_loop(self) -> None:
         loop, self.aloop = self.aloop, None

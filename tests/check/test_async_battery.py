@@ -117,16 +117,6 @@ def test_methods_returning_awaitables_without_async_def_are_refused(capsys, tmp_
     assert "acquire() returned an awaitable, but is not `async def`" in err
 
 
-def test_a_crash_planned_for_a_cancelled_release_is_not_a_hang(capsys):
-    """Found reviewing the async battery: a crash drawn for the client's operation fired in the
-    `release() again` the cancel rule runs, and was reported as 'did not finish'. Replayed here on
-    a three-round-trip WATCH release, it is no finding."""
-    spec = ["--impl", "tests.fixtures.async_foreign.watch_lock:make", "--kind", "lock"]
-    replay = "6.170.15:AXicY3BkgEEGRxYIBSMgDGZHRhDFCOIAlTAgqWFmQJHDag5MDVgjI4gLE2ZBaIAzQEoBZxIPJg=="
-    assert main(["check", *spec, "--replay", replay]) == 0
-    assert "no property broke this time" in capsys.readouterr().out
-
-
 def test_an_async_fencing_token_is_found_and_judged(capsys):
     code = main(
         [
