@@ -29,6 +29,10 @@ from contend.impl.catalog import CRASH_LIVENESS, MUTUAL_EXCLUSION
 from contend.schedule.async_gate import CancelAt
 from contend.schedule.scheduler import Status
 
+#: An acquire drawn for cancellation is cancelled one time in ONE_IN: acquires are in flight most
+#: of the time, and cancelling them at every chance would crowd out everything else.
+ONE_IN = 6
+
 
 def _in(machine: Any, *operations: str) -> list[int]:
     """Workers in the middle of one of `operations`, at a round trip or asleep: cancellable there."""
@@ -68,11 +72,17 @@ def _forget_plans(machine: Any, index: int) -> None:
 
 
 @precondition(lambda self: bool(_in(self, "acquire")))
-@rule(which=st.integers(0, 3), while_awaiting_reply=st.booleans())
-def cancel_acquire(self: Any, which: int, while_awaiting_reply: bool) -> None:
+@rule(
+    which=st.integers(0, 3),
+    while_awaiting_reply=st.booleans(),
+    now=st.sampled_from([False] * (ONE_IN - 1) + [True]),
+)
+def cancel_acquire(self: Any, which: int, while_awaiting_reply: bool, now: bool) -> None:
     """Cancel an acquiring client's task at its next await; its loop runs on. It may hold a lease
     it does not know of, as a crashed client may: the lease must end with its TTL. Whatever it
     did on its way out (an undo) must leave the holders' leases alone."""
+    if not now:
+        return  # acquires are in flight most of the time: one drawn in ONE_IN is cancelled
     index, where = _cancel(self, _in(self, "acquire"), which, while_awaiting_reply)
     _finish_alone(self, index)  # what it still sends on its way out (a pipeline's UNWATCH, an undo)
     if index in self.in_flight:
@@ -82,7 +92,8 @@ def cancel_acquire(self: Any, which: int, while_awaiting_reply: bool) -> None:
         # after any acquire (completed() has started its release).
         return
     self.run_alone(index, _drain, "the loop finishes its background tasks")
-    self.crashed(index)  # a lease nobody knows of, or none: its TTL must free the lock
+    if _sent_since_start(self, index, "acquire") and not _surely_free(self, index):
+        self.crashed(index)  # a lease nobody knows of, or none: its TTL must free the lock
     held = sorted(self.valid_holders() - {index})
     if MUTUAL_EXCLUSION not in self.claims or len(held) < self.limit or self.skews:
         return  # a free slot: the probe would say nothing (and skewed leases are the skew rule's)
@@ -115,7 +126,7 @@ def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
         self.run_alone(index, self.locks[index].release, "release() again")
     if CRASH_LIVENESS not in self.claims or self.reads_server_clock:
         return
-    if (self.believers | self.crashed_holders) - {index}:
+    if any(self.may_hold(other) for other in (self.believers | self.crashed_holders) - {index}):
         return  # another client holds (or may hold) a lease: the probe would say nothing
     if any(label.startswith("acquire") for i, label in self.in_flight.items() if i != index):
         return  # another acquire may hold the key already: the probe would say nothing
@@ -126,6 +137,31 @@ def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
             f"release() {'again' if was == 'release()' else 'on its way out'}, yet the lock nobody holds cannot be taken: the lease is orphaned "
             f"until its TTL runs out (left behind under {self.key})",
         )
+
+
+def _surely_free(machine: Any, index: int) -> bool:
+    """With nobody else holding, acquiring or maybe holding a lease, can a probe take the lock
+    at once (so the cancelled acquire left none)? False when that cannot be told."""
+    others = (machine.believers | machine.crashed_holders) - {index}
+    if any(machine.may_hold(o) for o in others):
+        return False
+    if any(label.startswith("acquire") for i, label in machine.in_flight.items() if i != index):
+        return False
+    return bool(machine.probe_acquires())
+
+
+def _sent_since_start(machine: Any, index: int, operation: str) -> bool:
+    """Has client `index` sent anything since its last `operation` started (the cancelled
+    operation, what it sent on its way out, and its loop's background tasks)?"""
+    name = machine.scheduler.clients[index].name
+    for step in reversed(machine.scheduler.trace):
+        if step.client != name:
+            continue
+        if step.sent:
+            return True
+        if step.note.startswith(f"starts {operation}"):
+            return False
+    return False
 
 
 def _finish_alone(machine: Any, index: int, max_steps: int = 50) -> None:

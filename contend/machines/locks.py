@@ -99,6 +99,7 @@ class LockMachine(ScheduledMachine):
         self.started_at: dict[int, float] = {}
         self.tokens: list[int] = []
         self.crashed_holders: set[int] = set()
+        self.crashed_at: dict[int, float] = {}  # crashed holder -> jumped time of its crash
         self.skew_total = 0.0  # every clock jump so far, added up
         self.skews = 0  # clock jumps so far
         self.skews_at_start: dict[int, int] = {}  # client → clock jumps before its acquire began
@@ -268,7 +269,16 @@ class LockMachine(ScheduledMachine):
         # Mid-acquire (it may have half-taken the lock) or holding: either way its
         # leftovers must not keep the lock taken past the TTL.
         self.crashed_holders.add(index)
+        self.crashed_at[index] = self.scheduler.jumped
         self.believers.discard(index)
+
+    def may_hold(self, index: int) -> bool:
+        """Might client `index` hold a lease now: it believes it does, or it crashed (or its acquire
+        was cancelled) less than the longest lease ago, clock jumps included?"""
+        if index in self.believers:
+            return True
+        since = self.crashed_at.get(index)
+        return since is not None and self.scheduler.jumped < since + self.longest_lease + self.skew_total
 
     # Checks --------------------------------------------------------------------------
     def completed(self, index: int) -> None:

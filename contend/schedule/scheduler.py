@@ -107,6 +107,8 @@ class ClientHandle:
     # Called in the client thread (through the gate) ---------------------------
     def before_round_trip(self, commands: list[list[str]]) -> None:
         self._check_alive()
+        if self.scheduler._script_cache_miss(self, commands):
+            return  # part of the step under way: loading a script the server had not cached
         self.pending = commands
         self.status = Status.READY
         self.scheduler._yield_from(self)
@@ -439,6 +441,24 @@ class Scheduler:
             self._turn = None
             self._cv.notify_all()
 
+    def _script_cache_miss(self, client: ClientHandle, commands: list[list[str]]) -> bool:
+        """Client thread: is this round trip the loading of a script the server had not cached
+        (SCRIPT LOAD, and the EVALSHA retried after a NOSCRIPT reply)? Then it belongs to the
+        client's step under way, not a step of its own: whether the server's script cache is
+        warm changes no data, and must not change how many steps an operation takes (the same
+        choices would otherwise give different schedules)."""
+        step = self._current_step
+        if step is None or step.client != client.name or not step.sent or len(commands) != 1:
+            return False
+        loading = [str(a).upper() for a in commands[0][:2]] == ["SCRIPT", "LOAD"]
+        loaded = [str(a).upper() for a in step.sent[-1][:2]] == ["SCRIPT", "LOAD"]
+        missed = bool(step.replies) and _is_noscript(step.replies[-1])
+        retry = str(commands[0][0]).upper().startswith("EVAL") and (missed or loaded)
+        if not (loading or retry):
+            return False
+        step.sent = [*step.sent, commands[0]]
+        return True
+
     def _begin_round_trip(self, client: ClientHandle) -> None:
         step = self._current_step
         if step is not None and not step.sent:
@@ -453,6 +473,13 @@ class Scheduler:
         step = self._current_step
         if step is not None and not step.sent:
             step.note = f"woke after sleeping {seconds:g} s"
+
+
+def _is_noscript(reply: Any) -> bool:
+    """A NOSCRIPT error reply (redis-py's NoScriptError, or the error as text)."""
+    return isinstance(reply, BaseException) and (
+        type(reply).__name__ == "NoScriptError" or str(reply).startswith(("NOSCRIPT", "No matching script"))
+    )
 
 
 _TOKEN = re.compile(r"\b[0-9a-f]{16,}\b|\b\d{9,}\.\d+\b")
