@@ -18,6 +18,7 @@ from typing import Any
 
 from contend.check.async_burst import ASYNC_LOCK_BURST, ASYNC_REGISTRY_BURST
 from contend.check.async_faults import ASYNC_CRASH, ASYNC_EXPIRY
+from contend.check.async_input import ASYNC_LOCK_BAD_INPUT, ASYNC_REGISTRY_BAD_INPUT
 from contend.check.cancel import CANCEL
 from contend.check.framework import (
     FAIL,
@@ -55,13 +56,14 @@ BATTERIES: dict[str, list[Check]] = {
     "single_flight": [*SINGLE_FLIGHT_CHECKS, SCHEDULE],
 }
 #: The checks of async implementations (coroutine methods on redis.asyncio clients): bursts of tasks,
-#: cancellation, and the family's state machine with async clients (which cancels releases too).
-#: Locks also get expiry and crashes (the holder's task held or killed at a round trip); skew,
-#: fencing and the model check are sync-only so far.
+#: cancellation, bad input, and the family's state machine with async clients (which cancels
+#: acquires, extends, releases and registrations too, and judges clock skew and a fencing token
+#: there). Locks also get expiry and crashes (the holder's task held or killed at a round trip).
+#: Single-flight has only the state machine so far.
 ASYNC_BATTERIES: dict[str, list[Check]] = {
-    "registry": [ASYNC_REGISTRY_BURST, SCHEDULE],
-    "lock": [ASYNC_LOCK_BURST, ASYNC_EXPIRY, ASYNC_CRASH, CANCEL, SCHEDULE],
-    "semaphore": [CANCEL, SCHEDULE],
+    "registry": [ASYNC_REGISTRY_BURST, ASYNC_REGISTRY_BAD_INPUT, SCHEDULE],
+    "lock": [ASYNC_LOCK_BURST, ASYNC_EXPIRY, ASYNC_CRASH, CANCEL, ASYNC_LOCK_BAD_INPUT, SCHEDULE],
+    "semaphore": [CANCEL, ASYNC_LOCK_BAD_INPUT, SCHEDULE],
     "single_flight": [SCHEDULE],
 }
 

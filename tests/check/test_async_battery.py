@@ -3,6 +3,8 @@ every round trip of release() and acquire()."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from contend.cli import main
@@ -145,3 +147,28 @@ def test_an_async_fencing_token_is_found_and_judged(capsys):
     ]
     assert main(["check", *spec, "--no-shrink"]) == 1
     assert "safety: fencing" in " ".join(capsys.readouterr().out.split())
+
+
+def test_async_bad_input_is_checked_as_the_sync_protocol_says(capsys):
+    argv = [
+        "check",
+        "--only",
+        "async_token",
+        "--only",
+        "async_lua",
+        "--check",
+        "bad-input",
+        "--json",
+        "-",
+        "-q",
+    ]
+    assert main(argv) == 0
+    rows = json.loads(capsys.readouterr().out)["implementations"]
+    details = [check["detail"] for row in rows for check in row["checks"]]
+    assert details == [
+        "3 bad arguments refused (ValueError), nothing written",
+        "2 bad input(s) refused (ValueError), nothing written",
+    ]
+    spec = ["--impl", "tests.fixtures.async_foreign.mutants:lax_input", "--kind", "lock"]
+    assert main(["check", *spec, "--check", "bad-input"]) == 1
+    assert "ttl 0 was accepted" in " ".join(capsys.readouterr().out.split())
