@@ -15,7 +15,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import FrameType
 
 #: Set once a stop signal arrived.
@@ -62,7 +62,33 @@ def install() -> Callable[[], None]:
     return restore
 
 
+_depth = [0]  # deferred() blocks under way
+_pending: list[int] = []  # stop signals that arrived in them
+
+
+@contextlib.contextmanager
+def deferred() -> Iterator[None]:
+    """Hold the first stop signal back until the block ends (main thread): for a step that must
+    happen whole, such as a fault applied and recorded, so an interruption lands before or after
+    it. A second signal still forces the exit at once."""
+    _depth[0] += 1
+    try:
+        yield
+    finally:
+        _depth[0] -= 1
+        if not _depth[0] and _pending:
+            signum = _pending[0]
+            _pending.clear()
+            _handle(signum, None)
+
+
 def _handle(signum: int, frame: FrameType | None) -> None:
+    if _depth[0] and not STOP.is_set() and not _pending:
+        _pending.append(signum)  # raised when the deferred() block ends
+        return
+    if _pending:
+        _pending.clear()
+        STOP.set()  # the second signal: the first one counts as handled
     if STOP.is_set():
         _force_exit(128 + signum)
     STOP.set()

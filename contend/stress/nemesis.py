@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from contend import interrupt
 from contend.errors import ContendError, ServerError
 from contend.stress.board import Board, Field, WorkerPhase
 from contend.stress.cluster import Cluster
@@ -448,9 +449,13 @@ class Nemesis:
         self.end_at = end
 
     def tick(self, now: int) -> None:
-        """Begin, or end, a fault when it is time."""
+        """Begin, or end, a fault when it is time: whole, with its record, even under Ctrl-C."""
         if not self.faults:
             return
+        with interrupt.deferred():
+            self._tick(now)
+
+    def _tick(self, now: int) -> None:
         if self.active is not None:
             if self.active.due(now):
                 self.active.end()

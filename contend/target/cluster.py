@@ -1,0 +1,233 @@
+"""An embedded Redis Cluster: real redis-server processes in cluster mode, joined here.
+
+Each node is an `EmbeddedRedis` (127.0.0.1, a free port, a temporary directory, stopped
+with the rest, and killed by the kernel if this process dies even by SIGKILL) started
+with `cluster-enabled yes`. The cluster is joined with CLUSTER ADDSLOTS and CLUSTER MEET
+(what `redis-cli --cluster create` sends, without needing redis-cli): the 16384 hash
+slots are split evenly over the masters, every node meets the first, and each replica
+is told to CLUSTER REPLICATE its master. `start()` returns once every node reports
+`cluster_state:ok` and sees every other node, and every replica is attached.
+
+A node's cluster bus listens on its port + 10000, so ports are chosen with that one free
+too (and below 55536).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+import redis
+import redis.cluster
+
+from contend.errors import ServerError
+from contend.target.binary import RedisBinary, find_redis_server
+from contend.target.server import EmbeddedRedis
+
+SLOTS = 16384
+BUS_OFFSET = 10000
+#: A master needs at least this many peers for its slots to be split and a failover voted on.
+MIN_MASTERS = 3
+MAX_MASTERS = 16
+MAX_REPLICAS = 3
+#: Milliseconds without an answer before a node is failed (and a replica promoted).
+NODE_TIMEOUT_MS = 2000
+URL_SCHEME = "redis+cluster"
+
+
+class EmbeddedCluster:
+    """`masters` master nodes, each with `replicas` replicas, on 127.0.0.1."""
+
+    def __init__(
+        self,
+        masters: int = 3,
+        replicas: int = 0,
+        binary: RedisBinary | None = None,
+        *,
+        node_timeout_ms: int = NODE_TIMEOUT_MS,
+        join_timeout: float = 30.0,
+    ) -> None:
+        check_size(masters, replicas)
+        self.binary = binary or find_redis_server()
+        self.masters_wanted = masters
+        self.replicas_wanted = replicas
+        self.node_timeout_ms = node_timeout_ms
+        self.join_timeout = join_timeout
+        self.nodes: list[EmbeddedRedis] = []
+        #: Seconds the last start() took: the servers up, then the cluster joined.
+        self.started_in = 0.0
+        self.joined_in = 0.0
+
+    # Life cycle -------------------------------------------------------------
+    def start(self) -> EmbeddedCluster:
+        """Start every node, join them, and wait until the cluster is ok everywhere."""
+        if self.nodes:
+            return self
+        began = time.monotonic()
+        try:
+            for _ in range(self.masters_wanted * (1 + self.replicas_wanted)):
+                self.nodes.append(self._start_node())
+            up = time.monotonic()
+            self.started_in = up - began
+            self._join()
+            self.joined_in = time.monotonic() - up
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop every node (SIGTERM, then SIGKILL) and delete their directories."""
+        nodes, self.nodes = self.nodes, []
+        for node in nodes:
+            with contextlib.suppress(Exception):
+                node.stop(timeout)
+
+    def __enter__(self) -> EmbeddedCluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # What it is -------------------------------------------------------------
+    @property
+    def masters(self) -> list[EmbeddedRedis]:
+        return self.nodes[: self.masters_wanted]
+
+    @property
+    def replicas(self) -> list[EmbeddedRedis]:
+        return self.nodes[self.masters_wanted :]
+
+    @property
+    def url(self) -> str:
+        """`redis+cluster://127.0.0.1:PORT`: any node; the client finds the others."""
+        first = self.nodes[0]
+        return f"{URL_SCHEME}://{first.host}:{first.port}"
+
+    @property
+    def running(self) -> bool:
+        return bool(self.nodes) and all(node.running for node in self.nodes)
+
+    def client(self, **kwargs: Any) -> redis.cluster.RedisCluster:
+        """A new redis-py cluster client (it learns the slot map from the first node)."""
+        first = self.nodes[0]
+        kwargs.setdefault("socket_connect_timeout", 5)
+        return redis.cluster.RedisCluster(host=first.host, port=first.port, **kwargs)
+
+    def describe(self) -> str:
+        shape = f"{self.masters_wanted} masters"
+        if self.replicas_wanted:
+            shape += f", {self.replicas_wanted} replica(s) each"
+        return f"embedded {self.binary.product} {self.binary.version} cluster ({shape})"
+
+    def slot_ranges(self) -> list[tuple[int, int]]:
+        """The slots master i serves: [first, last], split as evenly as 16384 allows."""
+        n = self.masters_wanted
+        return [(i * SLOTS // n, (i + 1) * SLOTS // n - 1) for i in range(n)]
+
+    # Internals --------------------------------------------------------------
+    def _start_node(self) -> EmbeddedRedis:
+        last: ServerError | None = None
+        for _ in range(5):
+            node = EmbeddedRedis(
+                self.binary,
+                port=_free_port_with_bus(),
+                extra_args=[
+                    "--cluster-enabled", "yes",
+                    "--cluster-config-file", "nodes.conf",
+                    "--cluster-node-timeout", str(self.node_timeout_ms),
+                    "--cluster-require-full-coverage", "yes",
+                ],
+            )  # fmt: skip
+            try:
+                return node.start()
+            except ServerError as exc:  # the port (or its bus port) was taken meanwhile
+                node.stop()
+                last = exc
+        raise ServerError(f"could not start a cluster node after 5 tries: {last}")
+
+    def _join(self) -> None:
+        clients = [node.client(socket_timeout=5, decode_responses=True) for node in self.nodes]
+        try:
+            ids = [c.execute_command("CLUSTER", "MYID") for c in clients]
+            for client, (first, last) in zip(clients, self.slot_ranges(), strict=False):
+                client.execute_command("CLUSTER", "ADDSLOTS", *range(first, last + 1))
+            seed = self.nodes[0]
+            for client in clients[1:]:
+                client.execute_command("CLUSTER", "MEET", seed.host, seed.port)
+            deadline = time.monotonic() + self.join_timeout
+            self._wait(clients, deadline, lambda c: _knows(c, len(self.nodes)), "see every node")
+            for k, client in enumerate(clients[self.masters_wanted :]):
+                client.execute_command("CLUSTER", "REPLICATE", ids[k % self.masters_wanted])
+            self._wait(clients, deadline, _state_ok, "report cluster_state:ok")
+            if self.replicas_wanted:
+                self._wait(
+                    clients[: self.masters_wanted], deadline, self._replicas_attached, "see their replicas"
+                )
+        finally:
+            for client in clients:
+                client.close()
+
+    def _replicas_attached(self, client: redis.Redis) -> bool:
+        info = client.info("replication")
+        return int(info.get("connected_slaves", 0)) >= self.replicas_wanted
+
+    def _wait(self, clients: Sequence[redis.Redis], deadline: float, ready: Any, what: str) -> None:
+        while True:
+            waiting = [i for i, c in enumerate(clients) if not ready(c)]
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                ports = ", ".join(str(self.nodes[i].port) for i in waiting)
+                raise ServerError(
+                    f"the cluster did not come together within {self.join_timeout:g} s: the nodes on "
+                    f"port(s) {ports} did not {what}; the first one's log says:\n"
+                    f"{self.nodes[waiting[0]].log_tail()}"
+                )
+            time.sleep(0.02)
+
+
+def check_size(masters: int, replicas: int) -> None:
+    """ValueError with what to change, for a cluster contend will not build."""
+    if not isinstance(masters, int) or not MIN_MASTERS <= masters <= MAX_MASTERS:
+        raise ValueError(
+            f"a cluster needs {MIN_MASTERS} to {MAX_MASTERS} masters (fewer cannot vote a failover), "
+            f"not {masters!r}"
+        )
+    if not isinstance(replicas, int) or not 0 <= replicas <= MAX_REPLICAS:
+        raise ValueError(f"--replicas is per master, 0 to {MAX_REPLICAS}, not {replicas!r}")
+
+
+def _knows(client: redis.Redis, n: int) -> bool:
+    lines = [line for line in client.execute_command("CLUSTER", "NODES").splitlines() if line.strip()]
+    return len(lines) >= n and not any("handshake" in line or "noaddr" in line for line in lines)
+
+
+def _state_ok(client: redis.Redis) -> bool:
+    return "cluster_state:ok" in client.execute_command("CLUSTER", "INFO")
+
+
+def _free_port_with_bus() -> int:
+    """A free port below 55536 whose cluster bus port (+10000) is free too."""
+    for _ in range(200):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port + BUS_OFFSET > 65535:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as bus:
+            try:
+                bus.bind(("127.0.0.1", port + BUS_OFFSET))
+            except OSError:
+                continue
+        return port
+    raise ServerError("found no free port whose cluster bus port (+10000) is free too")
