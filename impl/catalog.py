@@ -59,6 +59,8 @@ SINGLE_FLIGHT_PROPERTIES = frozenset({RUNS_ONCE, SHARED_RESULT, LEADER_FAILURE})
 
 # Every implementation: bad input (ttl_ms <= 0, an empty key or name) raises before anything is written.
 BAD_INPUT = "bad-input"
+#: On a Redis Cluster: every command, script and transaction names keys of one hash slot.
+CLUSTER_SLOTS = "cluster-slots"
 
 # What kind of property each is, so reports tell a broken guarantee from an unclean refusal.
 SAFETY = "safety"  # something bad never happens: two holders, a lost or shared id, a second computation
@@ -81,6 +83,7 @@ PROPERTY_KINDS: dict[str, str] = {
     SHARED_RESULT: SAFETY,
     LEADER_FAILURE: LIVENESS,
     BAD_INPUT: HYGIENE,
+    CLUSTER_SLOTS: HYGIENE,
 }
 #: Each property in a user's words: what it promises.
 PROPERTY_DESCRIPTIONS: dict[str, str] = {
@@ -100,6 +103,7 @@ PROPERTY_DESCRIPTIONS: dict[str, str] = {
     SHARED_RESULT: "every caller of a flight gets the leader's result",
     LEADER_FAILURE: "a leader that dies or raises frees its waiters with an error or a retry",
     BAD_INPUT: "ttl_ms <= 0, an empty key or an empty name raises before anything is written",
+    CLUSTER_SLOTS: "on a Redis Cluster, each command, script or transaction names keys of one hash slot",
 }
 
 
@@ -127,6 +131,9 @@ class Implementation:
     violates: frozenset[str] = field(default_factory=frozenset)
     #: The factory takes a redis.asyncio client and its object's operations are coroutines.
     asynchronous: bool = False
+    #: Why it runs on one server only (not on a Redis Cluster), or "" when it runs on a cluster:
+    #: every command, script and transaction of it names keys of one hash slot.
+    single_node: str = ""
 
     @property
     def known_bad(self) -> bool:
@@ -150,6 +157,7 @@ def _seed_layout(strategy: str) -> Callable[[redis.Redis, str], reg.Registerer]:
 
 
 _ALL_REGISTRY = REGISTRY_PROPERTIES
+_THREE_DBS = "uses databases 15, 14 and 13; a Redis Cluster has database 0 only"
 # Racy registries: concurrent registration fails or leaves a gap, and a client that dies between
 # writing the forward and the inverse table leaves them disagreeing.
 _RACY = frozenset({NO_SPURIOUS_ERRORS, GAP_FREE, TABLES_AGREE})
@@ -185,12 +193,12 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         "seed_layout", "registry", _seed_layout("seed_transaction"), "registry",
         "seed 000 as published: Registerer on three databases",
-        "seed 000", _ALL_REGISTRY, _RACY,
+        "seed 000", _ALL_REGISTRY, _RACY, single_node=_THREE_DBS,
     ),
     Implementation(
         "seed_layout_lua", "registry", _seed_layout("lua"), "registry",
         "Registerer on three databases, made safe by one script",
-        "seed 000", _ALL_REGISTRY,
+        "seed 000", _ALL_REGISTRY, single_node=_THREE_DBS,
     ),
     Implementation(
         "setnx_getset", "lock", setnx_getset.factory, "lease",

@@ -18,7 +18,11 @@ def client_for_db(client: redis.Redis, db: int) -> redis.Redis:
 
 
 def db_of(client: redis.Redis) -> int:
-    return int(client.connection_pool.connection_kwargs.get("db", 0) or 0)
+    """The database a client talks to (a Redis Cluster client: 0, the only one a cluster has)."""
+    pool = getattr(client, "connection_pool", None)
+    if pool is None:
+        return 0
+    return int(pool.connection_kwargs.get("db", 0) or 0)
 
 
 def glob_escape(text: str) -> str:

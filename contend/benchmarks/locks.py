@@ -73,7 +73,7 @@ def _bench_one(
 ) -> LockFigures:
     conns: list[redis.Redis] = [target.client() for _ in range(clients + 2)]
     try:
-        ns = Namespace(run_ns.client, run_ns.key("bench", impl.name))
+        ns = Namespace(run_ns.client, run_ns.child("bench", impl.name))
         counted = conns.pop()
         trips = tap(counted)
         probe = impl.factory(counted, ns.key("probe"), TTL_MS)

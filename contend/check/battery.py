@@ -46,6 +46,7 @@ from contend.check.schedule import SCHEDULE
 from contend.check.semaphore import SEMAPHORE_CHECKS
 from contend.check.single_flight import SINGLE_FLIGHT_CHECKS
 from contend.impl import catalog
+from contend.target.cluster_client import CrossSlotError
 from contend.target.keyspace import Namespace
 from contend.target.target import Target
 
@@ -107,6 +108,8 @@ class Subject:
     claim_changes: tuple[str, ...] = ()
     #: Its methods are coroutines (redis.asyncio): the async battery runs.
     asynchronous: bool = False
+    #: Why it runs on one server only ("" when it runs on a Redis Cluster too).
+    single_node: str = ""
 
     def checks(self, only: Iterable[str] = ()) -> list[Check]:
         """The family's checks that apply to this subject (some need a claim or a capability)."""
@@ -120,10 +123,18 @@ class Subject:
         ]
 
 
+#: Why async implementations are not run on a Redis Cluster (yet).
+ASYNC_ON_CLUSTER = (
+    "async implementations run on a single server only so far (no redis.asyncio cluster clients)"
+)
+
+
 @dataclass
 class ResultRow:
     subject: Subject
     results: list[CheckResult] = field(default_factory=list)
+    #: Why its checks did not run here (a single-node implementation on a Redis Cluster).
+    skipped: str = ""
 
     @property
     def failed(self) -> list[CheckResult]:
@@ -135,6 +146,8 @@ class ResultRow:
 
     @property
     def verdict(self) -> str:
+        if self.skipped:
+            return "skipped"
         if self.subject.known_bad:
             return "caught" if self.failed else "NOT CAUGHT"
         if self.failed:
@@ -144,7 +157,7 @@ class ResultRow:
 
     @property
     def as_expected(self) -> bool:
-        return self.verdict in ("pass", "caught")
+        return self.verdict in ("pass", "caught", "skipped")
 
 
 def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list[Subject]:
@@ -166,6 +179,7 @@ def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list
             impl.claims,
             selector=("--only", impl.name),
             asynchronous=impl.asynchronous,
+            single_node=impl.single_node,
         )
         for impl in chosen
         if impl.family in families
@@ -305,7 +319,7 @@ def with_capabilities(subject: Subject, target: Target, namespace: Namespace) ->
 
     def make() -> Any:
         if subject.family == "registry":
-            return subject.factory(namespace.client, namespace.key(subject.name, "probe-registry"))
+            return subject.factory(namespace.client, namespace.child(subject.name, "probe-registry"))
         return subject.factory(namespace.client, key, 10_000)
 
     found = _bounded(lambda: detect_capabilities(subject.factory, subject.family, make), Capabilities())
@@ -330,6 +344,8 @@ def _bounded(probe: Callable[[], Capabilities], otherwise: Capabilities) -> Capa
     thread = threading.Thread(target=run, name="contend-probe", daemon=True)
     thread.start()
     thread.join(PROBE_SECONDS)
+    if isinstance(box.get("error"), CrossSlotError):
+        return otherwise  # on a Redis Cluster: the checks report the keys that span slots
     if "error" in box:
         raise box["error"]
     return box.get("found", otherwise)
@@ -359,6 +375,9 @@ def run_battery(
     for subject in subjects:
         if stop is not None and stop.is_set():
             break
+        if target.cluster and (subject.single_node or subject.asynchronous):
+            rows.append(ResultRow(subject, skipped=subject.single_node or ASYNC_ON_CLUSTER))
+            continue
         subject = with_capabilities(subject, target, run_namespace)
         row = ResultRow(subject)
         rows.append(row)
@@ -376,7 +395,7 @@ def run_battery(
                 continue
             ns = Namespace(
                 run_namespace.client,
-                run_namespace.key(subject.name, check.name),
+                run_namespace.child(subject.name, check.name),
                 dbs=subject.dbs,
                 other_urls=run_namespace.other_urls,
             )

@@ -21,7 +21,8 @@ from typing import Any
 import redis
 
 from contend.errors import Abandoned
-from contend.impl.catalog import PROPERTY_KINDS
+from contend.impl.catalog import CLUSTER_SLOTS, PROPERTY_KINDS
+from contend.target.cluster_client import disconnect, refusals_count, refusals_since
 from contend.target.keyspace import Namespace
 from contend.target.tap import RoundTrips, tap
 from contend.target.target import Target
@@ -126,7 +127,7 @@ class CheckContext:
             clients, self._clients = list(self._clients), []
         for client in clients:
             with contextlib.suppress(Exception):
-                client.connection_pool.disconnect()
+                disconnect(client)
             with contextlib.suppress(Exception):
                 client.close()
 
@@ -189,6 +190,7 @@ def run_check(
     """
     start = time.perf_counter()
     box: dict[str, Any] = {}
+    mark = refusals_count()
 
     def body() -> None:
         try:
@@ -223,6 +225,12 @@ def run_check(
     ctx.close()
     seconds = time.perf_counter() - start
     error = box.get("error")
+    refused = refusals_since(mark)
+    if refused and not isinstance(error, Abandoned):
+        # On a Redis Cluster, whatever the implementation made of the refusal (a refused acquire,
+        # an error it caught), its command spans slots: that is the finding.
+        more = f" ({len(refused)} such refusals in this check)" if len(refused) > 1 else ""
+        return CheckResult(check.name, FAIL, f"{refused[0]}{more}", seconds, CLUSTER_SLOTS)
     if error is None:
         return CheckResult(check.name, PASS, str(box.get("detail", "")), seconds)
     if isinstance(error, CheckFailed):

@@ -31,6 +31,7 @@ def rows_json(rows: Sequence[ResultRow]) -> list[dict[str, Any]]:
             "as_expected": row.as_expected,
             "claims": sorted(row.subject.claims),
             "capabilities": row.subject.capabilities.describe() if row.subject.capabilities else None,
+            "skipped": row.skipped or None,
             "checks": [
                 {
                     "check": r.check,
@@ -55,6 +56,9 @@ def junit_cases(rows: Sequence[ResultRow]) -> list[Case]:
     cases = []
     for row in rows:
         cls = f"contend.check.{row.subject.family.replace('_', '-')}.{row.subject.name}"
+        if row.skipped:
+            cases.append(Case(cls, "skipped", 0.0, Outcome.SKIPPED, row.skipped, row.skipped))
+            continue
         for r in row.results:
             evidence = _evidence(row, r)
             if r.status == INCONCLUSIVE:
@@ -163,7 +167,9 @@ def _family_table(rows: Sequence[ResultRow], title: str) -> Any:
         for name in checks:
             r = by_check.get(name)
             cells.append("" if r is None else _cell(r.status, r.kind, row.subject.known_bad))
-        style = {"pass": "green", "caught": "yellow", "inconclusive": "yellow"}.get(row.verdict, "bold red")
+        style = {"pass": "green", "caught": "yellow", "inconclusive": "yellow", "skipped": "dim"}.get(
+            row.verdict, "bold red"
+        )
         label = escape(row.subject.name) + (" [dim](known-bad)[/]" if row.subject.known_bad else "")
         table.add_row(label, row.subject.family.replace("_", "-"), *cells, f"[{style}]{row.verdict}[/]")
     return table
@@ -193,8 +199,11 @@ def claims_lines(rows: Sequence[ResultRow]) -> list[str]:
 
 
 def evidence_lines(rows: Sequence[ResultRow]) -> list[str]:
-    """One entry per failed or inconclusive check: which property, in words, and the evidence."""
-    lines = []
+    """One entry per failed or inconclusive check: which property, in words, and the evidence;
+    and why an implementation was skipped."""
+    lines = [
+        f"{row.subject.name}: skipped on this Redis Cluster: {row.skipped}" for row in rows if row.skipped
+    ]
     for row in rows:
         for r in row.results:
             if r.status == FAIL:

@@ -48,6 +48,7 @@ from contend.errors import ContendError
 from contend.exitcodes import ExitCode
 from contend.impl import catalog
 from contend.schedule.gate import check_redis_py
+from contend.target.cluster import check_size
 from contend.target.target import open_target
 
 ALL_CHECKS = sorted({c.name for checks in (*BATTERIES.values(), *ASYNC_BATTERIES.values()) for c in checks})
@@ -68,6 +69,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "budget ran out), 2 on bad input; 130/143 when interrupted (the results so far are printed).",
         formatter_class=HelpFormatter,
         epilog=exitcodes.epilog(),
+    )
+    parser.add_argument(
+        "--cluster",
+        type=int,
+        metavar="N",
+        help="run on an embedded Redis Cluster of N masters (3 to 16) that contend starts, with "
+        "redis.cluster.RedisCluster clients; implementations the catalog marks single-node only are "
+        "skipped with the reason (an existing cluster: --redis-url redis+cluster://HOST:PORT)",
     )
     parser.add_argument(
         "--family",
@@ -179,6 +188,16 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
 def _validate(args: argparse.Namespace) -> None:
     """Bad input is refused before anything starts."""
     resolve_outputs(args)
+    if args.cluster is not None:
+        if args.redis_url:
+            raise ContendError(
+                "--cluster starts an embedded cluster and --redis-url names a server: give one of them "
+                "(an existing cluster: --redis-url redis+cluster://HOST:PORT)"
+            )
+        try:
+            check_size(args.cluster, 0)
+        except ValueError as exc:
+            raise ContendError(f"--cluster {args.cluster}: {exc}") from None
     for name in args.only or ():
         try:
             catalog_implementation(name)
@@ -228,7 +247,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     started = time.perf_counter()
     interrupted: interrupt.Interrupted | None = None
     interrupt.on_forced_exit(lambda: print_partial(rows, out, args, started))
-    with open_target(args.redis_url, args.redis_server) as target:
+    with open_target(args.redis_url, args.redis_server, cluster=args.cluster) as target:
         out.print(escape(f"contend check on {target.description}"), soft_wrap=True)
         client = target.client()
         run_ns = target.namespace(args.namespace, client=client)

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
+import redis.cluster
 from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
@@ -341,7 +342,7 @@ class ScheduledMachine(RuleBasedStateMachine):
             random.setstate(self._random_state)
             self.ns.cleanup()
             for conn in [*self.connections, self.admin]:
-                if isinstance(conn, redis.Redis):  # an async client closed with its loop
+                if isinstance(conn, (redis.Redis, redis.cluster.RedisCluster)):  # not an async one
                     _idle_connections.setdefault(self.target.url, []).append(conn)
 
     def finish_all(self, max_steps: int = 5_000) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 
 from contend.schedule import gate
 from contend.schedule.async_gate import CancelAt, VirtualClockLoop
+from contend.target.cluster_client import disconnect
 
 
 class SchedulerError(RuntimeError):
@@ -317,7 +318,7 @@ class Scheduler:
 
     def _disconnect(self, client: ClientHandle) -> None:
         """Close a client's connections; an async client's on its own loop, in its own thread."""
-        done = client.connection.connection_pool.disconnect()
+        done = disconnect(client.connection)
         if not inspect.iscoroutine(done):
             return
         if client.aloop is None or client.aloop.is_closed():

@@ -43,14 +43,20 @@ class Namespace:
         self.pattern = "*" + glob_escape(self.prefix) + ":*"
         self.dbs = sorted({db_of(client), *dbs})
         self.other_urls = tuple(other_urls)
+        #: On a Redis Cluster, keys are hash tags as a whole ({...}): what an implementation
+        #: derives from one (`{key}:fence`) lands in its slot, as cluster users are told to do.
+        self.tagged = getattr(client, "connection_pool", None) is None
 
     def key(self, *parts: object) -> str:
-        """`<prefix>:<part>:<part>...`"""
-        return ":".join([self.prefix, *map(str, parts)])
+        """`<prefix>:<part>:<part>...` (`{<prefix>:<part>...}` on a Redis Cluster)."""
+        key = ":".join([self.prefix, *map(str, parts)])
+        return "{" + key + "}" if self.tagged else key
 
     def child(self, *parts: object) -> str:
-        """A sub-namespace string (for factories that take a namespace)."""
-        return self.key(*parts)
+        """A sub-namespace string `<prefix>:<part>...` (for factories that take a namespace, and
+        for the prefix of a namespace within this one): never a hash tag, so the keys made under
+        it are tags of their own on a cluster."""
+        return ":".join([self.prefix, *map(str, parts)])
 
     def add_db(self, db: int) -> None:
         if db not in self.dbs:

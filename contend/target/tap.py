@@ -18,6 +18,8 @@ from typing import Any
 
 import redis
 
+from contend.target.cluster_client import pools_of
+
 
 class SimulatedCrash(BaseException):
     """The client died here. A BaseException, so no lock code catches it and carries on."""
@@ -70,22 +72,23 @@ class RoundTrips:
 def tap(client: redis.Redis) -> RoundTrips:
     """Count (and make crashable) every round trip of `client`'s future connections."""
     trips = RoundTrips()
-    pool = client.connection_pool
-    base = pool.connection_class
+    for pool in pools_of(client):  # a cluster client has one per node
+        base = pool.connection_class
 
-    def send_packed_command(self: Any, command: Any, check_health: bool = True) -> None:
-        self.connect()  # a refused connection raises here, before anything is counted as sent
-        trips.spend()
-        base.send_packed_command(self, command, check_health)
+        def send_packed_command(self: Any, command: Any, check_health: bool = True, base: Any = base) -> None:
+            self.connect()  # a refused connection raises here, before anything is counted as sent
+            trips.spend()
+            base.send_packed_command(self, command, check_health)
 
-    pool.connection_class = type(
-        f"Tapped{base.__name__}", (base,), {"send_packed_command": send_packed_command}
-    )
-    pool.contend_round_trips = trips  # type: ignore[attr-defined]
+        pool.connection_class = type(
+            f"Tapped{base.__name__}", (base,), {"send_packed_command": send_packed_command}
+        )
+        pool.contend_round_trips = trips
     return trips
 
 
 def round_trips(client: redis.Redis) -> int:
     """Round trips a tapped `client` has sent so far (0 for one that is not tapped)."""
-    trips = getattr(client.connection_pool, "contend_round_trips", None)
+    pools = pools_of(client)
+    trips = getattr(pools[0], "contend_round_trips", None) if pools else None
     return trips.sent if trips is not None else 0

@@ -9,9 +9,13 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
+import redis.cluster
 
 from contend.errors import TargetError
 from contend.target.binary import find_redis_server
+from contend.target.cluster import URL_SCHEME as CLUSTER_SCHEME
+from contend.target.cluster import EmbeddedCluster
+from contend.target.cluster_client import SlotCheckingCluster
 from contend.target.keyspace import Namespace
 from contend.target.server import EmbeddedRedis, Persistence
 
@@ -41,11 +45,23 @@ class Target:
     #: Other servers the implementation under test also writes to (Redlock's other masters):
     #: its keys there are cleaned up with the namespace and follow the scheduler's virtual time.
     also: tuple[str, ...] = ()
+    #: The embedded cluster, when contend started one (--cluster N).
+    embedded_cluster: EmbeddedCluster | None = None
+
+    @property
+    def cluster(self) -> bool:
+        """Is this a Redis Cluster (redis+cluster://)? Its clients are redis.cluster.RedisCluster."""
+        return self.url.startswith(CLUSTER_SCHEME + "://")
 
     def client(self, *, pool_size: int | None = None, **kwargs: Any) -> redis.Redis:
         """A new client. With `pool_size`, threads share at most that many connections and
-        wait for a free one (redis-py's default pool raises past 100 connections instead)."""
+        wait for a free one (redis-py's default pool raises past 100 connections instead).
+        On a cluster, a RedisCluster client (`pool_size` connections at most per node)."""
         kwargs.setdefault("socket_connect_timeout", 5)
+        if self.cluster:
+            if pool_size is not None:
+                kwargs["max_connections"] = pool_size
+            return SlotCheckingCluster.from_url(node_url(self.url), **kwargs)  # type: ignore[return-value]
         if pool_size is not None:
             pool = redis.BlockingConnectionPool.from_url(
                 self.url, max_connections=pool_size, timeout=60, **kwargs
@@ -64,13 +80,20 @@ class Target:
         return ns
 
 
+def node_url(url: str) -> str:
+    """The redis:// URL of the node a redis+cluster:// URL names (where a cluster client starts)."""
+    return "redis://" + url.split("://", 1)[1] if url.startswith(CLUSTER_SCHEME + "://") else url
+
+
 def connect_url(url: str) -> Target:
     """A Target for an existing server, after a PING; TargetError naming the URL if not."""
     masked = mask_url(url)
+    if url.startswith(CLUSTER_SCHEME + "://"):
+        return connect_cluster_url(url)
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise TargetError(
             f"--redis-url {masked}: expected redis://[[user]:password@]host[:port][/db], "
-            "rediss:// for TLS, or unix:///path"
+            f"rediss:// for TLS, unix:///path, or {CLUSTER_SCHEME}://host:port for a Redis Cluster"
         )
     try:
         client = redis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=5)
@@ -95,16 +118,52 @@ def connect_url(url: str) -> Target:
     return Target(url, f"{product} {version} at {masked}")
 
 
+def connect_cluster_url(url: str) -> Target:
+    """A Target for an existing Redis Cluster (any node's address), once the cluster says ok."""
+    masked = mask_url(url)
+    parts = urlsplit(node_url(url))
+    if parts.path not in ("", "/", "/0"):
+        raise TargetError(f"--redis-url {masked}: a cluster has database 0 only; drop {parts.path!r}")
+    try:
+        client = redis.cluster.RedisCluster.from_url(
+            node_url(url), socket_connect_timeout=3, socket_timeout=5
+        )
+    except (redis.RedisError, redis.exceptions.RedisClusterException, OSError, ValueError) as exc:
+        reason = str(exc).splitlines()[0].rstrip(".") if str(exc) else type(exc).__name__
+        raise TargetError(
+            f"cannot reach a Redis Cluster at {masked}: {reason}; check the node's host and port "
+            f"(a node of a cluster, with cluster-enabled yes), or use redis:// for a single server"
+        ) from None
+    try:
+        state = client.cluster_info().get("cluster_state")
+        info = client.info("server", target_nodes=redis.cluster.RedisCluster.RANDOM)
+        masters = len(client.get_primaries())
+    finally:
+        client.close()
+    if state != "ok":
+        raise TargetError(f"the Redis Cluster at {masked} reports cluster_state:{state}; wait until it is ok")
+    product = "Valkey" if "valkey_version" in info else "Redis"
+    version = info.get("valkey_version") or info.get("redis_version", "?")
+    return Target(url, f"{product} {version} cluster ({masters} masters) at {masked}")
+
+
 @contextlib.contextmanager
 def open_target(
     redis_url: str | None = None,
     redis_server: str | None = None,
     *,
     persistence: Persistence = "none",
+    cluster: int | None = None,
 ) -> Iterator[Target]:
-    """The embedded server (started here, stopped on exit) or the server at `redis_url`."""
+    """The embedded server (started here, stopped on exit), an embedded cluster of `cluster`
+    masters, or the server at `redis_url`."""
     if redis_url:
         yield connect_url(redis_url)
+        return
+    if cluster is not None:
+        with EmbeddedCluster(cluster, binary=find_redis_server(redis_server)) as nodes:
+            description = f"{nodes.describe()} ({nodes.binary.source}), joined in {nodes.joined_in:.1f} s"
+            yield Target(nodes.url, description, embedded_cluster=nodes)
         return
     with EmbeddedRedis(find_redis_server(redis_server), persistence=persistence) as server:
         yield Target(server.url, server.describe() + f" ({server.binary.source})", server)

@@ -49,7 +49,7 @@ class WatchRegistry(CommittingRegistry):
             if attempt:
                 pause = min(self.backoff_cap, self.backoff_base * 2 ** min(attempt, 16))
                 time.sleep(random.uniform(0, pause))
-            with self.client.pipeline() as pipe:
+            with self.client.pipeline(transaction=True) as pipe:
                 try:
                     pipe.watch(k.counter, k.ids)
                     current = pipe.hmget(k.ids, names)

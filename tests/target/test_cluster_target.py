@@ -1,0 +1,99 @@
+"""Running on a Redis Cluster: the target, its namespace, and keys that span hash slots named."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import redis.cluster
+
+from contend.cli import main
+from contend.errors import TargetError
+from contend.target.cluster_client import CrossSlotError
+from contend.target.target import connect_url, open_target
+
+
+@pytest.fixture(scope="module")
+def cluster_target():
+    with open_target(cluster=3) as target:
+        yield target
+
+
+def test_the_target_gives_cluster_clients_and_a_tagged_namespace(cluster_target):
+    assert cluster_target.cluster and cluster_target.url.startswith("redis+cluster://127.0.0.1:")
+    assert "cluster (3 masters)" in cluster_target.description
+    client = cluster_target.client()
+    ns = cluster_target.namespace(client=client)
+    try:
+        assert isinstance(client, redis.cluster.RedisCluster)
+        key = ns.key("lock")
+        assert key == "{" + ns.prefix + ":lock}", "a key is a hash tag as a whole on a cluster"
+        keys = [ns.key("k", n) for n in range(40)]
+        for k in keys:
+            client.set(k, 1)
+        client.set(key + ":fence", 1)  # derived from a tagged key: the same slot
+        assert client.keyslot(key + ":fence") == client.keyslot(key)
+        assert len({client.get_node_from_key(k).port for k in keys}) == 3, "keys spread over the masters"
+        assert ns.count() == 41
+        assert ns.cleanup() == 41 and ns.count() == 0
+    finally:
+        ns.cleanup()
+        client.close()
+
+
+def test_an_existing_cluster_is_reached_by_its_url(cluster_target):
+    found = connect_url(cluster_target.url)
+    assert found.cluster and "cluster (3 masters)" in found.description
+
+
+def test_a_single_server_is_not_a_cluster(contend_target):
+    url = contend_target.url.replace("redis://", "redis+cluster://").removesuffix("/0")
+    with pytest.raises(TargetError, match="cannot reach a Redis Cluster at"):
+        connect_url(url)
+
+
+def test_keys_in_two_slots_are_named_with_their_slots(cluster_target):
+    client = cluster_target.client()
+    try:
+        with pytest.raises(CrossSlotError) as info:
+            client.eval("return 1", 2, "a-key", "another-key")
+        assert info.value.command == "EVAL"
+        assert [k for k, _ in info.value.keys] == ["a-key", "another-key"]
+        text = str(info.value)
+        assert f"a-key (slot {client.keyslot('a-key')})" in text and "hash tag" in text
+    finally:
+        client.close()
+
+
+def test_check_on_a_cluster_skips_single_node_code_and_names_keys_that_span_slots(capsys, tmp_path):
+    out = tmp_path / "check.json"
+    argv = ["check", "--cluster", "3", "--only", "token", "--only", "fenced", "--only", "seed_layout"]
+    assert main([*argv, "--check", "model", "--check", "burst", "--json", str(out), "-q"]) == 0
+    rows = {row["implementation"]: row for row in json.loads(out.read_text())["implementations"]}
+    assert rows["token"]["verdict"] == "pass" and rows["fenced"]["verdict"] == "pass"
+    assert rows["seed_layout"]["verdict"] == "skipped"
+    assert "a Redis Cluster has database 0 only" in rows["seed_layout"]["skipped"]
+    capsys.readouterr()
+    spec = ["--impl", "tests.fixtures.foreign.held_set_lock:make", "--kind", "lock", "--check", "burst"]
+    assert main(["check", "--cluster", "3", *spec]) == 1
+    text = " ".join(capsys.readouterr().out.split())
+    assert "EVALSHA spans hash slots on a Redis Cluster" in text and ":held (slot" in text
+
+
+def test_the_same_lock_passes_on_one_server(capsys):
+    spec = ["--impl", "tests.fixtures.foreign.held_set_lock:make", "--kind", "lock", "--check", "burst"]
+    assert main(["check", *spec]) == 0
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--cluster", "2"], "--cluster 2: a cluster needs 3 to 16 masters"),
+        (["--cluster", "3", "--redis-url", "redis://127.0.0.1:1"], "give one of them"),
+        (["--redis-url", "redis+cluster://127.0.0.1:1/2"], "a cluster has database 0 only"),
+    ],
+)
+def test_bad_cluster_input_exits_2_before_anything_starts(argv, message, capsys):
+    assert main(["check", *argv]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert message in err and "Traceback" not in err
