@@ -131,11 +131,16 @@ def _evidence(
     steps = [s for s in trace.trace if s.sent or s.note] if trace else []
     clients = len({s.client for s in steps if s.sent})
     round_trips = sum(1 for s in steps if s.sent)
-    lines = "\n".join("    " + line for line in compress(steps))
+    show_nodes = len({step.node for step in steps if step.node}) > 1  # a cluster's nodes
+    lines = "\n".join("    " + line for line in compress(steps, show_nodes=show_nodes))
     replay = replay_text(exc) or replayed
     command = replay_command(subject, replay) if replay and subject.selector else ""
     again = f"\n    replay: {command}" if command else ""
-    facts: dict[str, Any] = {"clients": clients, "round_trips": round_trips, "trace": compress(steps)}
+    facts: dict[str, Any] = {
+        "clients": clients,
+        "round_trips": round_trips,
+        "trace": compress(steps, show_nodes=show_nodes),
+    }
     if command:
         facts["replay"] = command
     return f"{exc.detail} — {clients} client(s), {round_trips} round trip(s):\n{lines}{again}", facts

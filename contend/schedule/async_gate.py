@@ -122,7 +122,7 @@ async def _gated_send(self: Any, command: Any, check_health: bool = True) -> Non
         return await _originals["send"](self, command, check_health)  # type: ignore[no-any-return]
     if client.crashed:
         raise redis.ConnectionError(f"client {client.name} crashed")
-    client.before_round_trip(gate.decode_packed(command))  # blocks this client's loop until its turn
+    client.before_round_trip(gate.decode_packed(command), gate._node(self))  # blocks until its turn
     # Where a real cancellation lands before the send: redis-py awaits the pool for the
     # connection first, and returns the connection, nothing sent, when cancelled there.
     await _cancel_here(client, CancelAt.BEFORE_SEND)

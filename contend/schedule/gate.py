@@ -196,8 +196,14 @@ def _gated_send(self: Any, command: Any, check_health: bool = True) -> Any:
             # Code still unwinding in a crashed client (a finally block, a __del__):
             # a dead process sends nothing, and its connection is gone.
             raise redis.ConnectionError(f"client {client.name} crashed")
-        client.before_round_trip(decode_packed(command))
+        client.before_round_trip(decode_packed(command), _node(self))
     return _originals["send"](self, command, check_health)
+
+
+def _node(conn: Any) -> str:
+    """host:port of a connection's server ("" for a unix socket)."""
+    port = getattr(conn, "port", None)
+    return f"{getattr(conn, 'host', '')}:{port}" if port else ""
 
 
 def _recorded_read(self: Any, *args: Any, **kwargs: Any) -> Any:

@@ -57,13 +57,16 @@ class TraceEntry:
     replies: list[Any] = field(default_factory=list)
     vtime: float = 0.0
     note: str = ""
+    #: The server (host:port) the round trip went to: on a Redis Cluster, which node.
+    node: str = ""
 
-    def describe(self) -> str:
+    def describe(self, show_node: bool = False) -> str:
         if self.note:
             return f"#{self.index:<3} {self.client:<4} {self.note}"
         sent = "; ".join(" ".join(_short(a) for a in cmd) for cmd in self.sent)
         replies = ", ".join(_short(repr(_plain(r))) for r in self.replies)
-        return f"#{self.index:<3} {self.client:<4} {sent}  →  {replies}"
+        where = f" @{self.node}" if show_node and self.node else ""
+        return f"#{self.index:<3} {self.client:<4} {sent}{where}  →  {replies}"
 
 
 @dataclass
@@ -98,6 +101,8 @@ class ClientHandle:
         self.cancel_at: CancelAt | None = None
         #: The client's own event loop, made on its first coroutine (contend.schedule.async_gate).
         self.aloop: VirtualClockLoop | None = None
+        #: host:port of the server its next round trip goes to.
+        self.pending_node = ""
         #: The task running the client's operation: the one a scheduled cancellation cancels.
         self.op_task: asyncio.Task[Any] | None = None
         self._work: Callable[[], Any] | None = None
@@ -106,11 +111,12 @@ class ClientHandle:
         self._thread.start()
 
     # Called in the client thread (through the gate) ---------------------------
-    def before_round_trip(self, commands: list[list[str]]) -> None:
+    def before_round_trip(self, commands: list[list[str]], node: str = "") -> None:
         self._check_alive()
         if self.scheduler._script_cache_miss(self, commands):
             return  # part of the step under way: loading a script the server had not cached
         self.pending = commands
+        self.pending_node = node
         self.status = Status.READY
         self.scheduler._yield_from(self)
         self._check_alive()
@@ -402,7 +408,10 @@ class Scheduler:
         self.close()
 
     def format_trace(self) -> str:
-        return "\n".join(compress(self.trace))
+        """The trace, a line per step; which node each round trip went to once there are several
+        (a Redis Cluster: a MOVED reply and its retry on another node show as such)."""
+        nodes = {step.node for step in self.trace if step.node}
+        return "\n".join(compress(self.trace, show_nodes=len(nodes) > 1))
 
     # The baton -------------------------------------------------------------------
     def _run(self, client: ClientHandle, note: str | None) -> None:
@@ -462,6 +471,8 @@ class Scheduler:
 
     def _begin_round_trip(self, client: ClientHandle) -> None:
         step = self._current_step
+        if step is not None:
+            step.node = step.node or client.pending_node
         if step is not None and not step.sent:
             step.sent = client.pending
         client.pending = []
@@ -486,9 +497,9 @@ def _is_noscript(reply: Any) -> bool:
 _TOKEN = re.compile(r"\b[0-9a-f]{16,}\b|\b\d{9,}\.\d+\b")
 
 
-def compress(steps: list[TraceEntry], min_repeats: int = 3) -> list[str]:
+def compress(steps: list[TraceEntry], min_repeats: int = 3, show_nodes: bool = False) -> list[str]:
     """Readable lines for `steps`, a block of 1 or 2 steps repeated (a polling loop) shown once."""
-    texts = [step.describe() for step in steps]
+    texts = [step.describe(show_nodes) for step in steps]
     # Compare without the "#index" and with random tokens blanked: a retry loop repeats.
     keys = [_TOKEN.sub("…", text.split(None, 1)[1]) if " " in text else text for text in texts]
     lines: list[str] = []
@@ -531,7 +542,11 @@ def _plain(value: Any) -> Any:
     if isinstance(value, list):
         return [_plain(v) for v in value]
     if isinstance(value, BaseException):
-        return f"ERR {value}"
+        # A cluster's redirections by their own names (redis-py keeps only the slot and node).
+        prefix = {"MovedError": "MOVED", "AskError": "ASK", "TryAgainError": "TRYAGAIN"}.get(
+            type(value).__name__, "ERR"
+        )
+        return f"{prefix} {value}"
     return value
 
 

@@ -134,6 +134,42 @@ class EmbeddedCluster:
         n = self.masters_wanted
         return [(i * SLOTS // n, (i + 1) * SLOTS // n - 1) for i in range(n)]
 
+    def node_ids(self) -> list[str]:
+        """Each node's cluster id, in the order of `nodes`."""
+        ids = []
+        for node in self.nodes:
+            with node.client(decode_responses=True) as client:
+                ids.append(str(client.execute_command("CLUSTER", "MYID")))
+        return ids
+
+    def owner_of(self, slot: int) -> EmbeddedRedis:
+        """The master serving `slot` now."""
+        with self.nodes[0].client(decode_responses=True) as client:
+            for first, last, (_, port, *_) in (row[:3] for row in client.execute_command("CLUSTER", "SLOTS")):
+                if int(first) <= slot <= int(last):
+                    return next(node for node in self.nodes if node.port == int(port))
+        raise ServerError(f"no master serves slot {slot}")
+
+    def move_slot(self, slot: int, to: EmbeddedRedis, batch: int = 100) -> int:
+        """Reshard one slot to master `to` as redis-cli does: mark it importing there and
+        migrating at its owner, MIGRATE its keys over, then give it to `to` on every master.
+        Returns how many keys moved. Clients with the old map get MOVED (or ASK mid-move)."""
+        source = self.owner_of(slot)
+        if source is to:
+            return 0
+        ids = dict(zip((n.port for n in self.nodes), self.node_ids(), strict=True))
+        moved = 0
+        with source.client(decode_responses=True) as src, to.client(decode_responses=True) as dst:
+            dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[source.port])
+            src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to.port])
+            while keys := src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, batch):
+                src.execute_command("MIGRATE", to.host, to.port, "", 0, 5000, "KEYS", *keys)
+                moved += len(keys)
+            for master in self.masters:
+                with master.client() as client:
+                    client.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[to.port])
+        return moved
+
     # Internals --------------------------------------------------------------
     def _start_node(self) -> EmbeddedRedis:
         last: ServerError | None = None

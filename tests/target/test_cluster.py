@@ -147,3 +147,35 @@ def test_a_plain_script_starts_and_stops_a_cluster(tmp_path):
     assert done.returncode == 0, done.stderr
     value, *pids = done.stdout.split()
     assert value == "1" and all(wait_gone(int(pid)) for pid in pids)
+
+
+def test_a_resharded_slot_shows_in_the_trace_as_moved_and_a_retry_on_its_new_node():
+    """One round trip to one node is one step; a stale slot map costs a MOVED reply and a retry
+    on the slot's new owner, each a step of its own, each naming its node."""
+    from contend.schedule.scheduler import Scheduler
+    from contend.target.cluster_client import SlotCheckingCluster
+
+    with EmbeddedCluster(3) as cluster:
+        first = cluster.nodes[0]
+        client = SlotCheckingCluster(host=first.host, port=first.port)
+        admin = cluster.client()
+        try:
+            key = "{contend:test}:moved"
+            admin.set(key, "v")
+            client.get(key)  # the scheduled client learns the slot map now
+            slot = admin.keyslot(key)
+            old = cluster.owner_of(slot)
+            new = next(m for m in cluster.masters if m is not old)
+            assert cluster.move_slot(slot, new) == 1 and cluster.owner_of(slot) is new
+            with Scheduler() as s:
+                s.add_client(connection=client)
+                s.start(0, lambda: client.get(key), "get")
+                steps = [s.step(0) for _ in range(10) if s.runnable()]
+                assert s.clients[0].outcome.value == b"v"
+                trace = s.format_trace()
+            assert [step.node for step in steps] == [f"127.0.0.1:{old.port}", f"127.0.0.1:{new.port}"]
+            assert f"→  'MOVED {slot} 127.0.0.1:{new.port}'" in trace, trace
+            assert f"@127.0.0.1:{old.port}" in trace and f"@127.0.0.1:{new.port}" in trace
+        finally:
+            client.close()
+            admin.close()
