@@ -2,8 +2,10 @@
 
 Five embedded masters are started here, each a real redis-server without persistence. The
 lock machine drives `impl.locks.redlock` on them with its usual rules (acquire, release,
-extend, crashes, stalls, clock jumps), plus one more: `restart_master`, which kills one master
-with SIGKILL and starts it again on the same port, empty, while some client holds the lock.
+extend, crashes, stalls, clock jumps), plus two faults: `cut_off`, a network partition that
+cuts one client off from a minority of the masters, and `restart_master`, which kills one
+master with SIGKILL and starts it again on the same port, empty, while some client holds the
+lock.
 
 Redlock's published argument needs a restarted master to keep its keys (fsync always) or to
 stay down longer than a TTL. Without that, a client can win a majority while another still
@@ -35,6 +37,8 @@ from contend.target.server import EmbeddedRedis
 from contend.target.target import Target
 
 MASTERS = 5
+#: The masters a partition cuts a client off from: a minority.
+MINORITY = (MASTERS - 1) // 2
 CLAIMS = frozenset({MUTUAL_EXCLUSION, SAFE_RELEASE, CRASH_LIVENESS, CLOCK_SKEW_SAFE})
 
 
@@ -64,20 +68,37 @@ def machine_for(target: Target, servers: list[EmbeddedRedis], *, restarts: bool 
     }
     if restarts:
         body["restart_master"] = restart_master
+    body["cut_off"] = cut_off
     return type("RedlockMachine", (LockMachine,), body)
 
 
-@precondition(lambda self: bool(self.believers))
+@precondition(lambda self: not any(c.unreachable for c in self.scheduler.clients))
+@rule(client=st.integers(0, 3), first=st.integers(0, MASTERS - 1))
+def cut_off(self: Any, client: int, first: int) -> None:
+    """A network partition: one client can no longer reach a minority of the masters (two of five,
+    from master `first` on), for the rest of the example."""
+    index = client % self.workers
+    ports = [self.servers[(first + k) % len(self.servers)].port for k in range(MINORITY)]
+    self.scheduler.clients[index].unreachable = {f"127.0.0.1:{port}" for port in ports}
+    names = ", ".join(f"master {(first + k) % len(self.servers) + 1}" for k in range(MINORITY))
+    self.scheduler.note(f"{self.scheduler.clients[index].name} is cut off from {names}")
+
+
+@precondition(lambda self: bool(self.believers) and not _restarted(self))
 @rule(which=st.integers(0, MASTERS - 1))
 def restart_master(self: Any, which: int) -> None:
     """While a client holds the lock, one master is killed (SIGKILL) and started again on the same
-    port without persistence: it comes back empty."""
+    port without persistence: it comes back empty. Once per example: one is enough."""
     server = self.servers[which % len(self.servers)]
     server.kill()
     server.start()
     self.scheduler.note(
         f"master {which % len(self.servers) + 1} (:{server.port}) restarted empty (no persistence)"
     )
+
+
+def _restarted(machine: Any) -> bool:
+    return any("restarted empty" in step.note for step in machine.scheduler.trace)
 
 
 @dataclass
@@ -106,7 +127,8 @@ def demo(runs: int, max_examples: int, *, restarts: bool = True) -> Demo:
             result.times.append(seconds if violation is not None else None)
         if not result.found:
             return result
-        _, violation, failed = run_once(machine, target, 0, max_examples, shrink=True)
+        seed = next(k for k, t in enumerate(result.times) if t is not None)
+        _, violation, failed = run_once(machine, target, seed, max_examples, shrink=True)
         if violation is not None and failed is not None:
             trace = failed.scheduler.trace
             result.violation = str(violation)

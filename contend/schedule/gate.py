@@ -196,7 +196,12 @@ def _gated_send(self: Any, command: Any, check_health: bool = True) -> Any:
             # Code still unwinding in a crashed client (a finally block, a __del__):
             # a dead process sends nothing, and its connection is gone.
             raise redis.ConnectionError(f"client {client.name} crashed")
-        client.before_round_trip(decode_packed(command), _node(self))
+        node = _node(self)
+        client.before_round_trip(decode_packed(command), node)
+        if node and node in client.unreachable:
+            error = redis.ConnectionError(f"{client.name} is cut off from {node} (a network partition)")
+            client.record_reply(error)
+            raise error
     return _originals["send"](self, command, check_health)
 
 

@@ -103,6 +103,8 @@ class ClientHandle:
         self.aloop: VirtualClockLoop | None = None
         #: host:port of the server its next round trip goes to.
         self.pending_node = ""
+        #: Servers (host:port) it is cut off from: a round trip there fails with a ConnectionError.
+        self.unreachable: set[str] = set()
         #: The task running the client's operation: the one a scheduled cancellation cancels.
         self.op_task: asyncio.Task[Any] | None = None
         self._work: Callable[[], Any] | None = None

@@ -17,6 +17,16 @@ import redis
 from contend.errors import NamespaceInUse
 from contend.impl.connection import client_for_db, db_of, glob_escape
 
+_others: dict[str, redis.Redis] = {}
+
+
+def _other_server(url: str) -> redis.Redis:
+    """A client of another server the implementation writes to (one per URL, kept)."""
+    client = _others.get(url)
+    if client is None:
+        client = _others[url] = redis.Redis.from_url(url, socket_connect_timeout=5)
+    return client
+
 
 def new_run_id() -> str:
     return secrets.token_hex(6)
@@ -64,16 +74,15 @@ class Namespace:
 
     def stores(self) -> Iterator[tuple[str, redis.Redis]]:
         """(where, client) for each place the namespace's keys live: each database of the
-        server ("db N"), then each other server (its URL). A client made here is closed when
-        the iteration moves past it."""
+        server ("db N"), then each other server (its URL). A client made here for another
+        database is closed when the iteration moves past it."""
         places: list[tuple[str, int | str]] = [(f"db {db}", db) for db in self.dbs]
         places += [(url, url) for url in self.other_urls]
         for where, place in places:
-            client = (
-                self._client_for(place)
-                if isinstance(place, int)
-                else redis.Redis.from_url(place, socket_connect_timeout=5)
-            )
+            if isinstance(place, str):
+                yield where, _other_server(place)  # kept: virtual time reads it at every jump
+                continue
+            client = self._client_for(place)
             try:
                 yield where, client
             finally:

@@ -208,7 +208,7 @@ class EmbeddedRedis:
                     return  # it answers; it just wants a password (--requirepass)
                 except (redis.ConnectionError, redis.TimeoutError):
                     pass
-                time.sleep(0.01)
+                time.sleep(0.002)
         finally:
             probe.close()
         raise ServerError(

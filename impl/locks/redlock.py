@@ -20,6 +20,7 @@ import contextlib
 import random
 import secrets
 import time
+import weakref
 from collections.abc import Callable, Sequence
 
 import redis
@@ -137,12 +138,18 @@ class Redlock:
 
 def factory_over(others: Sequence[str]) -> Callable[[redis.Redis, str, int], Redlock]:
     """A lock factory `(client, key, ttl_ms)` over the client's server plus the servers at the URLs
-    `others` (the other masters): contend's lock protocol with Redlock's masters. Each lock gets
-    clients of its own for the other masters, as each process of a real deployment has."""
+    `others` (the other masters): contend's lock protocol with Redlock's masters. Locks made with
+    one client of the first master share that client's clients of the others, as the locks of one
+    process of a real deployment do; another client gets its own."""
     urls = list(others)
+    # Per client of the first master, its clients of the others: made once, like a process's.
+    clients_of: weakref.WeakKeyDictionary[redis.Redis, list[redis.Redis]] = weakref.WeakKeyDictionary()
 
     def factory(client: redis.Redis, key: str, ttl_ms: int) -> Redlock:
-        extra = [redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2) for url in urls]
+        extra = clients_of.get(client)
+        if extra is None:
+            extra = [redis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2) for url in urls]
+            clients_of[client] = extra
         return Redlock([client, *extra], key, ttl_ms)
 
     factory.__name__ = f"redlock_{1 + len(urls)}"
