@@ -12,6 +12,7 @@ from rich.markup import escape
 from contend import exitcodes, interrupt
 from contend.check.battery import (
     ASYNC_BATTERIES,
+    ASYNC_ON_CLUSTER,
     BATTERIES,
     USER_CHECK_SECONDS,
     USER_RUN_SECONDS,
@@ -311,8 +312,16 @@ def print_partial(rows: list[ResultRow], out: Console, args: argparse.Namespace,
 
 def _subjects(args: argparse.Namespace, target: Any) -> list[Subject]:
     if args.impl:
-        return [user_subject(args.impl, args.kind, target, claim=args.claim, no_claim=args.no_claim)]
-    return catalog_subjects(args.family or list(BATTERIES), args.only or ())
+        subjects = [user_subject(args.impl, args.kind, target, claim=args.claim, no_claim=args.no_claim)]
+    else:
+        subjects = catalog_subjects(args.family or list(BATTERIES), args.only or ())
+    if target.cluster and (args.impl or args.only):
+        # Chosen by name, it must run: a skipped row would pass a gate that checked nothing.
+        for subject in subjects:
+            why = subject.single_node or (ASYNC_ON_CLUSTER if subject.asynchronous else "")
+            if why:
+                raise ContendError(f"{subject.name} cannot run on a Redis Cluster: {why}")
+    return subjects
 
 
 def _report(

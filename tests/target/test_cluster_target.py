@@ -66,13 +66,27 @@ def test_keys_in_two_slots_are_named_with_their_slots(cluster_target):
 
 
 def test_check_on_a_cluster_skips_single_node_code_and_names_keys_that_span_slots(capsys, tmp_path):
+    argv = [
+        "check",
+        "--cluster",
+        "3",
+        "--only",
+        "token",
+        "--only",
+        "fenced",
+        "--check",
+        "model",
+        "--check",
+        "burst",
+    ]
+    assert main(argv) == 0, "a fencing key derived from a tagged key shares its slot"
     out = tmp_path / "check.json"
-    argv = ["check", "--cluster", "3", "--only", "token", "--only", "fenced", "--only", "seed_layout"]
-    assert main([*argv, "--check", "model", "--check", "burst", "--json", str(out), "-q"]) == 0
+    argv = ["check", "--cluster", "3", "--family", "registry", "--family", "lock", "--check", "bad-input"]
+    main([*argv, "--json", str(out), "-q"])  # bad-input alone catches no known-bad one: exit 1
     rows = {row["implementation"]: row for row in json.loads(out.read_text())["implementations"]}
-    assert rows["token"]["verdict"] == "pass" and rows["fenced"]["verdict"] == "pass"
-    assert rows["seed_layout"]["verdict"] == "skipped"
+    assert rows["lua"]["verdict"] == "pass" and rows["seed_layout"]["verdict"] == "skipped"
     assert "a Redis Cluster has database 0 only" in rows["seed_layout"]["skipped"]
+    assert rows["async_token"]["verdict"] == "skipped" and rows["async_token"]["as_expected"]
     capsys.readouterr()
     spec = ["--impl", "tests.fixtures.foreign.held_set_lock:make", "--kind", "lock", "--check", "burst"]
     assert main(["check", "--cluster", "3", *spec]) == 1
@@ -91,6 +105,14 @@ def test_the_same_lock_passes_on_one_server(capsys):
         (["--cluster", "2"], "--cluster 2: a cluster needs 3 to 16 masters"),
         (["--cluster", "3", "--redis-url", "redis://127.0.0.1:1"], "give one of them"),
         (["--redis-url", "redis+cluster://127.0.0.1:1/2"], "a cluster has database 0 only"),
+        (
+            ["--cluster", "3", "--only", "seed_layout"],
+            "seed_layout cannot run on a Redis Cluster: uses databases",
+        ),
+        (
+            ["--cluster", "3", "--impl", "tests.fixtures.async_foreign.redispy_lock:make", "--kind", "lock"],
+            "cannot run on a Redis Cluster: async implementations",
+        ),
     ],
 )
 def test_bad_cluster_input_exits_2_before_anything_starts(argv, message, capsys):
