@@ -81,6 +81,13 @@ def three_masters(other_urls: Sequence[str]) -> Callable[[redis.Redis, str, int]
     """A lock-protocol factory for Redlock on three masters: the client's server and two others."""
     if len(other_urls) != 2:
         raise ValueError(f"three masters need two other servers, got {len(other_urls)}")
+    factory = over_masters(other_urls)
+    factory.__name__ = "three_masters"
+    return factory
+
+
+def over_masters(other_urls: Sequence[str]) -> Callable[[redis.Redis, str, int], PotteryRedlock]:
+    """A lock-protocol factory for Redlock on the client's server and the servers at `other_urls`."""
 
     def factory(client: redis.Redis, key: str, ttl_ms: int) -> PotteryRedlock:
         masters: set[redis.Redis] = {Master(0, connection_pool=client.connection_pool)}
@@ -89,5 +96,5 @@ def three_masters(other_urls: Sequence[str]) -> Callable[[redis.Redis, str, int]
             masters.add(Master(rank, connection_pool=pool))
         return PotteryRedlock(masters, key, ttl_ms)
 
-    factory.__name__ = "three_masters"
+    factory.__name__ = f"pottery_over_{1 + len(other_urls)}_masters"
     return factory

@@ -59,10 +59,24 @@ def five_masters(masters: int = MASTERS) -> Iterator[tuple[Target, list[Embedded
         )
 
 
-def machine_for(target: Target, servers: list[EmbeddedRedis], *, restarts: bool = True) -> type[LockMachine]:
-    """The lock machine for Redlock over `servers`, with the restart rule when `restarts`."""
+#: The Redlock implementations the demo can drive: contend's own, and pottery's (pip install -e '.[libs]').
+LIBRARIES = ("contend", "pottery")
+
+
+def _factory(lib: str, others: tuple[str, ...]) -> Any:
+    if lib == "pottery":
+        from contend.adapters.pottery import over_masters
+
+        return over_masters(others)
+    return factory_over(others)
+
+
+def machine_for(
+    target: Target, servers: list[EmbeddedRedis], *, restarts: bool = True, lib: str = "contend"
+) -> type[LockMachine]:
+    """The lock machine for Redlock (`lib`'s) over `servers`, with the restart rule when `restarts`."""
     body: dict[str, Any] = {
-        "factory": staticmethod(factory_over(target.also)),
+        "factory": staticmethod(_factory(lib, target.also)),
         "claims": CLAIMS,
         "servers": servers,
     }
@@ -117,11 +131,11 @@ class Demo:
         return [t for t in self.times if t is not None]
 
 
-def demo(runs: int, max_examples: int, *, restarts: bool = True) -> Demo:
+def demo(runs: int, max_examples: int, *, restarts: bool = True, lib: str = "contend") -> Demo:
     """Search `runs` seeds for a violation, then shrink the first seed's one."""
     result = Demo()
     with five_masters() as (target, servers):
-        machine = machine_for(target, servers, restarts=restarts)
+        machine = machine_for(target, servers, restarts=restarts, lib=lib)
         for seed in range(runs):
             seconds, violation, _ = run_once(machine, target, seed, max_examples, shrink=False)
             result.times.append(seconds if violation is not None else None)
@@ -144,11 +158,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=20, help="seeds to search (default 20)")
     parser.add_argument("--max-examples", type=int, default=500, help="examples per seed (default 500)")
     parser.add_argument("--no-restarts", action="store_true", help="the same search without the restart rule")
+    parser.add_argument(
+        "--lib", choices=LIBRARIES, default="contend", help="whose Redlock: contend's (default) or pottery's"
+    )
     args = parser.parse_args(argv)
-    result = demo(args.runs, args.max_examples, restarts=not args.no_restarts)
+    if args.lib == "pottery":
+        try:
+            import pottery  # noqa: F401
+        except ImportError:
+            parser.error("--lib pottery needs pottery: pip install -e '.[libs]'")
+    result = demo(args.runs, args.max_examples, restarts=not args.no_restarts, lib=args.lib)
     found = result.found
     rule = "without restarts" if args.no_restarts else "with masters restarted empty"
-    print(f"Redlock over {MASTERS} masters, {rule}: violated in {len(found)}/{args.runs} seeds", end="")
+    print(
+        f"{args.lib}'s Redlock over {MASTERS} masters, {rule}: violated in {len(found)}/{args.runs} seeds",
+        end="",
+    )
     if found:
         print(f", median {statistics.median(found):.2f} s, worst {max(found):.2f} s")
         print(

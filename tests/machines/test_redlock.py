@@ -52,11 +52,13 @@ def _step_until_idle(m, index):
         m._after_progress(index)
 
 
-def test_kleppmanns_counterexample_is_two_holders(masters):
+@pytest.mark.parametrize("lib", ["contend", "pottery"])
+def test_kleppmanns_counterexample_is_two_holders(masters, lib):
     """c1 is cut off from masters 2 and 3 and takes 1, 4 and 5; master 1 restarts empty; c0, which
-    reaches every master, takes 1, 2 and 3: a majority each, at the same time."""
+    reaches every master, takes 1, 2 and 3: a majority each, at the same time. pottery's Redlock
+    (through the scoreboard's adapter) too."""
     target, servers = masters
-    m = machine_for(target, servers)(target)
+    m = machine_for(target, servers, lib=lib)(target)
     try:
         m.cut_off(client=1, first=1)
         m.acquire(client=1, stall=False, stall_inside=None, crash_after=None, extend=False)
@@ -75,8 +77,9 @@ def test_kleppmanns_counterexample_is_two_holders(masters):
         m.teardown()
 
 
-def test_without_restarts_redlock_passes_the_same_search(masters):
+@pytest.mark.parametrize("lib", ["contend", "pottery"])
+def test_without_restarts_redlock_passes_the_same_search(masters, lib):
     """Partitions, crashes, stalls and clock jumps, but no master loses its keys: no two holders."""
     target, servers = masters
-    machine = machine_for(target, servers, restarts=False)
+    machine = machine_for(target, servers, restarts=False, lib=lib)
     run_state_machine_as_test(lambda: machine(target), settings=machine_settings(60, shrink=False))  # type: ignore[arg-type]
