@@ -134,13 +134,13 @@ class EmbeddedSentinelGroup:
 
     def sentinel(self, **kwargs: Any) -> redis.sentinel.Sentinel:
         """A redis-py Sentinel client over the three Sentinels."""
-        kwargs.setdefault("socket_timeout", 1)
-        kwargs.setdefault("socket_connect_timeout", 1)
+        kwargs.setdefault("socket_timeout", 2)
+        kwargs.setdefault("socket_connect_timeout", 2)
         return redis.sentinel.Sentinel(self.sentinel_addresses, **kwargs)
 
     def master_for(self, **kwargs: Any) -> redis.Redis:
         """A client of whichever server is master now, found (and found again) through Sentinel."""
-        return self.sentinel(**kwargs).master_for(MASTER_NAME, socket_timeout=1, socket_connect_timeout=1)
+        return self.sentinel(**kwargs).master_for(MASTER_NAME, socket_timeout=5, socket_connect_timeout=2)
 
     def master(self) -> EmbeddedRedis:
         """The server the Sentinels name as master now."""
@@ -164,7 +164,7 @@ class EmbeddedSentinelGroup:
         old.kill()
         deadline = killed + self.ready_timeout
         while time.monotonic() < deadline:
-            if self._named_master_port() == new.port and _role(new) == "master":
+            if self._all_name(new.port) and _role(new) == "master":
                 return time.monotonic() - killed
             time.sleep(0.01)
         raise ServerError(
@@ -177,6 +177,30 @@ class EmbeddedSentinelGroup:
         server.start()
 
     # Internals --------------------------------------------------------------
+    def _all_name(self, port: int) -> bool:
+        """Do all running Sentinels name the master on `port`, and see it up (flags just "master":
+        what redis-py's Sentinel client asks of a master before it connects)?"""
+        return all(
+            self._named_by(s) == port and self._flags(s) == "master" for s in self.sentinels if s.running
+        )
+
+    def _flags(self, sentinel: EmbeddedSentinel) -> str:
+        with (
+            contextlib.suppress(redis.RedisError),
+            sentinel.client(socket_timeout=1, decode_responses=True) as c,
+        ):
+            info = c.execute_command("SENTINEL", "MASTER", MASTER_NAME)
+            fields = dict(zip(info[::2], info[1::2], strict=False)) if isinstance(info, list) else dict(info)
+            return str(fields.get("flags", ""))
+        return ""
+
+    def _named_by(self, sentinel: EmbeddedSentinel) -> int | None:
+        with contextlib.suppress(redis.RedisError), sentinel.client(socket_timeout=1) as client:
+            addr = client.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME)
+            if addr:
+                return int(addr[1])
+        return None
+
     def _named_master_port(self) -> int | None:
         for sentinel in self.sentinels:
             if not sentinel.running:

@@ -125,7 +125,7 @@ def test_locks_in_other_styles_pass_with_acquires_and_extends_cancelled(contend_
     )
     machine = family_machine(impl)
     assert hasattr(machine, "cancel_acquire")
-    run_state_machine_as_test(lambda: machine(contend_target), settings=machine_settings(150, shrink=False))  # type: ignore[arg-type]
+    run_state_machine_as_test(lambda: machine(contend_target), settings=machine_settings(80, shrink=False))  # type: ignore[arg-type]
 
 
 def test_the_machine_finds_an_undo_with_a_plain_del(contend_target):

@@ -52,7 +52,13 @@ def test_naive_registry_is_not_linearizable_under_plain_concurrency(tmp_path, ca
     result = stress(tmp_path, "naive", procs=4, duration=1.0)
     assert result.exit_code == 1
     assert result.verdict.outcome is Linearizability.NOT_LINEARIZABLE
-    assert result.verdict.culprit is not None and result.verdict.culprit.f == "register"
+    # The first call no linearization explains: a register, or a read (reverse, lookup) that saw a
+    # half-done registration; which one depends on the interleaving the run happened to get.
+    assert result.verdict.culprit is not None and result.verdict.culprit.f in {
+        "register",
+        "reverse",
+        "lookup",
+    }
     assert {v.check for v in result.violations} >= {"registry errors"}
     # The history is kept, and `contend history check` agrees.
     assert result.history.exists() and (result.run_dir / "timeline.html").exists()

@@ -81,12 +81,12 @@ def test_check_on_a_cluster_skips_single_node_code_and_names_keys_that_span_slot
     ]
     assert main(argv) == 0, "a fencing key derived from a tagged key shares its slot"
     out = tmp_path / "check.json"
-    argv = ["check", "--cluster", "3", "--family", "registry", "--family", "lock", "--check", "bad-input"]
+    argv = ["check", "--cluster", "3", "--family", "registry", "--check", "bad-input"]
     main([*argv, "--json", str(out), "-q"])  # bad-input alone catches no known-bad one: exit 1
     rows = {row["implementation"]: row for row in json.loads(out.read_text())["implementations"]}
     assert rows["lua"]["verdict"] == "pass" and rows["seed_layout"]["verdict"] == "skipped"
     assert "a Redis Cluster has database 0 only" in rows["seed_layout"]["skipped"]
-    assert rows["async_token"]["verdict"] == "skipped" and rows["async_token"]["as_expected"]
+    assert rows["async_lua"]["verdict"] == "skipped" and rows["async_lua"]["as_expected"]
     capsys.readouterr()
     spec = ["--impl", "tests.fixtures.foreign.held_set_lock:make", "--kind", "lock", "--check", "burst"]
     assert main(["check", "--cluster", "3", *spec]) == 1
