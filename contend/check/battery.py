@@ -253,9 +253,10 @@ def user_subject(
     check_claim_names(kind, no_claim, "--no-claim")
     factory = user_factory(spec, kind)
     name = factory_name(spec)
-    if target.cluster and is_async(factory, kind):
+    asynchronous = is_async(factory, kind)  # builds probe objects: once
+    if target.cluster and asynchronous:
         raise ProtocolError(f"{name} cannot run on a Redis Cluster: {ASYNC_ON_CLUSTER}")
-    if is_async(factory, kind):
+    if asynchronous:
         flags = [*(f"--claim {c}" for c in claim), *(f"--no-claim {c}" for c in no_claim)]
         probe_ns = target.namespace(client=target.client())
         try:

@@ -217,16 +217,21 @@ class ScheduledMachine(RuleBasedStateMachine):
         """Run one operation on client `index` to its end while every other client stays paused
         (a probe of what the server holds now); its outcome."""
         self.start(index, operation, label)
-        for _ in range(max_steps):
-            if index not in self.scheduler.runnable():
-                break
-            self.before_step(index)
-            self.scheduler.step(index)
-            self._after_progress(index)
+        self.step_alone(index, max_steps)
         client = self.scheduler.clients[index]
         if client.status not in (Status.IDLE, Status.CRASHED):  # a planned crash ends it too
             self.fail(PROGRESS, f"{client.name} {label} did not finish in {max_steps} round trips on its own")
         return client.outcome
+
+    def step_alone(self, index: int, max_steps: int) -> None:
+        """Step client `index` while it has something to do (the operation in flight, and any its
+        end starts), at most `max_steps` round trips, every other client paused."""
+        for _ in range(max_steps):
+            if index not in self.scheduler.runnable():
+                return
+            self.before_step(index)
+            self.scheduler.step(index)
+            self._after_progress(index)
 
     #: time.monotonic() of the first violation any machine of the run found (set by a caller
     #: that wants to know how long the search took before shrinking: a one-element list)

@@ -32,6 +32,8 @@ from contend.schedule.scheduler import Status
 #: An acquire drawn for cancellation is cancelled one time in ONE_IN: acquires are in flight most
 #: of the time, and cancelling them at every chance would crowd out everything else.
 ONE_IN = 6
+#: Round trips a cancelled operation may still make on its way out before the schedule takes over.
+FINISH_STEPS = 50
 
 
 def _in(machine: Any, *operations: str) -> list[int]:
@@ -84,7 +86,7 @@ def cancel_acquire(self: Any, which: int, while_awaiting_reply: bool, now: bool)
     if not now:
         return  # acquires are in flight most of the time: one drawn in ONE_IN is cancelled
     index, where = _cancel(self, _in(self, "acquire"), which, while_awaiting_reply)
-    _finish_alone(self, index)  # what it still sends on its way out (a pipeline's UNWATCH, an undo)
+    self.step_alone(index, FINISH_STEPS)  # what it still sends on its way out (UNWATCH, an undo)
     if index in self.in_flight:
         return  # the code caught the cancellation and carried on: its next steps come as any others
     if index in self.believers:
@@ -118,7 +120,7 @@ def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
     was = label[index]
     # What it still sends on its way out (a pipeline's UNWATCH), and after a cancelled extend the
     # release that follows (as `async with` does), run alone to their end.
-    _finish_alone(self, index)
+    self.step_alone(index, FINISH_STEPS)
     if index in self.in_flight:
         return  # the code caught the cancellation and carried on: its next steps come as any others
     self.run_alone(index, _drain, "the loop finishes its background tasks")
@@ -126,10 +128,8 @@ def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
         self.run_alone(index, self.locks[index].release, "release() again")
     if CRASH_LIVENESS not in self.claims or self.reads_server_clock:
         return
-    if any(self.may_hold(other) for other in (self.believers | self.crashed_holders) - {index}):
-        return  # another client holds (or may hold) a lease: the probe would say nothing
-    if any(label.startswith("acquire") for i, label in self.in_flight.items() if i != index):
-        return  # another acquire may hold the key already: the probe would say nothing
+    if not _probe_can_tell(self, index):
+        return
     if not self.probe_acquires():
         self.fail(
             CRASH_LIVENESS,
@@ -139,15 +139,19 @@ def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
         )
 
 
-def _surely_free(machine: Any, index: int) -> bool:
-    """With nobody else holding, acquiring or maybe holding a lease, can a probe take the lock
-    at once (so the cancelled acquire left none)? False when that cannot be told."""
+def _probe_can_tell(machine: Any, index: int) -> bool:
+    """Would a probe's acquire say something about client `index`'s lease: nobody else holds or
+    may hold one, and no other acquire (which may hold the key already) is under way?"""
     others = (machine.believers | machine.crashed_holders) - {index}
     if any(machine.may_hold(o) for o in others):
         return False
-    if any(label.startswith("acquire") for i, label in machine.in_flight.items() if i != index):
-        return False
-    return bool(machine.probe_acquires())
+    return not any(label.startswith("acquire") for i, label in machine.in_flight.items() if i != index)
+
+
+def _surely_free(machine: Any, index: int) -> bool:
+    """Can a probe take the lock at once, with nobody else in the way (so the cancelled acquire
+    left no lease)? False when that cannot be told."""
+    return _probe_can_tell(machine, index) and bool(machine.probe_acquires())
 
 
 def _sent_since_start(machine: Any, index: int, operation: str) -> bool:
@@ -162,17 +166,6 @@ def _sent_since_start(machine: Any, index: int, operation: str) -> bool:
         if step.note.startswith(f"starts {operation}"):
             return False
     return False
-
-
-def _finish_alone(machine: Any, index: int, max_steps: int = 50) -> None:
-    """Step client `index`'s operations in flight to their end while the others stay paused (code
-    that carries on for longer is left to the schedule)."""
-    for _ in range(max_steps):
-        if index not in machine.in_flight or index not in machine.scheduler.runnable():
-            return
-        machine.before_step(index)
-        machine.scheduler.step(index)
-        machine._after_progress(index)
 
 
 async def _drain() -> None:

@@ -143,11 +143,12 @@ def demo(runs: int, max_examples: int, *, restarts: bool = True, lib: str = "con
             return result
         seed = next(k for k, t in enumerate(result.times) if t is not None)
         _, violation, failed = run_once(machine, target, seed, max_examples, shrink=True)
-        if violation is not None and failed is not None:
+        if violation is not None and isinstance(failed, LockMachine):
             trace = failed.scheduler.trace
             result.violation = str(violation)
             result.shrunk = failed.scheduler.format_trace()
-            result.clients = len({s.client for s in trace if s.sent and s.client != "c2"})
+            probe = failed.scheduler.clients[failed.probe].name  # the harness's, not a worker
+            result.clients = len({s.client for s in trace if s.sent and s.client != probe})
             result.round_trips = sum(1 for s in trace if s.sent)
             result.restarts = sum(1 for s in trace if "restarted empty" in s.note)
     return result

@@ -185,16 +185,10 @@ class EmbeddedSentinelGroup:
         )
 
     def _flags(self, sentinel: EmbeddedSentinel) -> str:
-        with (
-            contextlib.suppress(redis.RedisError),
-            sentinel.client(socket_timeout=1, decode_responses=True) as c,
-        ):
-            info = c.execute_command("SENTINEL", "MASTER", MASTER_NAME)
-            fields = dict(zip(info[::2], info[1::2], strict=False)) if isinstance(info, list) else dict(info)
-            return str(fields.get("flags", ""))
-        return ""
+        return str(_master_fields(sentinel).get("flags", ""))
 
     def _named_by(self, sentinel: EmbeddedSentinel) -> int | None:
+        """The master's port as `sentinel` names it (None when it does not answer)."""
         with contextlib.suppress(redis.RedisError), sentinel.client(socket_timeout=1) as client:
             addr = client.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME)
             if addr:
@@ -202,13 +196,10 @@ class EmbeddedSentinelGroup:
         return None
 
     def _named_master_port(self) -> int | None:
+        """The master's port as the first running Sentinel that answers names it."""
         for sentinel in self.sentinels:
-            if not sentinel.running:
-                continue
-            with contextlib.suppress(redis.RedisError), sentinel.client(socket_timeout=1) as client:
-                addr = client.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", MASTER_NAME)
-                if addr:
-                    return int(addr[1])
+            if sentinel.running and (port := self._named_by(sentinel)) is not None:
+                return port
         return None
 
     def _wait_ready(self) -> None:
@@ -224,16 +215,19 @@ class EmbeddedSentinelGroup:
         )
 
     def _sees_everyone(self, sentinel: EmbeddedSentinel) -> bool:
-        with sentinel.client(socket_timeout=1, decode_responses=True) as client:
-            try:
-                info = client.execute_command("SENTINEL", "MASTER", MASTER_NAME)
-            except redis.RedisError:
-                return False
-        fields = dict(zip(info[::2], info[1::2], strict=False)) if isinstance(info, list) else dict(info)
+        fields = _master_fields(sentinel)
         return (
             int(fields.get("num-slaves", 0)) >= 1
             and int(fields.get("num-other-sentinels", 0)) >= SENTINELS - 1
         )
+
+
+def _master_fields(sentinel: EmbeddedSentinel) -> dict[str, Any]:
+    """What a Sentinel knows of the master (SENTINEL MASTER), or {} when it does not answer."""
+    with contextlib.suppress(redis.RedisError), sentinel.client(socket_timeout=1, decode_responses=True) as c:
+        info = c.execute_command("SENTINEL", "MASTER", MASTER_NAME)
+        return dict(zip(info[::2], info[1::2], strict=False)) if isinstance(info, list) else dict(info)
+    return {}
 
 
 @dataclass
