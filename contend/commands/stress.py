@@ -67,6 +67,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="worker processes (default %(default)s)",
     )
     parser.add_argument(
+        "--cluster",
+        type=int,
+        metavar="N",
+        help="run on an embedded Redis Cluster of N masters (3 to 16) that contend starts, with "
+        "redis.cluster.RedisCluster clients (nemeses reshard and cluster-failover act on it; the "
+        "latter gives each master a replica); an existing cluster: --redis-url redis+cluster://HOST:PORT",
+    )
+    parser.add_argument(
         "--duration", type=float, default=5.0, metavar="S", help="seconds of load (default %(default)s)"
     )
     parser.add_argument(
@@ -199,6 +207,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         seed=args.seed,
         check_timeout=args.search_seconds,
         html=not args.no_html,
+        cluster=args.cluster,
     )
     workload = validate(options)
     out.print(f"[bold]contend stress[/] {escape(_plan(options, workload.family))}", soft_wrap=True)
@@ -229,6 +238,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 def _plan(options: StressOptions, family: str) -> str:
     name = f"{options.impl} ({family_label(family)})" if options.kind else options.impl
     parts = [name, f"{options.procs} processes", f"{options.duration:g} s"]
+    if options.cluster is not None:
+        parts.append(f"cluster of {options.cluster} masters")
     if family == "lock":
         parts.append(f"lease {options.ttl_ms} ms")
     if options.nemeses:

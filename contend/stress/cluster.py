@@ -1,4 +1,5 @@
-"""The servers of a stress run: an embedded primary (and, for failover, a replica), or a --redis-url one.
+"""The servers of a stress run: an embedded primary (and, for failover, a replica), an
+embedded Redis Cluster (--cluster N), or a --redis-url one.
 
 Every server a run starts is stopped by `Cluster.stop`; `heal` resumes any
 that a nemesis left paused.
@@ -15,8 +16,10 @@ import redis
 from contend.errors import ServerError
 from contend.stress.signals import wait_stopped
 from contend.target.binary import RedisBinary, find_redis_server
+from contend.target.cluster import EmbeddedCluster
+from contend.target.cluster_client import SlotCheckingCluster
 from contend.target.server import EmbeddedRedis, Persistence
-from contend.target.target import connect_url
+from contend.target.target import connect_url, is_cluster_url, node_url
 
 
 class Cluster:
@@ -33,6 +36,9 @@ class Cluster:
         persistence: Persistence = "none",
         appendfsync: str = "always",
         replica: bool = False,
+        cluster: int | None = None,
+        cluster_replicas: int = 0,
+        node_timeout_ms: int = 1000,
     ) -> None:
         self.redis_url = redis_url
         self.binary: RedisBinary | None = None if redis_url else find_redis_server(redis_server)
@@ -46,6 +52,12 @@ class Cluster:
         self.pids_seen: list[int] = []
         self.description = ""
         self.on_move: Callable[[str], None] = lambda url: None
+        #: The embedded Redis Cluster of --cluster N (None: one server).
+        self.nodes: EmbeddedCluster | None = None
+        if cluster is not None and self.binary is not None:
+            self.nodes = EmbeddedCluster(
+                cluster, cluster_replicas, self.binary, node_timeout_ms=node_timeout_ms
+            )
 
     @property
     def owned(self) -> bool:
@@ -56,12 +68,25 @@ class Cluster:
     def url(self) -> str:
         if self.redis_url:
             return self.redis_url
+        if self.nodes is not None:
+            return self.nodes.url
         assert self.primary is not None
         return self.primary.url
+
+    @property
+    def is_cluster(self) -> bool:
+        """Is the target a Redis Cluster (embedded or --redis-url redis+cluster://)?"""
+        return self.nodes is not None or is_cluster_url(self.url)
 
     def start(self) -> Cluster:
         if self.redis_url:
             self.description = connect_url(self.redis_url).description
+            return self
+        if self.nodes is not None:
+            self.nodes.start()  # stops every node it started if it fails (or Ctrl-C)
+            self.started = list(self.nodes.nodes)
+            self._note()
+            self.description = f"{self.nodes.describe()} ({self.nodes.binary.source}), joined in {self.nodes.joined_in:.1f} s"
             return self
         assert self.binary is not None
         self.primary = EmbeddedRedis(
@@ -85,6 +110,10 @@ class Cluster:
         """A short-lived client for the harness's own commands."""
         if server is not None:
             return server.client(socket_timeout=5)
+        if self.is_cluster:
+            return SlotCheckingCluster.from_url(  # type: ignore[return-value]
+                node_url(self.url), socket_timeout=5, socket_connect_timeout=5
+            )
         return redis.Redis.from_url(self.url, socket_timeout=5, socket_connect_timeout=5)
 
     def pids(self) -> list[int]:
@@ -177,7 +206,7 @@ class Cluster:
 
     def heal(self) -> None:
         """SIGCONT every server this run started (a no-op for running ones)."""
-        for server in (self.primary, self.replica):
+        for server in (self.primary, self.replica, *(self.nodes.nodes if self.nodes else ())):
             if server is not None and server.running:
                 with contextlib.suppress(ServerError, ProcessLookupError):
                     server.resume()
@@ -187,4 +216,6 @@ class Cluster:
         for server in reversed(self.started):
             with contextlib.suppress(Exception):
                 server.stop()
+        if self.nodes is not None:
+            self.nodes.stop()
         self.replica = None

@@ -13,6 +13,15 @@ failover      the embedded server has a replica. Cut the replication link (the
               writes alone, kill -9 it, promote the replica (REPLICAOF NO ONE) and
               point the workers at it: the writes acknowledged since the cut are lost,
               as asynchronous replication allows. Embedded only.
+reshard       (--cluster N) move a slot holding the run's keys to another master, as
+              redis-cli --cluster reshard does: the slot is migrating and its keys
+              moved for the fault's length (the old owner answers ASK), then the slot
+              is given to the new master (clients with the old map get MOVED).
+cluster-failover
+              (--cluster N) kill -9 the master serving a slot that holds the run's
+              keys; the cluster fails it and promotes its replica by itself (after
+              cluster-node-timeout). The old master is restarted, empty, and rejoins
+              as the new master's replica.
 
 Every fault is healed when it ends, when the run ends and on Ctrl-C: stopped
 workers and servers get SIGCONT; the servers a run started are stopped by
@@ -29,11 +38,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+import redis
+
 from contend import interrupt
 from contend.errors import ContendError, ServerError
 from contend.stress.board import Board, Field, WorkerPhase
 from contend.stress.cluster import Cluster
 from contend.stress.signals import signal_process, wait_stopped
+from contend.target.cluster import EmbeddedCluster
 from contend.target.server import EmbeddedRedis
 from contend.target.target import mask_url
 
@@ -43,16 +55,29 @@ NEMESES: dict[str, str] = {
     "server-pause": "SIGSTOP the embedded server (CLIENT PAUSE with --redis-url)",
     "server-kill": "kill -9 the embedded server and restart it (see --persistence)",
     "failover": "kill -9 the master after cutting replication, promote its replica",
+    "reshard": "move a slot holding the run's keys to another master (--cluster N)",
+    "cluster-failover": "kill -9 the master of the run's keys; the cluster promotes its replica (--cluster N)",
 }
 EMBEDDED_ONLY = ("server-kill", "failover")
+#: Nemeses for an embedded Redis Cluster (--cluster N) only, and the ones that act on one server.
+CLUSTER_ONLY = ("reshard", "cluster-failover")
+SINGLE_SERVER_ONLY = ("server-pause", "server-kill", "failover")
 
 #: Default length of a server pause, of a client pause outside locks, and the failover's lag (ms).
 DEFAULT_FAULT_MS = 500
 DEFAULT_LAG_MS = 100
+#: A cluster failover lasts at least this long (ms): the cluster fails a master after its
+#: cluster-node-timeout (`Cluster`'s 1000 ms), then its replica waits 500 ms or more to be elected.
+CLUSTER_FAILOVER_MS = 2000
+#: The longest a cluster failover is waited for before the fault ends anyway (ms).
+CLUSTER_FAILOVER_CAP_MS = 20_000
 
 
-def parse_nemeses(texts: Sequence[str] | None, *, redis_url: str | None = None) -> tuple[str, ...]:
-    """`--nemesis` values (repeatable, comma-separated) → names; ContendError for unknown ones."""
+def parse_nemeses(
+    texts: Sequence[str] | None, *, redis_url: str | None = None, cluster: bool = False
+) -> tuple[str, ...]:
+    """`--nemesis` values (repeatable, comma-separated) → names; ContendError for unknown ones,
+    and for one the target cannot take (`cluster`: the run is on an embedded Redis Cluster)."""
     names: list[str] = []
     for text in texts or ():
         for part in text.split(","):
@@ -66,6 +91,20 @@ def parse_nemeses(texts: Sequence[str] | None, *, redis_url: str | None = None) 
                 )
             if name not in names:
                 names.append(name)
+    if cluster:
+        refused = [n for n in names if n in SINGLE_SERVER_ONLY]
+        if refused:
+            raise ContendError(
+                f"--nemesis {refused[0]} acts on one server; on a cluster (--cluster) use reshard or "
+                "cluster-failover (or client-pause)"
+            )
+    else:
+        refused = [n for n in names if n in CLUSTER_ONLY]
+        if refused:
+            raise ContendError(
+                f"--nemesis {refused[0]} needs an embedded Redis Cluster: add --cluster 3 (and drop "
+                "--redis-url; contend changes no cluster it did not start)"
+            )
     if redis_url:
         refused = [n for n in names if n in EMBEDDED_ONLY]
         if refused:
@@ -93,6 +132,8 @@ class NemesisContext:
     fault_ms: int | None = None
     lag_ms: int = DEFAULT_LAG_MS
     rng: random.Random | None = None
+    #: On a cluster: the slots holding the run's keys now, each with those keys.
+    slots: Callable[[], dict[int, list[str]]] = lambda: {}
 
     def pick(self, options: Sequence[int]) -> int:
         return (self.rng or random).choice(list(options))
@@ -113,6 +154,8 @@ def least_ms(name: str, *, lock: bool, ttl_ms: int, fault_ms: int | None, lag_ms
         return fault_ms or 50
     if name == "failover":
         return lag_ms
+    if name == "cluster-failover":
+        return CLUSTER_FAILOVER_MS
     return fault_ms or DEFAULT_FAULT_MS
 
 
@@ -427,7 +470,153 @@ class Failover(Fault):
             self.cut = False
 
 
-FAULTS: dict[str, type[Fault]] = {f.name: f for f in (ClientPause, ServerPause, ServerKill, Failover)}
+def _describe_slot(slot: int, keys: Sequence[str]) -> str:
+    shown = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
+    return f"slot {slot} ({shown})" if keys else f"slot {slot}"
+
+
+def _addr(node: EmbeddedRedis) -> str:
+    return f"{node.host}:{node.port}"
+
+
+class ClusterFault(Fault):
+    """A fault on an embedded Redis Cluster, at a slot that holds the run's keys."""
+
+    def __init__(self, ctx: NemesisContext) -> None:
+        super().__init__(ctx)
+        self.slot: int | None = None
+        self.keys: list[str] = []
+
+    @property
+    def nodes(self) -> EmbeddedCluster:
+        assert self.ctx.cluster.nodes is not None, "a cluster nemesis needs --cluster"
+        return self.ctx.cluster.nodes
+
+    def choose_slot(self) -> bool:
+        """The next slot holding the run's keys, in turn (False: none yet)."""
+        slots = self.ctx.slots()
+        if not slots:
+            return False
+        self.slot = sorted(slots)[self.begun % len(slots)]
+        self.keys = slots[self.slot]
+        return True
+
+    def declined_because(self) -> str:
+        return "no slot held the run's keys yet when it was due"
+
+
+class Reshard(ClusterFault):
+    """Move a slot holding the run's keys to another master; ASK while it moves, MOVED after."""
+
+    name = "reshard"
+
+    def __init__(self, ctx: NemesisContext) -> None:
+        super().__init__(ctx)
+        self.to: EmbeddedRedis | None = None
+        self.moved = 0
+
+    def begin(self) -> bool:
+        if not self.choose_slot():
+            return False
+        assert self.slot is not None
+        source = self.nodes.owner_of(self.slot)
+        others = [m for m in self.nodes.masters_now() if m is not source]
+        if not others:
+            return False
+        self.to = others[self.ctx.pick(range(len(others)))]
+        self.since = time.monotonic_ns()
+        self.moved = self.nodes.begin_move(self.slot, self.to)
+        self.record(
+            f"start: {_describe_slot(self.slot, self.keys)} migrating from {_addr(source)} to "
+            f"{_addr(self.to)}: {self.moved} key(s) moved; the old owner answers ASK for them until it ends"
+        )
+        return True
+
+    def end(self) -> None:
+        if self.slot is None or self.to is None:
+            return
+        more = self.nodes.finish_move(self.slot, self.to)
+        self.record(
+            f"stop: slot {self.slot} now served by {_addr(self.to)} after "
+            f"{_ms(time.monotonic_ns() - self.since)} ms ({self.moved + more} key(s) moved in all); "
+            "clients with the old slot map get MOVED"
+        )
+        self.slot = self.to = None
+
+    def heal(self) -> None:
+        self.slot = self.to = None  # the cluster stops with the run
+
+
+class ClusterFailover(ClusterFault):
+    """kill -9 the master of a slot holding the run's keys; the cluster promotes its replica."""
+
+    name = "cluster-failover"
+
+    def __init__(self, ctx: NemesisContext) -> None:
+        super().__init__(ctx)
+        self.killed: EmbeddedRedis | None = None
+        self.replica: EmbeddedRedis | None = None
+
+    def declined_because(self) -> str:
+        return "no slot held the run's keys, or its master had no replica in sync, when it was due"
+
+    def begin(self) -> bool:
+        if not self.choose_slot():
+            return False
+        assert self.slot is not None
+        master = self.nodes.owner_of(self.slot)
+        replica = self.nodes.replica_of(master)
+        if replica is None:
+            return False
+        pid = master.pid
+        master.kill()
+        self.killed, self.replica = master, replica
+        self.since = time.monotonic_ns()
+        self.record(
+            f"start: master {_addr(master)} (pid {pid}) serving {_describe_slot(self.slot, self.keys)} "
+            f"killed with SIGKILL; the cluster is to promote its replica {_addr(replica)}"
+        )
+        return True
+
+    def _promoted(self) -> bool:
+        assert self.replica is not None
+        with contextlib.suppress(redis.RedisError):
+            return self.nodes.role_of(self.replica) == "master" and self.nodes.serves(self.replica, self.slot)
+        return False
+
+    def due(self, now: int) -> bool:
+        elapsed = now - self.since
+        if elapsed < self.min_ns():
+            return False
+        return elapsed >= CLUSTER_FAILOVER_CAP_MS * 1_000_000 or self._promoted()
+
+    def end(self) -> None:
+        if self.killed is None or self.replica is None:
+            return
+        deadline = self.since + CLUSTER_FAILOVER_CAP_MS * 1_000_000
+        while not self._promoted() and time.monotonic_ns() < deadline:
+            time.sleep(0.05)
+        promoted = self._promoted()
+        took = _ms(time.monotonic_ns() - self.since)
+        self.killed.start()
+        outcome = (
+            f"replica {_addr(self.replica)} promoted; it serves slot {self.slot} after {took} ms"
+            if promoted
+            else f"replica {_addr(self.replica)} was not promoted within {took} ms"
+        )
+        self.record(
+            f"stop: {outcome}; the old master restarted (pid {self.killed.pid}) with persistence off, "
+            "and rejoins as a replica"
+        )
+        self.killed = self.replica = None
+
+    def heal(self) -> None:
+        self.killed = self.replica = None  # the cluster stops with the run
+
+
+FAULTS: dict[str, type[Fault]] = {
+    f.name: f for f in (ClientPause, ServerPause, ServerKill, Failover, Reshard, ClusterFailover)
+}
 
 
 class Nemesis:

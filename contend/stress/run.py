@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from redis.crc import key_slot
 
 from contend.check.protocols import (
     Capabilities,
@@ -64,13 +65,17 @@ from contend.stress.signals import signal_process
 from contend.stress.workers import (
     COUNTER_KEY,
     FAMILIES,
+    LOCK_KEY,
     WorkerSpec,
     acquire_timeout,
     catalog_fencing,
     connect,
     worker_main,
+    workload_key,
 )
+from contend.target.cluster import check_size
 from contend.target.keyspace import Namespace, new_run_id
+from contend.target.target import is_cluster_url
 
 MAX_PROCS = 256
 #: How long workers may take to start (spawned interpreters import redis-py and the implementations).
@@ -155,6 +160,14 @@ class StressOptions:
     seed: int = 0
     check_timeout: float = 30.0
     html: bool = True
+    #: Masters of an embedded Redis Cluster to run on (None: one server). cluster-failover gives
+    #: each master a replica.
+    cluster: int | None = None
+
+    @property
+    def on_cluster(self) -> bool:
+        """Does the run go to a Redis Cluster (--cluster N, or a redis+cluster:// --redis-url)?"""
+        return self.cluster is not None or bool(self.redis_url and is_cluster_url(self.redis_url))
 
 
 @dataclass
@@ -293,7 +306,8 @@ def validate(options: StressOptions) -> StressWorkload:
         raise ContendError(
             "--persistence configures the embedded server; a --redis-url server keeps its own settings"
         )
-    options.nemeses = parse_nemeses(options.nemeses, redis_url=options.redis_url)
+    _check_cluster(options, workload)
+    options.nemeses = parse_nemeses(options.nemeses, redis_url=options.redis_url, cluster=options.on_cluster)
     refused = unreachable(
         options.nemeses,
         duration=options.duration,
@@ -306,6 +320,27 @@ def validate(options: StressOptions) -> StressWorkload:
     if refused:
         raise ContendError(refused)
     return workload
+
+
+def _check_cluster(options: StressOptions, workload: StressWorkload) -> None:
+    """--cluster N: a size contend builds, no --redis-url beside it, and an implementation that
+    can run on a cluster."""
+    if options.cluster is not None:
+        if options.redis_url:
+            raise ContendError(
+                "--cluster starts an embedded cluster and --redis-url names a server: give one of them "
+                "(an existing cluster: --redis-url redis+cluster://HOST:PORT)"
+            )
+        try:
+            check_size(options.cluster, 0)
+        except ValueError as exc:
+            raise ContendError(f"--cluster {options.cluster}: {exc}") from None
+        if options.persistence != "none":
+            raise ContendError("--persistence configures the single embedded server, not a --cluster")
+    if options.on_cluster and not workload.user:
+        impl = by_name(workload.name)
+        if impl.single_node:
+            raise ContendError(f"--only {impl.name} cannot run on a Redis Cluster: {impl.single_node}")
 
 
 def _catalog_workload(options: StressOptions) -> StressWorkload:
@@ -420,6 +455,8 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         persistence=options.persistence,  # type: ignore[arg-type]
         appendfsync=options.appendfsync,
         replica="failover" in options.nemeses,
+        cluster=options.cluster,
+        cluster_replicas=1 if "cluster-failover" in options.nemeses else 0,
     )
     raw_dir.mkdir(parents=True, exist_ok=False)
     workers: list[BaseProcess] = []
@@ -440,7 +477,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         manifest.update(servers=cluster.pids(), target=cluster.description)
         control = cluster.control()
         namespace = Namespace(control, options.namespace or f"contend:{run_id}")
-        if workload.family == "registry":
+        if workload.family == "registry" and not cluster.is_cluster:
             for db in SEED_LAYOUT_DBS:
                 namespace.add_db(db)
         namespace.ensure_empty()
@@ -484,6 +521,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
                 ttl_ms=options.ttl_ms,
                 fault_ms=options.fault_ms,
                 lag_ms=options.lag_ms,
+                slots=lambda: run_slots(namespace, workload, cluster.url),
             ),
             options.interval,
         )
@@ -572,6 +610,20 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
     return result
 
 
+def run_slots(namespace: Namespace | None, workload: StressWorkload, url: str) -> dict[int, list[str]]:
+    """On a cluster: each slot holding the run's keys, with those keys (the lock workload's lock
+    and counter keys count even before they exist)."""
+    keys: set[str] = set()
+    if workload.family == "lock" and namespace is not None:
+        keys |= {workload_key(namespace.prefix, k, url) for k in (LOCK_KEY, COUNTER_KEY)}
+    if namespace is not None:
+        keys |= {key.decode(errors="replace") for _, key in namespace.keys()}  # noqa: SIM118 (a Namespace, not a dict)
+    slots: dict[int, list[str]] = {}
+    for key in sorted(keys):
+        slots.setdefault(key_slot(key.encode()), []).append(key)
+    return slots
+
+
 class _Manifest:
     """run.json: the run's options and every process it started (so nothing can hide)."""
 
@@ -645,7 +697,7 @@ def _stop_workers(workers: Sequence[BaseProcess]) -> None:
 
 def _final_read(url: str, namespace: str, workload: StressWorkload, op_timeout: float) -> dict[str, Any]:
     """Read the lock-protected counter once everything has stopped (a read for locked_counter)."""
-    key = f"{namespace}:{COUNTER_KEY}"
+    key = workload_key(namespace, COUNTER_KEY, url)
     invoke = time.monotonic_ns()
     client = connect(url, max(op_timeout, 2.0))
     doc: dict[str, Any] = {"process": "final", "f": "read", "key": COUNTER_KEY, "value": None}

@@ -59,7 +59,9 @@ from contend.impl.locks.errors import LockNotOwnedError, StaleFencingTokenError
 from contend.impl.locks.fenced import FencedResource
 from contend.impl.registry.base import RegistrationError
 from contend.stress.board import Board, Field, WorkerPhase
+from contend.target.cluster_client import SlotCheckingCluster
 from contend.target.tap import tap
+from contend.target.target import is_cluster_url, node_url
 
 #: Families `contend stress` can drive.
 FAMILIES = ("registry", "lock")
@@ -140,7 +142,17 @@ def _die_with_parent(parent_pid: int) -> None:
 
 
 def connect(url: str, op_timeout: float) -> redis.Redis:
-    """A worker's client: bounded waits, and no automatic resend, so a lost reply surfaces as info."""
+    """A worker's client: bounded waits, and no automatic resend, so a lost reply surfaces as info.
+
+    On a Redis Cluster (redis+cluster://) a RedisCluster client, which still follows MOVED and
+    ASK (the command was refused, not run) but resends nothing after a lost connection."""
+    if is_cluster_url(url):
+        return SlotCheckingCluster.from_url(  # type: ignore[return-value]
+            node_url(url),
+            socket_timeout=op_timeout,
+            socket_connect_timeout=op_timeout,
+            retry=Retry(NoBackoff(), 0),
+        )
     return redis.Redis.from_url(
         url,
         socket_timeout=op_timeout,
@@ -148,6 +160,13 @@ def connect(url: str, op_timeout: float) -> redis.Redis:
         retry=Retry(NoBackoff(), 0),
         retry_on_timeout=False,
     )
+
+
+def workload_key(namespace: str, name: str, url: str) -> str:
+    """The key of the lock workload's `name` under the run namespace: on a Redis Cluster a whole
+    hash tag, so what an implementation derives from it (`{key}:fence`) shares its slot."""
+    key = f"{namespace}:{name}"
+    return "{" + key + "}" if is_cluster_url(url) else key
 
 
 class Worker:
@@ -327,8 +346,8 @@ class LockWorker(Worker):
 
     def setup(self) -> None:
         self.fenced = self.spec.fencing is not None
-        self.lock_key = f"{self.spec.namespace}:{LOCK_KEY}"
-        self.counter_key = f"{self.spec.namespace}:{COUNTER_KEY}"
+        self.lock_key = workload_key(self.spec.namespace, LOCK_KEY, self.board.url)
+        self.counter_key = workload_key(self.spec.namespace, COUNTER_KEY, self.board.url)
         self.resource = FencedResource(self.client, self.counter_key) if self.fenced else None
         self.acquire_timeout = acquire_timeout(self.spec.ttl_ms)
         self.acquired_at = 0  # monotonic ns: the invocation of the last acquire attempt

@@ -58,6 +58,7 @@ class EmbeddedCluster:
         self.node_timeout_ms = node_timeout_ms
         self.join_timeout = join_timeout
         self.nodes: list[EmbeddedRedis] = []
+        self._ids: dict[int, str] = {}
         #: Seconds the last start() took: the servers up, then the cluster joined.
         self.started_in = 0.0
         self.joined_in = 0.0
@@ -83,6 +84,7 @@ class EmbeddedCluster:
     def stop(self, timeout: float = 5.0) -> None:
         """Stop every node (SIGTERM, then SIGKILL) and delete their directories."""
         nodes, self.nodes = self.nodes, []
+        self._ids = {}
         for node in nodes:
             with contextlib.suppress(Exception):
                 node.stop(timeout)
@@ -154,20 +156,81 @@ class EmbeddedCluster:
         """Reshard one slot to master `to` as redis-cli does: mark it importing there and
         migrating at its owner, MIGRATE its keys over, then give it to `to` on every master.
         Returns how many keys moved. Clients with the old map get MOVED (or ASK mid-move)."""
-        source = self.owner_of(slot)
-        if source is to:
+        if self.owner_of(slot) is to:
             return 0
-        ids = dict(zip((n.port for n in self.nodes), self.node_ids(), strict=True))
-        moved = 0
+        return self.begin_move(slot, to, batch) + self.finish_move(slot, to, batch)
+
+    def begin_move(self, slot: int, to: EmbeddedRedis, batch: int = 100) -> int:
+        """The first half of `move_slot`: `slot` importing at `to` and migrating at its owner,
+        its keys migrated. Until `finish_move`, the owner answers ASK for any key it no longer
+        has and `to` serves it only after ASKING. Returns how many keys moved."""
+        source = self.owner_of(slot)
+        ids = self._ids_by_port()
         with source.client(decode_responses=True) as src, to.client(decode_responses=True) as dst:
             dst.execute_command("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[source.port])
             src.execute_command("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to.port])
+        return self._migrate(source, to, slot, batch)
+
+    def finish_move(self, slot: int, to: EmbeddedRedis, batch: int = 100) -> int:
+        """The second half of `move_slot`: any key left migrated, then `slot` given to `to` on
+        every master. Returns how many keys moved in this half."""
+        source = self.owner_of(slot)
+        moved = self._migrate(source, to, slot, batch) if source is not to else 0
+        node_id = self._ids_by_port()[to.port]
+        for master in self.masters_now():
+            with master.client() as client:
+                client.execute_command("CLUSTER", "SETSLOT", slot, "NODE", node_id)
+        return moved
+
+    def replica_of(self, master: EmbeddedRedis) -> EmbeddedRedis | None:
+        """A node replicating `master` now, or None."""
+        node_id = self._ids_by_port()[master.port]
+        with master.client(decode_responses=True) as client:
+            lines = client.execute_command("CLUSTER", "NODES").splitlines()
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == node_id and "fail" not in fields[2]:
+                port = int(fields[1].split("@")[0].rsplit(":", 1)[1])
+                return next((n for n in self.nodes if n.port == port), None)
+        return None
+
+    def role_of(self, node: EmbeddedRedis) -> str:
+        """ "master" or "slave", as the node itself says (INFO replication)."""
+        with node.client(decode_responses=True, socket_timeout=2) as client:
+            return str(client.info("replication").get("role", "?"))
+
+    def serves(self, node: EmbeddedRedis, slot: int | None) -> bool:
+        """Does `node` itself say it serves `slot` (and the cluster is ok there)?"""
+        with node.client(decode_responses=True, socket_timeout=2) as client:
+            if "cluster_state:ok" not in client.execute_command("CLUSTER", "INFO"):
+                return False
+            rows = client.execute_command("CLUSTER", "SLOTS")
+        return any(
+            int(first) <= (slot or 0) <= int(last) and int(owner[1]) == node.port
+            for first, last, owner, *_ in rows
+        )
+
+    def masters_now(self) -> list[EmbeddedRedis]:
+        """The running nodes that are masters now (a failover changes which)."""
+        masters = []
+        for node in self.nodes:
+            if node.running:
+                with contextlib.suppress(redis.RedisError):
+                    if self.role_of(node) == "master":
+                        masters.append(node)
+        return masters
+
+    def _ids_by_port(self) -> dict[int, str]:
+        if not self._ids:  # ids survive a restart (nodes.conf): learn them once
+            self._ids = dict(zip((n.port for n in self.nodes), self.node_ids(), strict=True))
+        return self._ids
+
+    def _migrate(self, source: EmbeddedRedis, to: EmbeddedRedis, slot: int, batch: int) -> int:
+        moved = 0
+        with source.client(decode_responses=True) as src:
             while keys := src.execute_command("CLUSTER", "GETKEYSINSLOT", slot, batch):
                 src.execute_command("MIGRATE", to.host, to.port, "", 0, 5000, "KEYS", *keys)
                 moved += len(keys)
-            for master in self.masters:
-                with master.client() as client:
-                    client.execute_command("CLUSTER", "SETSLOT", slot, "NODE", ids[to.port])
         return moved
 
     # Internals --------------------------------------------------------------

@@ -70,20 +70,33 @@ class RoundTrips:
 
 
 def tap(client: redis.Redis) -> RoundTrips:
-    """Count (and make crashable) every round trip of `client`'s future connections."""
+    """Count (and make crashable) every round trip of `client`'s future connections.
+
+    A cluster client's nodes each have a pool; a node it meets later (a replica promoted, a
+    slot moved to a node it had not used) gets a tapped pool too."""
     trips = RoundTrips()
+    tapped: dict[type, type] = {}
+
+    def tapped_class(base: Any) -> type:
+        if base not in tapped:
+
+            def send_packed_command(self: Any, command: Any, check_health: bool = True) -> None:
+                self.connect()  # a refused connection raises here, before anything is counted as sent
+                trips.spend()
+                base.send_packed_command(self, command, check_health)
+
+            tapped[base] = type(
+                f"Tapped{base.__name__}", (base,), {"send_packed_command": send_packed_command}
+            )
+        return tapped[base]
+
     for pool in pools_of(client):  # a cluster client has one per node
-        base = pool.connection_class
-
-        def send_packed_command(self: Any, command: Any, check_health: bool = True, base: Any = base) -> None:
-            self.connect()  # a refused connection raises here, before anything is counted as sent
-            trips.spend()
-            base.send_packed_command(self, command, check_health)
-
-        pool.connection_class = type(
-            f"Tapped{base.__name__}", (base,), {"send_packed_command": send_packed_command}
-        )
+        pool.connection_class = tapped_class(pool.connection_class)
         pool.contend_round_trips = trips
+    nodes = getattr(client, "nodes_manager", None)
+    if nodes is not None:
+        kwargs = nodes.connection_kwargs
+        kwargs["connection_class"] = tapped_class(kwargs.get("connection_class", redis.Connection))
     return trips
 
 

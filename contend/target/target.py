@@ -51,7 +51,7 @@ class Target:
     @property
     def cluster(self) -> bool:
         """Is this a Redis Cluster (redis+cluster://)? Its clients are redis.cluster.RedisCluster."""
-        return self.url.startswith(CLUSTER_SCHEME + "://")
+        return is_cluster_url(self.url)
 
     def client(self, *, pool_size: int | None = None, **kwargs: Any) -> redis.Redis:
         """A new client. With `pool_size`, threads share at most that many connections and
@@ -80,15 +80,20 @@ class Target:
         return ns
 
 
+def is_cluster_url(url: str) -> bool:
+    """Does `url` name a Redis Cluster (redis+cluster://)?"""
+    return url.startswith(CLUSTER_SCHEME + "://")
+
+
 def node_url(url: str) -> str:
     """The redis:// URL of the node a redis+cluster:// URL names (where a cluster client starts)."""
-    return "redis://" + url.split("://", 1)[1] if url.startswith(CLUSTER_SCHEME + "://") else url
+    return "redis://" + url.split("://", 1)[1] if is_cluster_url(url) else url
 
 
 def connect_url(url: str) -> Target:
     """A Target for an existing server, after a PING; TargetError naming the URL if not."""
     masked = mask_url(url)
-    if url.startswith(CLUSTER_SCHEME + "://"):
+    if is_cluster_url(url):
         return connect_cluster_url(url)
     if not url.startswith(("redis://", "rediss://", "unix://")):
         raise TargetError(

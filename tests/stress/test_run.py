@@ -203,6 +203,17 @@ def test_cli_prints_the_verdict_and_keeps_the_history(tmp_path, capsys):
             ["--only", "lua", "--persistence", "aof", "--redis-url", "redis://127.0.0.1:1/0"],
             "--persistence configures the embedded server",
         ),
+        (["--only", "lua", "--cluster", "2"], "--cluster 2: a cluster needs 3 to 16 masters"),
+        (["--only", "seed_layout", "--cluster", "3"], "--only seed_layout cannot run on a Redis Cluster"),
+        (["--only", "token", "--nemesis", "reshard"], "--nemesis reshard needs an embedded Redis Cluster"),
+        (
+            ["--only", "token", "--cluster", "3", "--nemesis", "server-kill"],
+            "--nemesis server-kill acts on one server; on a cluster (--cluster) use reshard",
+        ),
+        (
+            ["--only", "token", "--cluster", "3", "--redis-url", "redis://127.0.0.1:1/0"],
+            "--cluster starts an embedded cluster and --redis-url names a server",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):

@@ -1,0 +1,27 @@
+"""Stress runs on an embedded Redis Cluster, with a slot moved and a master failed over."""
+
+from __future__ import annotations
+
+from tests.stress.test_run import nemesis_lines, stress
+
+
+def test_fenced_lock_stays_valid_through_a_reshard_and_a_cluster_failover(tmp_path):
+    result = stress(
+        tmp_path,
+        "fenced",
+        cluster=3,
+        duration=6.0,
+        nemeses=("reshard", "cluster-failover"),
+        interval=0.5,
+    )
+    assert result.exit_code == 0, result.headline()
+    assert "cluster (3 masters, 1 replica(s) each)" in result.target
+    moves = nemesis_lines(result, "reshard")
+    assert moves[0].startswith("start: slot ") and "migrating from 127.0.0.1:" in moves[0]
+    assert moves[1].startswith("stop: slot ") and "now served by 127.0.0.1:" in moves[1]
+    failover = nemesis_lines(result, "cluster-failover")
+    assert failover[0].startswith("start: master 127.0.0.1:") and "killed with SIGKILL" in failover[0]
+    assert "promoted; it serves slot" in failover[1], failover[1]
+    # The workers carried on through both: writes succeeded after the last fault ended.
+    last = max(r.time for r in result.nemesis if str(r.value).startswith("stop"))
+    assert any(c.f == "incr" and c.status == "ok" and c.invoke.time > last for c in result.calls)
