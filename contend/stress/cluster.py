@@ -1,5 +1,6 @@
 """The servers of a stress run: an embedded primary (and, for failover, a replica), an
-embedded Redis Cluster (--cluster N), or a --redis-url one.
+embedded Redis Cluster (--cluster N), an embedded Sentinel group (master, replica and three
+Sentinels, for the sentinel-failover nemesis), or a --redis-url one.
 
 Every server a run starts is stopped by `Cluster.stop`; `heal` resumes any
 that a nemesis left paused.
@@ -18,8 +19,9 @@ from contend.stress.signals import wait_stopped
 from contend.target.binary import RedisBinary, find_redis_server
 from contend.target.cluster import EmbeddedCluster
 from contend.target.cluster_client import SlotCheckingCluster
+from contend.target.sentinel import EmbeddedSentinelGroup
 from contend.target.server import EmbeddedRedis, Persistence
-from contend.target.target import connect_url, is_cluster_url, node_url
+from contend.target.target import connect_url, is_cluster_url, node_url, sentinel_master
 
 
 class Cluster:
@@ -39,6 +41,7 @@ class Cluster:
         cluster: int | None = None,
         cluster_replicas: int = 0,
         node_timeout_ms: int = 1000,
+        sentinel: bool = False,
     ) -> None:
         self.redis_url = redis_url
         self.binary: RedisBinary | None = None if redis_url else find_redis_server(redis_server)
@@ -59,6 +62,11 @@ class Cluster:
                 cluster, cluster_replicas, self.binary, node_timeout_ms=node_timeout_ms
             )
 
+        #: The embedded Sentinel group (sentinel-failover), whose workers follow Sentinel.
+        self.group: EmbeddedSentinelGroup | None = None
+        if sentinel and self.binary is not None:
+            self.group = EmbeddedSentinelGroup(self.binary)
+
     @property
     def owned(self) -> bool:
         """Did this run start the server (so it may be paused with SIGSTOP, killed, failed over)?"""
@@ -70,6 +78,8 @@ class Cluster:
             return self.redis_url
         if self.nodes is not None:
             return self.nodes.url
+        if self.group is not None:
+            return self.group.url
         assert self.primary is not None
         return self.primary.url
 
@@ -87,6 +97,13 @@ class Cluster:
             self.started = list(self.nodes.nodes)
             self._note()
             self.description = f"{self.nodes.describe()} ({self.nodes.binary.source}), joined in {self.nodes.joined_in:.1f} s"
+            return self
+        if self.group is not None:
+            self.group.start()  # stops every process it started if it fails (or Ctrl-C)
+            self.started = [*self.group.servers, *self.group.sentinels]
+            self.primary = self.group.servers[0]
+            self._note()
+            self.description = f"{self.group.describe()} ({self.group.binary.source})"
             return self
         assert self.binary is not None
         self.primary = EmbeddedRedis(
@@ -110,6 +127,8 @@ class Cluster:
         """A short-lived client for the harness's own commands."""
         if server is not None:
             return server.client(socket_timeout=5)
+        if self.group is not None:
+            return sentinel_master(self.url, socket_timeout=5, socket_connect_timeout=5)
         if self.is_cluster:
             return SlotCheckingCluster.from_url(  # type: ignore[return-value]
                 node_url(self.url), socket_timeout=5, socket_connect_timeout=5
@@ -120,6 +139,10 @@ class Cluster:
         """Process ids of every redis-server this run has started so far (restarts included)."""
         self._note()
         return list(self.pids_seen)
+
+    def note_pids(self) -> None:
+        """Remember the pids of every server started so far (a restart gives a new one)."""
+        self._note()
 
     def _note(self) -> None:
         for server in self.started:
@@ -206,8 +229,8 @@ class Cluster:
 
     def heal(self) -> None:
         """SIGCONT every server this run started (a no-op for running ones)."""
-        for server in (self.primary, self.replica, *(self.nodes.nodes if self.nodes else ())):
-            if server is not None and server.running:
+        for server in self.started:
+            if server.running:
                 with contextlib.suppress(ServerError, ProcessLookupError):
                     server.resume()
 
@@ -218,4 +241,6 @@ class Cluster:
                 server.stop()
         if self.nodes is not None:
             self.nodes.stop()
+        if self.group is not None:
+            self.group.stop()
         self.replica = None

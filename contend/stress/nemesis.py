@@ -13,6 +13,12 @@ failover      the embedded server has a replica. Cut the replication link (the
               writes alone, kill -9 it, promote the replica (REPLICAOF NO ONE) and
               point the workers at it: the writes acknowledged since the cut are lost,
               as asynchronous replication allows. Embedded only.
+sentinel-failover
+              the embedded master has a replica and three Sentinels watching them
+              (workers reach the master through Sentinel, redis.sentinel). kill -9 the
+              master; the Sentinels agree it is down, promote the replica, and the
+              workers find it on their next connection. The writes the replica had not
+              received are lost. The old master restarts empty and becomes a replica.
 reshard       (--cluster N) move a slot holding the run's keys to another master, as
               redis-cli --cluster reshard does: the slot is migrating and its keys
               moved for the fault's length (the old owner answers ASK), then the slot
@@ -46,6 +52,7 @@ from contend.stress.board import Board, Field, WorkerPhase
 from contend.stress.cluster import Cluster
 from contend.stress.signals import signal_process, wait_stopped
 from contend.target.cluster import EmbeddedCluster
+from contend.target.sentinel import EmbeddedSentinelGroup
 from contend.target.server import EmbeddedRedis
 from contend.target.target import mask_url
 
@@ -55,21 +62,23 @@ NEMESES: dict[str, str] = {
     "server-pause": "SIGSTOP the embedded server (CLIENT PAUSE with --redis-url)",
     "server-kill": "kill -9 the embedded server and restart it (see --persistence)",
     "failover": "kill -9 the master after cutting replication, promote its replica",
+    "sentinel-failover": "kill -9 the master; its three Sentinels promote the replica (workers follow Sentinel)",
     "reshard": "move a slot holding the run's keys to another master (--cluster N)",
     "cluster-failover": "kill -9 the master of the run's keys; the cluster promotes its replica (--cluster N)",
 }
-EMBEDDED_ONLY = ("server-kill", "failover")
+EMBEDDED_ONLY = ("server-kill", "failover", "sentinel-failover")
 #: Nemeses for an embedded Redis Cluster (--cluster N) only, and the ones that act on one server.
 CLUSTER_ONLY = ("reshard", "cluster-failover")
-SINGLE_SERVER_ONLY = ("server-pause", "server-kill", "failover")
+SINGLE_SERVER_ONLY = ("server-pause", "server-kill", "failover", "sentinel-failover")
 
 #: Default length of a server pause, of a client pause outside locks, and the failover's lag (ms).
 DEFAULT_FAULT_MS = 500
 DEFAULT_LAG_MS = 100
-#: A cluster failover lasts at least this long (ms): the cluster fails a master after its
-#: cluster-node-timeout (`Cluster`'s 1000 ms), then its replica waits 500 ms or more to be elected.
-CLUSTER_FAILOVER_MS = 2000
-#: The longest a cluster failover is waited for before the fault ends anyway (ms).
+#: A cluster or Sentinel failover lasts at least this long (ms): the cluster fails a master after
+#: its cluster-node-timeout (`Cluster`'s 1000 ms), then its replica waits 500 ms or more to be
+#: elected; Sentinels agree after down-after-milliseconds (500), then elect a leader that promotes.
+CLUSTER_FAILOVER_MS = 1500
+#: The longest a cluster or Sentinel failover is waited for before the fault ends anyway (ms).
 CLUSTER_FAILOVER_CAP_MS = 20_000
 
 
@@ -105,6 +114,11 @@ def parse_nemeses(
                 f"--nemesis {refused[0]} needs an embedded Redis Cluster: add --cluster 3 (and drop "
                 "--redis-url; contend changes no cluster it did not start)"
             )
+    if "failover" in names and "sentinel-failover" in names:
+        raise ContendError(
+            "--nemesis failover promotes the replica by hand and sentinel-failover lets Sentinels do it: "
+            "give one of them"
+        )
     if redis_url:
         refused = [n for n in names if n in EMBEDDED_ONLY]
         if refused:
@@ -154,7 +168,7 @@ def least_ms(name: str, *, lock: bool, ttl_ms: int, fault_ms: int | None, lag_ms
         return fault_ms or 50
     if name == "failover":
         return lag_ms
-    if name == "cluster-failover":
+    if name in ("cluster-failover", "sentinel-failover"):
         return CLUSTER_FAILOVER_MS
     return fault_ms or DEFAULT_FAULT_MS
 
@@ -470,6 +484,98 @@ class Failover(Fault):
             self.cut = False
 
 
+class SentinelFailover(Fault):
+    """kill -9 the master; its Sentinels promote the replica; the workers follow Sentinel."""
+
+    name = "sentinel-failover"
+
+    def __init__(self, ctx: NemesisContext) -> None:
+        super().__init__(ctx)
+        self.killed: EmbeddedRedis | None = None
+        self.new: EmbeddedRedis | None = None
+        self.master_offset = 0
+
+    @property
+    def group(self) -> EmbeddedSentinelGroup:
+        assert self.ctx.cluster.group is not None, "sentinel-failover needs the Sentinel group"
+        return self.ctx.cluster.group
+
+    def declined_because(self) -> str:
+        return "the replica was not in sync with the master when it was due"
+
+    def begin(self) -> bool:
+        if not self.group.replica_in_sync():
+            return False
+        board = self.ctx.board
+        held = [
+            board.get(w, Field.PROCESS)
+            for w in range(board.procs)
+            if board.get(w, Field.PHASE) == WorkerPhase.HOLDING
+        ]
+        self.master_offset = _repl_offset(self.group.master(), "master_repl_offset")
+        self.killed, self.new = self.group.kill_master()
+        self.since = time.monotonic_ns()
+        note = f" while process {', '.join(map(str, held))} held the lock" if held and self.ctx.lock else ""
+        self.record(
+            f"start: master {_addr(self.killed)} killed with SIGKILL{note}; its Sentinels are to "
+            f"promote the replica {_addr(self.new)}"
+        )
+        return True
+
+    def _promoted(self) -> bool:
+        assert self.new is not None
+        with contextlib.suppress(redis.RedisError):
+            return self.group.promoted(self.new)
+        return False
+
+    def due(self, now: int) -> bool:
+        elapsed = now - self.since
+        if elapsed < self.min_ns():
+            return False
+        return elapsed >= CLUSTER_FAILOVER_CAP_MS * 1_000_000 or self._promoted()
+
+    def end(self) -> None:
+        if self.killed is None or self.new is None:
+            return
+        deadline = self.since + CLUSTER_FAILOVER_CAP_MS * 1_000_000
+        while not self._promoted() and time.monotonic_ns() < deadline:
+            time.sleep(0.02)
+        promoted = self._promoted()
+        took = _ms(time.monotonic_ns() - self.since)
+        self.group.restart_old_master(self.killed)
+        cluster = self.ctx.cluster
+        if promoted:
+            cluster.primary = self.new
+            cluster.note_pids()
+            lag = max(
+                0, self.master_offset - _repl_offset(self.new, "master_repl_offset", before_writes=True)
+            )
+            outcome = (
+                f"the Sentinels promoted {_addr(self.new)} after {took} ms; at the kill it lacked about "
+                f"{lag} bytes of the master's replication stream (acknowledged writes it never got)"
+            )
+        else:
+            outcome = f"the Sentinels did not promote {_addr(self.new)} within {took} ms"
+        self.record(
+            f"stop: {outcome}; the old master restarted empty (pid {self.killed.pid}) and becomes a replica"
+        )
+        self.killed = self.new = None
+
+    def heal(self) -> None:
+        self.killed = self.new = None  # the group stops with the run
+
+
+def _repl_offset(server: EmbeddedRedis, field: str, *, before_writes: bool = False) -> int:
+    with server.client(socket_timeout=2, decode_responses=True) as client:
+        info = client.info("replication")
+    if before_writes:
+        # A promoted replica's second_repl_offset is where its history as a master began.
+        second = int(info.get("second_repl_offset", -1))
+        if second > 0:
+            return second - 1
+    return int(info.get(field, 0))
+
+
 def _describe_slot(slot: int, keys: Sequence[str]) -> str:
     shown = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
     return f"slot {slot} ({shown})" if keys else f"slot {slot}"
@@ -615,7 +721,8 @@ class ClusterFailover(ClusterFault):
 
 
 FAULTS: dict[str, type[Fault]] = {
-    f.name: f for f in (ClientPause, ServerPause, ServerKill, Failover, Reshard, ClusterFailover)
+    f.name: f
+    for f in (ClientPause, ServerPause, ServerKill, Failover, SentinelFailover, Reshard, ClusterFailover)
 }
 
 

@@ -457,6 +457,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         replica="failover" in options.nemeses,
         cluster=options.cluster,
         cluster_replicas=1 if "cluster-failover" in options.nemeses else 0,
+        sentinel="sentinel-failover" in options.nemeses,
     )
     raw_dir.mkdir(parents=True, exist_ok=False)
     workers: list[BaseProcess] = []

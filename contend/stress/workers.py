@@ -61,7 +61,7 @@ from contend.impl.registry.base import RegistrationError
 from contend.stress.board import Board, Field, WorkerPhase
 from contend.target.cluster_client import SlotCheckingCluster
 from contend.target.tap import tap
-from contend.target.target import is_cluster_url, node_url
+from contend.target.target import is_cluster_url, is_sentinel_url, node_url, sentinel_master
 
 #: Families `contend stress` can drive.
 FAMILIES = ("registry", "lock")
@@ -145,7 +145,17 @@ def connect(url: str, op_timeout: float) -> redis.Redis:
     """A worker's client: bounded waits, and no automatic resend, so a lost reply surfaces as info.
 
     On a Redis Cluster (redis+cluster://) a RedisCluster client, which still follows MOVED and
-    ASK (the command was refused, not run) but resends nothing after a lost connection."""
+    ASK (the command was refused, not run) but resends nothing after a lost connection. Through
+    Sentinel (redis+sentinel://) a client that asks the Sentinels for the master on every new
+    connection, so after a failover it finds the new one."""
+    if is_sentinel_url(url):
+        return sentinel_master(
+            url,
+            socket_timeout=op_timeout,
+            socket_connect_timeout=op_timeout,
+            retry=Retry(NoBackoff(), 0),
+            retry_on_timeout=False,
+        )
     if is_cluster_url(url):
         return SlotCheckingCluster.from_url(  # type: ignore[return-value]
             node_url(url),

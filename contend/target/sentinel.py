@@ -32,6 +32,8 @@ from contend.target.binary import RedisBinary, find_redis_server
 from contend.target.server import EmbeddedRedis
 
 MASTER_NAME = "contend"
+#: The URL scheme of a Sentinel-watched master: redis+sentinel://HOST:PORT[,HOST:PORT...]/NAME.
+URL_SCHEME = "redis+sentinel"
 QUORUM = 2
 SENTINELS = 3
 
@@ -132,6 +134,13 @@ class EmbeddedSentinelGroup:
     def sentinel_addresses(self) -> list[tuple[str, int]]:
         return [(s.host, s.port) for s in self.sentinels]
 
+    @property
+    def url(self) -> str:
+        """`redis+sentinel://HOST:PORT,.../contend`: the Sentinels, and the master's name."""
+        return (
+            f"{URL_SCHEME}://" + ",".join(f"{h}:{p}" for h, p in self.sentinel_addresses) + f"/{MASTER_NAME}"
+        )
+
     def sentinel(self, **kwargs: Any) -> redis.sentinel.Sentinel:
         """A redis-py Sentinel client over the three Sentinels."""
         kwargs.setdefault("socket_timeout", 2)
@@ -158,19 +167,33 @@ class EmbeddedSentinelGroup:
         """Kill the master (SIGKILL) and wait until the Sentinels have promoted the replica;
         seconds from the kill until the new master answers as one. The old master stays down
         (`restart_old_master` brings it back, as a replica)."""
-        old = self.master()
-        new = next(s for s in self.servers if s is not old)
+        old, new = self.kill_master()
         killed = time.monotonic()
-        old.kill()
         deadline = killed + self.ready_timeout
         while time.monotonic() < deadline:
-            if self._all_name(new.port) and _role(new) == "master":
+            if self.promoted(new):
                 return time.monotonic() - killed
             time.sleep(0.01)
         raise ServerError(
             f"no failover within {self.ready_timeout:g} s of killing the master on port {old.port}; "
             f"a Sentinel's log says:\n{self.sentinels[0].log_tail()}"
         )
+
+    def kill_master(self) -> tuple[EmbeddedRedis, EmbeddedRedis]:
+        """SIGKILL the master; (the killed master, the replica the Sentinels are to promote)."""
+        old = self.master()
+        new = next(s for s in self.servers if s is not old)
+        old.kill()
+        return old, new
+
+    def promoted(self, server: EmbeddedRedis) -> bool:
+        """Do all running Sentinels name `server` as the master, up, and does it say it is one?"""
+        return self._all_name(server.port) and _role(server) == "master"
+
+    def replica_in_sync(self) -> bool:
+        """Is the server that is not master a replica whose link to the master is up?"""
+        master = self.master()
+        return any(_in_sync(s) for s in self.servers if s is not master and s.running)
 
     def restart_old_master(self, server: EmbeddedRedis) -> None:
         """Start a killed server again on its port; the Sentinels turn it into a replica."""

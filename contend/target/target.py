@@ -10,6 +10,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import redis
 import redis.cluster
+import redis.sentinel
 
 from contend.errors import TargetError
 from contend.target.binary import find_redis_server
@@ -17,6 +18,7 @@ from contend.target.cluster import URL_SCHEME as CLUSTER_SCHEME
 from contend.target.cluster import EmbeddedCluster
 from contend.target.cluster_client import SlotCheckingCluster
 from contend.target.keyspace import Namespace
+from contend.target.sentinel import URL_SCHEME as SENTINEL_SCHEME
 from contend.target.server import EmbeddedRedis, Persistence
 
 
@@ -83,6 +85,22 @@ class Target:
 def is_cluster_url(url: str) -> bool:
     """Does `url` name a Redis Cluster (redis+cluster://)?"""
     return url.startswith(CLUSTER_SCHEME + "://")
+
+
+def is_sentinel_url(url: str) -> bool:
+    """Does `url` name a master through its Sentinels (redis+sentinel://HOST:PORT,.../NAME)?"""
+    return url.startswith(SENTINEL_SCHEME + "://")
+
+
+def sentinel_master(url: str, **kwargs: Any) -> redis.Redis:
+    """A client of the master a redis+sentinel:// URL names, found (and found again after a
+    failover) through its Sentinels; `kwargs` configure the master's connections."""
+    rest = url.split("://", 1)[1]
+    hosts, _, name = rest.partition("/")
+    sentinels = [(h.rsplit(":", 1)[0], int(h.rsplit(":", 1)[1])) for h in hosts.split(",") if h]
+    timeout = kwargs.get("socket_connect_timeout", 2)
+    watch = redis.sentinel.Sentinel(sentinels, socket_timeout=timeout, socket_connect_timeout=timeout)
+    return watch.master_for(name or "mymaster", **kwargs)
 
 
 def node_url(url: str) -> str:

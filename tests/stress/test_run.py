@@ -211,6 +211,14 @@ def test_cli_prints_the_verdict_and_keeps_the_history(tmp_path, capsys):
             "--nemesis server-kill acts on one server; on a cluster (--cluster) use reshard",
         ),
         (
+            ["--only", "token", "--nemesis", "failover,sentinel-failover"],
+            "give one of them",
+        ),
+        (
+            ["--only", "token", "--nemesis", "sentinel-failover", "--redis-url", "redis://127.0.0.1:1/0"],
+            "--nemesis sentinel-failover kills a server",
+        ),
+        (
             ["--only", "token", "--cluster", "3", "--redis-url", "redis://127.0.0.1:1/0"],
             "--cluster starts an embedded cluster and --redis-url names a server",
         ),

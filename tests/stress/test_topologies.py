@@ -1,4 +1,5 @@
-"""Stress runs on an embedded Redis Cluster, with a slot moved and a master failed over."""
+"""Stress runs beyond one server: an embedded Redis Cluster (a slot moved, a master failed over)
+and a master watched by Sentinels (a real Sentinel failover the workers follow)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,15 @@ def test_fenced_lock_stays_valid_through_a_reshard_and_a_cluster_failover(tmp_pa
     # The workers carried on through both: writes succeeded after the last fault ended.
     last = max(r.time for r in result.nemesis if str(r.value).startswith("stop"))
     assert any(c.f == "incr" and c.status == "ok" and c.invoke.time > last for c in result.calls)
+
+
+def test_workers_follow_a_sentinel_failover(tmp_path):
+    result = stress(tmp_path, "token", duration=5.0, nemeses=("sentinel-failover",), interval=0.5)
+    assert result.exit_code == 0, result.headline()
+    assert "replica and 3 Sentinels" in result.target
+    start, stop = nemesis_lines(result, "sentinel-failover")[:2]
+    assert start.startswith("start: master 127.0.0.1:") and "killed with SIGKILL" in start
+    assert "the Sentinels promoted 127.0.0.1:" in stop and "bytes of the master's replication stream" in stop
+    # Writes went on after the promotion, to the new master the workers found through Sentinel.
+    promoted = next(r.time for r in result.nemesis if str(r.value).startswith("stop"))
+    assert any(c.f == "incr" and c.status == "ok" and c.invoke.time > promoted for c in result.calls)
