@@ -55,15 +55,25 @@ class LeaseModel(DeterministicModel[LeaseState]):
     operation (real TTLs in a stress run): `step` then accepts an outcome that an
     `expire` event right before it would explain. Without it, expiry happens only
     through explicit `expire` events (the step-by-step tests).
+
+    With `may_refuse`, an acquire may also return False while the lock is free, changing
+    nothing: a try-lock that can lose to contention (Redlock, when a vote splits over its
+    masters). Granting a held lock stays illegal.
     """
 
-    def __init__(self, fenced: bool = False, spontaneous_expiry: bool = False) -> None:
+    def __init__(
+        self, fenced: bool = False, spontaneous_expiry: bool = False, may_refuse: bool = False
+    ) -> None:
         self.fenced = fenced
         self.spontaneous_expiry = spontaneous_expiry
+        self.may_refuse = may_refuse
         self.name = "fenced-lease" if fenced else "lease"
 
     def __repr__(self) -> str:
-        return f"LeaseModel(fenced={self.fenced}, spontaneous_expiry={self.spontaneous_expiry})"
+        return (
+            f"LeaseModel(fenced={self.fenced}, spontaneous_expiry={self.spontaneous_expiry}, "
+            f"may_refuse={self.may_refuse})"
+        )
 
     def init(self) -> LeaseState:
         return LeaseState(None, -1) if self.fenced else LeaseState()
@@ -99,6 +109,8 @@ class LeaseModel(DeterministicModel[LeaseState]):
         expected, nxt = self.apply(state, op.f, op.value, op.process)
         if op.output is UNKNOWN:
             return True, nxt
+        if self.may_refuse and op.f == "acquire" and op.output is False:
+            return True, state  # lost to contention: nothing changed
         if self.fenced and op.f == "acquire" and state.holder is None:
             if _is_token(op.output) and op.output > state.fence:
                 return True, LeaseState(op.process, op.output)

@@ -99,6 +99,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="mutex: the lease every acquire asked for; adds the lease-validity invariant",
     )
     check.add_argument(
+        "--may-refuse",
+        action="store_true",
+        help="mutex: an acquire may return False while the lock is free (a try-lock that loses to "
+        "contention, as Redlock's does when a vote splits over its masters); granting a held lock "
+        "stays a violation",
+    )
+    check.add_argument(
         "--linear-only",
         action="store_true",
         help="skip the search; run only the linear-time invariants (for histories too long to search)",
@@ -295,7 +302,9 @@ def check_file(path: Path, args: argparse.Namespace) -> FileResult:
             f"{path}: --ttl-ms compares lease lengths with the records' times, and its records have "
             "none: give every record a time in nanoseconds, or leave --ttl-ms out"
         )
-    check: HistoryCheck = entry.build(calls, Options(lease_expiry=args.lease_expiry, ttl_ms=args.ttl_ms))
+    check: HistoryCheck = entry.build(
+        calls, Options(lease_expiry=args.lease_expiry, ttl_ms=args.ttl_ms, may_refuse=args.may_refuse)
+    )
     if args.linear_only and not check.invariants:
         raise HistoryError(
             f"--linear-only runs only the invariants, and the {entry.name} model has none: "

@@ -19,6 +19,7 @@ from contend.commands.names import COMMANDS
 from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
 from contend.commands.progress import Reporter
 from contend.errors import ContendError
+from contend.stress.masters import MULTI_MASTER_LOCKS
 from contend.stress.nemesis import NEMESES
 from contend.stress.report import junit_cases, summary_markdown
 from contend.stress.run import RunProgress, StressOptions, StressResult, run_stress, stressable, validate
@@ -41,7 +42,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         formatter_class=HelpFormatter,
         epilog=exitcodes.epilog(),
     )
-    names = ", ".join(i.name for i in stressable())
+    names = ", ".join([*(i.name for i in stressable()), *MULTI_MASTER_LOCKS])
     parser.add_argument("--only", metavar="NAME", help=f"the catalog implementation to run: {names}")
     parser.add_argument(
         "--impl",
@@ -73,6 +74,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="run on an embedded Redis Cluster of N masters (3 to 16) that contend starts, with "
         "redis.cluster.RedisCluster clients (nemeses reshard and cluster-failover act on it; the "
         "latter gives each master a replica); an existing cluster: --redis-url redis+cluster://HOST:PORT",
+    )
+    parser.add_argument(
+        "--masters",
+        type=int,
+        metavar="N",
+        help="with --only redlock or pottery_redlock: the lock's independent embedded masters, an odd "
+        "number from 3 to 9 (default 5), without persistence; the counter it protects stays on a server "
+        "of its own (nemeses master-pause, master-restart and partition act on the masters)",
     )
     parser.add_argument(
         "--duration", type=float, default=5.0, metavar="S", help="seconds of load (default %(default)s)"
@@ -208,6 +217,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         check_timeout=args.search_seconds,
         html=not args.no_html,
         cluster=args.cluster,
+        masters=args.masters,
     )
     workload = validate(options)
     out.print(f"[bold]contend stress[/] {escape(_plan(options, workload.family))}", soft_wrap=True)
@@ -240,6 +250,8 @@ def _plan(options: StressOptions, family: str) -> str:
     parts = [name, f"{options.procs} processes", f"{options.duration:g} s"]
     if options.cluster is not None:
         parts.append(f"cluster of {options.cluster} masters")
+    if options.masters:
+        parts.append(f"Redlock over {options.masters} masters")
     if family == "lock":
         parts.append(f"lease {options.ttl_ms} ms")
     if options.nemeses:

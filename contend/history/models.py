@@ -68,6 +68,8 @@ class Options:
     lease_expiry: bool = False
     #: The lease every acquire asked for, in ms: lease validity is checked when it is known.
     ttl_ms: int | None = None
+    #: A lock's acquire may return False while it is free (Redlock's split vote under contention).
+    may_refuse: bool = False
 
 
 @dataclass(frozen=True)
@@ -185,7 +187,9 @@ def _mutex(calls: Sequence[Call], options: Options) -> HistoryCheck:
         checks.append(NamedInvariant("lease validity", lambda cs: lease_validity(cs, ttl_ms)))
     if fenced:
         checks.append(NamedInvariant("fencing tokens", fencing_tokens))
-    model = LockRunModel(fenced=fenced, spontaneous_expiry=options.lease_expiry)
+    model = LockRunModel(
+        fenced=fenced, spontaneous_expiry=options.lease_expiry, may_refuse=options.may_refuse
+    )
     return HistoryCheck("mutex", (model,), tuple(checks))
 
 
@@ -230,11 +234,16 @@ MODELS = tuple(HISTORY_MODELS)
 
 
 def history_check(
-    name: str, calls: Sequence[Call], *, lease_expiry: bool = False, ttl_ms: int | None = None
+    name: str,
+    calls: Sequence[Call],
+    *,
+    lease_expiry: bool = False,
+    ttl_ms: int | None = None,
+    may_refuse: bool = False,
 ) -> HistoryCheck:
     """The check a model name stands for, built for `calls` (some invariants depend on what they hold)."""
     try:
         entry = HISTORY_MODELS[name]
     except KeyError:
         raise ValueError(f"unknown model {name!r}: expected one of {', '.join(MODELS)}") from None
-    return entry.build(calls, Options(lease_expiry=lease_expiry, ttl_ms=ttl_ms))
+    return entry.build(calls, Options(lease_expiry=lease_expiry, ttl_ms=ttl_ms, may_refuse=may_refuse))

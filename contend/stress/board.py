@@ -33,6 +33,7 @@ class Field(enum.IntEnum):
     INFO = 4  # ... info
     WRITES = 5  # lock-protected writes that took effect
     READY = 6  # 1 once it waits for the start
+    CUT = 7  # with --masters: a bit per lock master this worker is cut off from (partition)
 
 
 class _Global(enum.IntEnum):

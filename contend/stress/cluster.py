@@ -42,6 +42,7 @@ class Cluster:
         cluster_replicas: int = 0,
         node_timeout_ms: int = 1000,
         sentinel: bool = False,
+        masters: int = 0,
     ) -> None:
         self.redis_url = redis_url
         self.binary: RedisBinary | None = None if redis_url else find_redis_server(redis_server)
@@ -62,6 +63,9 @@ class Cluster:
                 cluster, cluster_replicas, self.binary, node_timeout_ms=node_timeout_ms
             )
 
+        #: With --masters N: the lock's own masters (Redlock), apart from the counter's server.
+        self.masters_wanted = masters
+        self.lock_masters: list[EmbeddedRedis] = []
         #: The embedded Sentinel group (sentinel-failover), whose workers follow Sentinel.
         self.group: EmbeddedSentinelGroup | None = None
         if sentinel and self.binary is not None:
@@ -121,6 +125,15 @@ class Cluster:
         if self.want_replica:
             self.start_replica()
             self.description += " with a replica"
+        for _ in range(self.masters_wanted):
+            master = EmbeddedRedis(self.binary)  # no persistence: a restart comes back empty
+            self.started.append(master)
+            self.lock_masters.append(master.start())
+            self._note()
+        if self.lock_masters:
+            self.description += (
+                f", and {len(self.lock_masters)} independent masters for the lock (persistence off)"
+            )
         return self
 
     def control(self, server: EmbeddedRedis | None = None) -> redis.Redis:

@@ -19,6 +19,15 @@ sentinel-failover
               master; the Sentinels agree it is down, promote the replica, and the
               workers find it on their next connection. The writes the replica had not
               received are lost. The old master restarts empty and becomes a replica.
+master-pause  (--masters N, Redlock) SIGSTOP one of the lock's masters for the fault's
+              length, then SIGCONT.
+master-restart
+              (--masters N) kill -9 one of the lock's masters and start it again,
+              empty (persistence off), after the fault's length (default 50 ms). It
+              waits a little for the moment a holder's lease is on a bare majority of
+              the masters and takes one of those: Kleppmann's counterexample.
+partition     (--masters N) cut one worker off from a minority of the masters for
+              the fault's length: its round trips to them fail before they are sent.
 reshard       (--cluster N) move a slot holding the run's keys to another master, as
               redis-cli --cluster reshard does: the slot is migrating and its keys
               moved for the fault's length (the old owner answers ASK), then the slot
@@ -50,6 +59,7 @@ from contend import interrupt
 from contend.errors import ContendError, ServerError
 from contend.stress.board import Board, Field, WorkerPhase
 from contend.stress.cluster import Cluster
+from contend.stress.masters import cut_mask
 from contend.stress.signals import signal_process, wait_stopped
 from contend.target.cluster import EmbeddedCluster
 from contend.target.sentinel import EmbeddedSentinelGroup
@@ -63,6 +73,9 @@ NEMESES: dict[str, str] = {
     "server-kill": "kill -9 the embedded server and restart it (see --persistence)",
     "failover": "kill -9 the master after cutting replication, promote its replica",
     "sentinel-failover": "kill -9 the master; its three Sentinels promote the replica (workers follow Sentinel)",
+    "master-pause": "SIGSTOP one of Redlock's masters (--masters N)",
+    "master-restart": "kill -9 one of Redlock's masters and restart it empty (--masters N)",
+    "partition": "cut a worker off from a minority of Redlock's masters (--masters N)",
     "reshard": "move a slot holding the run's keys to another master (--cluster N)",
     "cluster-failover": "kill -9 the master of the run's keys; the cluster promotes its replica (--cluster N)",
 }
@@ -70,6 +83,8 @@ EMBEDDED_ONLY = ("server-kill", "failover", "sentinel-failover")
 #: Nemeses for an embedded Redis Cluster (--cluster N) only, and the ones that act on one server.
 CLUSTER_ONLY = ("reshard", "cluster-failover")
 SINGLE_SERVER_ONLY = ("server-pause", "server-kill", "failover", "sentinel-failover")
+#: Nemeses for Redlock's masters (--masters N) only.
+MASTERS_ONLY = ("master-pause", "master-restart", "partition")
 
 #: Default length of a server pause, of a client pause outside locks, and the failover's lag (ms).
 DEFAULT_FAULT_MS = 500
@@ -83,10 +98,15 @@ CLUSTER_FAILOVER_CAP_MS = 20_000
 
 
 def parse_nemeses(
-    texts: Sequence[str] | None, *, redis_url: str | None = None, cluster: bool = False
+    texts: Sequence[str] | None,
+    *,
+    redis_url: str | None = None,
+    cluster: bool = False,
+    masters: bool = False,
 ) -> tuple[str, ...]:
     """`--nemesis` values (repeatable, comma-separated) → names; ContendError for unknown ones,
-    and for one the target cannot take (`cluster`: the run is on an embedded Redis Cluster)."""
+    and for one the target cannot take (`cluster`: the run is on an embedded Redis Cluster;
+    `masters`: the lock is Redlock over --masters N)."""
     names: list[str] = []
     for text in texts or ():
         for part in text.split(","):
@@ -100,6 +120,19 @@ def parse_nemeses(
                 )
             if name not in names:
                 names.append(name)
+    if masters:
+        refused = [n for n in names if n not in (*MASTERS_ONLY, "client-pause")]
+        if refused:
+            raise ContendError(
+                f"--nemesis {refused[0]} acts on the counter's server, not on the lock; with --masters "
+                "use master-pause, master-restart or partition (or client-pause)"
+            )
+        return tuple(names)
+    refused = [n for n in names if n in MASTERS_ONLY]
+    if refused:
+        raise ContendError(
+            f"--nemesis {refused[0]} acts on Redlock's masters: run --only redlock (over --masters N)"
+        )
     if cluster:
         refused = [n for n in names if n in SINGLE_SERVER_ONLY]
         if refused:
@@ -146,6 +179,8 @@ class NemesisContext:
     fault_ms: int | None = None
     lag_ms: int = DEFAULT_LAG_MS
     rng: random.Random | None = None
+    #: The lock workload's key (Redlock's key on each of its masters).
+    lock_key: str | None = None
     #: On a cluster: the slots holding the run's keys now, each with those keys.
     slots: Callable[[], dict[int, list[str]]] = lambda: {}
 
@@ -164,7 +199,7 @@ def least_ms(name: str, *, lock: bool, ttl_ms: int, fault_ms: int | None, lag_ms
         if fault_ms is not None:
             return fault_ms
         return max(ttl_ms * 3 // 2, ttl_ms + 50) if lock else DEFAULT_FAULT_MS
-    if name == "server-kill":
+    if name in ("server-kill", "master-restart"):
         return fault_ms or 50
     if name == "failover":
         return lag_ms
@@ -576,6 +611,161 @@ def _repl_offset(server: EmbeddedRedis, field: str, *, before_writes: bool = Fal
     return int(info.get(field, 0))
 
 
+class MasterFault(Fault):
+    """A fault on one of Redlock's masters (--masters N), taken in turn."""
+
+    def __init__(self, ctx: NemesisContext) -> None:
+        super().__init__(ctx)
+        self.master: int | None = None
+
+    @property
+    def masters(self) -> list[EmbeddedRedis]:
+        return self.ctx.cluster.lock_masters
+
+    def describe(self, k: int) -> str:
+        server = self.masters[k]
+        return f"lock master {k} ({_addr(server)}, pid {server.pid})"
+
+
+class MasterPause(MasterFault):
+    """SIGSTOP one of the lock's masters, SIGCONT it later."""
+
+    name = "master-pause"
+
+    def begin(self) -> bool:
+        k = self.begun % len(self.masters)
+        server = self.masters[k]
+        server.pause()
+        wait_stopped(server.pid or 0)
+        self.master = k
+        self.since = time.monotonic_ns()
+        self.record(
+            f"start: {self.describe(k)} stopped with SIGSTOP for {self.ctx.fault_ms or DEFAULT_FAULT_MS} ms"
+        )
+        return True
+
+    def end(self) -> None:
+        if self.master is None:
+            return
+        with contextlib.suppress(ServerError):
+            self.masters[self.master].resume()
+        self.record(
+            f"stop: {self.describe(self.master)} resumed after {_ms(time.monotonic_ns() - self.since)} ms"
+        )
+        self.master = None
+
+    def heal(self) -> None:
+        if self.master is not None:
+            with contextlib.suppress(ServerError):
+                self.masters[self.master].resume()
+            self.master = None
+
+
+class MasterRestart(MasterFault):
+    """kill -9 one of the lock's masters (one under a bare-majority lease, if it comes), restart it empty."""
+
+    name = "master-restart"
+    #: Turns it waits for a lease on a bare majority before it takes any master.
+    PATIENCE = 100
+
+    def __init__(self, ctx: NemesisContext) -> None:
+        super().__init__(ctx)
+        self.tries = 0
+
+    def declined_because(self) -> str:
+        return "it waits a little for a lease on a bare majority of the masters, and the run ended first"
+
+    def _leases(self) -> dict[bytes, list[int]]:
+        """Each token on the lock key now, with the masters holding it."""
+        held: dict[bytes, list[int]] = {}
+        for k, server in enumerate(self.masters):
+            with contextlib.suppress(redis.RedisError), server.client(socket_timeout=0.2) as client:
+                token = client.get(self.ctx.lock_key or "")
+                if token is not None:
+                    held.setdefault(token, []).append(k)
+        return held
+
+    def begin(self) -> bool:
+        quorum = len(self.masters) // 2 + 1
+        board = self.ctx.board
+        holding = any(board.get(w, Field.PHASE) == WorkerPhase.HOLDING for w in range(board.procs))
+        # A token on a bare majority while a worker holds the lock (not an acquire half-way through).
+        bare = [ks for ks in self._leases().values() if len(ks) == quorum] if holding else []
+        if not bare and self.tries < self.PATIENCE:
+            self.tries += 1
+            time.sleep(0.002)
+            return False
+        self.tries = 0
+        k = self.ctx.pick(bare[0]) if bare else self.begun % len(self.masters)
+        what = self.describe(k)
+        self.masters[k].kill()
+        self.master = k
+        self.since = time.monotonic_ns()
+        note = (
+            f" while a lease was on it and on {quorum - 1} other master(s) only: a bare majority of "
+            f"{len(self.masters)}"
+            if bare
+            else ""
+        )
+        self.record(f"start: {what} killed with SIGKILL{note}")
+        return True
+
+    def end(self) -> None:
+        if self.master is None:
+            return
+        server = self.masters[self.master]
+        server.start()
+        self.ctx.cluster.note_pids()
+        self.record(
+            f"stop: {self.describe(self.master)} restarted after {_ms(time.monotonic_ns() - self.since)} ms, "
+            "empty (persistence off): the leases it held are gone"
+        )
+        self.master = None
+
+    def heal(self) -> None:
+        self.master = None  # the masters stop with the run
+
+
+class Partition(MasterFault):
+    """Cut one worker off from a minority of the lock's masters."""
+
+    name = "partition"
+
+    def __init__(self, ctx: NemesisContext) -> None:
+        super().__init__(ctx)
+        self.worker: int | None = None
+
+    def begin(self) -> bool:
+        board, n = self.ctx.board, len(self.masters)
+        w = self.begun % board.procs
+        first = self.begun % n
+        cut = [(first + i) % n for i in range(n // 2)]
+        board.set(w, Field.CUT, cut_mask(cut))
+        self.worker = w
+        self.since = time.monotonic_ns()
+        process = board.get(w, Field.PROCESS)
+        self.record(
+            f"start: process {process} cut off from lock master(s) {', '.join(map(str, cut))} "
+            f"(a minority of {n}) for {self.ctx.fault_ms or DEFAULT_FAULT_MS} ms"
+        )
+        return True
+
+    def end(self) -> None:
+        if self.worker is None:
+            return
+        self.ctx.board.set(self.worker, Field.CUT, 0)
+        process = self.ctx.board.get(self.worker, Field.PROCESS)
+        self.record(
+            f"stop: process {process} reaches every master again after {_ms(time.monotonic_ns() - self.since)} ms"
+        )
+        self.worker = None
+
+    def heal(self) -> None:
+        for w in range(self.ctx.board.procs):
+            self.ctx.board.set(w, Field.CUT, 0)
+        self.worker = None
+
+
 def _describe_slot(slot: int, keys: Sequence[str]) -> str:
     shown = ", ".join(keys[:3]) + (f" and {len(keys) - 3} more" if len(keys) > 3 else "")
     return f"slot {slot} ({shown})" if keys else f"slot {slot}"
@@ -722,7 +912,18 @@ class ClusterFailover(ClusterFault):
 
 FAULTS: dict[str, type[Fault]] = {
     f.name: f
-    for f in (ClientPause, ServerPause, ServerKill, Failover, SentinelFailover, Reshard, ClusterFailover)
+    for f in (
+        ClientPause,
+        ServerPause,
+        ServerKill,
+        Failover,
+        SentinelFailover,
+        MasterPause,
+        MasterRestart,
+        Partition,
+        Reshard,
+        ClusterFailover,
+    )
 }
 
 

@@ -60,6 +60,7 @@ from contend.history.records import Call, Record, make_record, pair
 from contend.impl.catalog import IMPLEMENTATIONS, SEED_LAYOUT_DBS, Implementation, by_name
 from contend.stress.board import Board, Field
 from contend.stress.cluster import Cluster
+from contend.stress.masters import DEFAULT_MASTERS, MULTI_MASTER_LOCKS, check_masters
 from contend.stress.nemesis import Nemesis, NemesisContext, parse_nemeses, unreachable
 from contend.stress.signals import signal_process
 from contend.stress.workers import (
@@ -100,6 +101,8 @@ class StressWorkload:
     fencing: str | None = None
     #: For a user's lock: how its fencing was found out, in words.
     probe: str = ""
+    #: A lock whose acquire may lose to contention while it is free (Redlock's split vote).
+    may_refuse: bool = False
 
     @property
     def user(self) -> bool:
@@ -126,12 +129,18 @@ class StressWorkload:
         model name and the options `recheck_options` gives it."""
         lock = self.family == "lock"
         return history_check(
-            self.history_model, calls, lease_expiry=lock, ttl_ms=self.ttl_ms if lock else None
+            self.history_model,
+            calls,
+            lease_expiry=lock,
+            ttl_ms=self.ttl_ms if lock else None,
+            may_refuse=self.may_refuse,
         )
 
     def recheck_options(self) -> str:
         """The `contend history check` options that rebuild this run's check."""
-        return f" --lease-expiry --ttl-ms {self.ttl_ms}" if self.family == "lock" else ""
+        if self.family != "lock":
+            return ""
+        return f" --lease-expiry --ttl-ms {self.ttl_ms}" + (" --may-refuse" if self.may_refuse else "")
 
 
 @dataclass
@@ -163,6 +172,9 @@ class StressOptions:
     #: Masters of an embedded Redis Cluster to run on (None: one server). cluster-failover gives
     #: each master a replica.
     cluster: int | None = None
+    #: Redlock's independent masters (--masters N), for --only redlock or pottery_redlock (None:
+    #: DEFAULT_MASTERS for those, no masters otherwise).
+    masters: int | None = None
 
     @property
     def on_cluster(self) -> bool:
@@ -307,7 +319,13 @@ def validate(options: StressOptions) -> StressWorkload:
             "--persistence configures the embedded server; a --redis-url server keeps its own settings"
         )
     _check_cluster(options, workload)
-    options.nemeses = parse_nemeses(options.nemeses, redis_url=options.redis_url, cluster=options.on_cluster)
+    _check_masters(options)
+    options.nemeses = parse_nemeses(
+        options.nemeses,
+        redis_url=options.redis_url,
+        cluster=options.on_cluster,
+        masters=bool(options.masters),
+    )
     refused = unreachable(
         options.nemeses,
         duration=options.duration,
@@ -343,8 +361,29 @@ def _check_cluster(options: StressOptions, workload: StressWorkload) -> None:
             raise ContendError(f"--only {impl.name} cannot run on a Redis Cluster: {impl.single_node}")
 
 
+def _check_masters(options: StressOptions) -> None:
+    """--masters N goes with a Redlock (--only redlock or pottery_redlock), on embedded servers."""
+    redlock = options.impl in MULTI_MASTER_LOCKS and options.kind is None
+    if options.masters is None:
+        options.masters = DEFAULT_MASTERS if redlock else None
+        return
+    if not redlock:
+        raise ContendError(
+            f"--masters runs a Redlock over independent masters: use --only {' or --only '.join(MULTI_MASTER_LOCKS)}"
+        )
+    check_masters(options.masters)
+    if options.redis_url or options.cluster is not None:
+        raise ContendError(
+            "--masters starts its own independent masters: drop --redis-url and --cluster (contend restarts "
+            "and pauses only servers it started)"
+        )
+
+
 def _catalog_workload(options: StressOptions) -> StressWorkload:
-    names = ", ".join(i.name for i in stressable())
+    if options.impl in MULTI_MASTER_LOCKS:
+        lock = MULTI_MASTER_LOCKS[options.impl]
+        return StressWorkload(lock.name, "lock", lock.build, options.ttl_ms, may_refuse=True)
+    names = ", ".join([*(i.name for i in stressable()), *MULTI_MASTER_LOCKS])
     try:
         impl = by_name(options.impl)
     except KeyError:
@@ -458,6 +497,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         cluster=options.cluster,
         cluster_replicas=1 if "cluster-failover" in options.nemeses else 0,
         sentinel="sentinel-failover" in options.nemeses,
+        masters=options.masters or 0,
     )
     raw_dir.mkdir(parents=True, exist_ok=False)
     workers: list[BaseProcess] = []
@@ -500,6 +540,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
                 parent_pid=os.getpid(),
                 kind=workload.kind,
                 fencing=workload.fencing,
+                master_urls=tuple(m.url for m in cluster.lock_masters),
             )
             proc = ctx.Process(
                 target=worker_main,
@@ -522,6 +563,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
                 ttl_ms=options.ttl_ms,
                 fault_ms=options.fault_ms,
                 lag_ms=options.lag_ms,
+                lock_key=workload_key(namespace.prefix, LOCK_KEY, cluster.url),
                 slots=lambda: run_slots(namespace, workload, cluster.url),
             ),
             options.interval,

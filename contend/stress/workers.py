@@ -59,6 +59,7 @@ from contend.impl.locks.errors import LockNotOwnedError, StaleFencingTokenError
 from contend.impl.locks.fenced import FencedResource
 from contend.impl.registry.base import RegistrationError
 from contend.stress.board import Board, Field, WorkerPhase
+from contend.stress.masters import MULTI_MASTER_LOCKS, master_clients
 from contend.target.cluster_client import SlotCheckingCluster
 from contend.target.tap import tap
 from contend.target.target import is_cluster_url, is_sentinel_url, node_url, sentinel_master
@@ -96,11 +97,15 @@ class WorkerSpec:
     #: Where a lock's fencing token comes from (protocols.TOKEN_RETURNED / TOKEN_ATTRIBUTE);
     #: None: writes go straight to the counter.
     fencing: str | None = None
+    #: With --masters: the URLs of the lock's masters (`impl` names a MULTI_MASTER_LOCKS entry).
+    master_urls: tuple[str, ...] = ()
 
 
 def load_implementation(spec: WorkerSpec) -> tuple[str, Callable[..., Any]]:
     """(family, factory) of the implementation a worker runs: a catalog entry, or the user's
     `package.module:factory` imported in this process."""
+    if spec.master_urls:
+        return "lock", MULTI_MASTER_LOCKS[spec.impl].build
     if spec.kind is None:
         from contend.impl.catalog import by_name
 
@@ -361,9 +366,30 @@ class LockWorker(Worker):
         self.resource = FencedResource(self.client, self.counter_key) if self.fenced else None
         self.acquire_timeout = acquire_timeout(self.spec.ttl_ms)
         self.acquired_at = 0  # monotonic ns: the invocation of the last acquire attempt
+        if self.spec.master_urls and not hasattr(self, "masters"):
+            # Redlock: the lock's own masters (the counter stays on self.client's server); their
+            # round trips count as this worker's, and the partition nemesis can cut them.
+            self.masters = master_clients(
+                self.spec.master_urls,
+                self.board,
+                self.index,
+                lambda url: _tapped(connect(url, self.spec.op_timeout), self.trips),
+            )
+
+    def new_lock(self) -> Any:
+        """A lock object for one acquire-write-release round: on the server, or over the masters."""
+        if self.spec.master_urls:
+            return self.factory(self.masters, self.lock_key, self.spec.ttl_ms)
+        return self.factory(self.client, self.lock_key, self.spec.ttl_ms)
+
+    def close(self) -> None:
+        for client in getattr(self, "masters", ()):
+            with contextlib.suppress(Exception):
+                client.close()
+        super().close()
 
     def step(self) -> None:
-        lock = self.factory(self.client, self.lock_key, self.spec.ttl_ms)
+        lock = self.new_lock()
         got = self._acquire(lock)
         if got is None:
             self.board.set(self.index, Field.PHASE, WorkerPhase.IDLE)
@@ -377,6 +403,12 @@ class LockWorker(Worker):
         # While WorkerPhase.HOLDING the nemesis may stop this process: the write below is the one that matters.
         self.board.set(self.index, Field.PHASE, WorkerPhase.HOLDING)
         time.sleep(self.spec.hold_ms / 1000)
+        if _validity_over(lock):
+            # Redlock tells its holder how long the lock is surely held (`valid_until`); a holder
+            # that knows it ran out does not write, as the algorithm asks.
+            self._release_op(lock)
+            self.board.set(self.index, Field.PHASE, WorkerPhase.IDLE)
+            return
         self.board.set(self.index, Field.PHASE, WorkerPhase.WRITING)
         token = got if self.fenced else None
         status, _ = self.op(
@@ -461,6 +493,18 @@ class LockWorker(Worker):
                 "protocol allows a refusal to return normally)"
             )
         return "ok"
+
+
+def _validity_over(lock: Any) -> bool:
+    """Has a lock that says until when it is surely held (`valid_until`, monotonic seconds, as
+    contend's Redlock does) run past it?"""
+    until = getattr(lock, "valid_until", None)
+    return isinstance(until, float) and time.monotonic() >= until
+
+
+def _tapped(client: redis.Redis, trips: Any) -> redis.Redis:
+    tap(client, trips)
+    return client
 
 
 def acquire_timeout(ttl_ms: int) -> float:

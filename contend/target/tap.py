@@ -69,12 +69,13 @@ class RoundTrips:
         self._resume.set()
 
 
-def tap(client: redis.Redis) -> RoundTrips:
-    """Count (and make crashable) every round trip of `client`'s future connections.
+def tap(client: redis.Redis, trips: RoundTrips | None = None) -> RoundTrips:
+    """Count (and make crashable) every round trip of `client`'s future connections; with
+    `trips`, on that counter (one counter over several clients: Redlock's masters).
 
     A cluster client's nodes each have a pool; a node it meets later (a replica promoted, a
     slot moved to a node it had not used) gets a tapped pool too."""
-    trips = RoundTrips()
+    trips = trips or RoundTrips()
     tapped: dict[type, type] = {}
 
     def tapped_class(base: Any) -> type:

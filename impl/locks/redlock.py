@@ -89,12 +89,19 @@ class Redlock:
             time.sleep(pause if deadline is None else min(pause, deadline - now))
 
     def release(self) -> None:
-        """Compare-and-delete on every master; LockNotOwnedError if no master still held it."""
+        """Compare-and-delete on every master. LockNotOwnedError when the lock may have been lost:
+        its validity had run out and fewer than a majority of masters still held it (a copy left
+        on a minority is no lock; another client may hold the majority by now)."""
         if self.token is None:
             raise LockNotOwnedError(f"Redlock {self.key!r}: release() of a lock this object does not hold")
         token, self.token = self.token, None
-        if not self._release_everywhere(token):
-            raise LockNotOwnedError(f"Redlock {self.key!r}: release() found the lease gone on every master")
+        valid = time.monotonic() < self.valid_until
+        freed = self._release_everywhere(token)
+        if not valid and freed < self.quorum:
+            raise LockNotOwnedError(
+                f"Redlock {self.key!r}: release() after its validity ran out found the lease on "
+                f"{freed} of {len(self.masters)} masters, fewer than a majority"
+            )
 
     def extend(self, ttl_ms: int | None = None) -> bool:
         """Compare-and-pexpire on every master; held when a majority did it within the validity."""

@@ -218,6 +218,13 @@ def test_cli_prints_the_verdict_and_keeps_the_history(tmp_path, capsys):
             ["--only", "token", "--nemesis", "sentinel-failover", "--redis-url", "redis://127.0.0.1:1/0"],
             "--nemesis sentinel-failover kills a server",
         ),
+        (["--only", "redlock", "--masters", "4"], "--masters 4: Redlock needs an odd number of masters"),
+        (["--only", "token", "--masters", "5"], "--masters runs a Redlock over independent masters"),
+        (["--only", "token", "--nemesis", "partition"], "--nemesis partition acts on Redlock's masters"),
+        (
+            ["--only", "redlock", "--nemesis", "server-kill"],
+            "--nemesis server-kill acts on the counter's server",
+        ),
         (
             ["--only", "token", "--cluster", "3", "--redis-url", "redis://127.0.0.1:1/0"],
             "--cluster starts an embedded cluster and --redis-url names a server",

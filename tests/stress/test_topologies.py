@@ -38,3 +38,45 @@ def test_workers_follow_a_sentinel_failover(tmp_path):
     # Writes went on after the promotion, to the new master the workers found through Sentinel.
     promoted = next(r.time for r in result.nemesis if str(r.value).startswith("stop"))
     assert any(c.f == "incr" and c.status == "ok" and c.invoke.time > promoted for c in result.calls)
+
+
+def test_redlock_holds_under_paused_masters_and_a_partition(tmp_path):
+    """Pauses and a minority cut off slow Redlock down but give no two holders: a holder whose
+    validity ran out during a slow acquire does not write, and its release says so."""
+    result = stress(
+        tmp_path,
+        "redlock",
+        procs=4,
+        duration=6.0,
+        nemeses=("master-pause", "partition"),
+        interval=0.3,
+        hold_ms=50,
+    )
+    assert result.exit_code == 0, result.headline()
+    assert "5 independent masters for the lock" in result.target
+    assert nemesis_lines(result, "master-pause")[0].startswith("start: lock master 0 (127.0.0.1:")
+    cut = nemesis_lines(result, "partition")[0]
+    assert cut.startswith("start: process ") and "(a minority of 5)" in cut
+    assert "--may-refuse" in result.recheck_command()
+
+
+def test_redlock_gives_two_holders_when_a_master_restarts_empty(tmp_path):
+    """Kleppmann's counterexample in a stress run: a master under a bare-majority lease restarts
+    without persistence, and another worker wins the majority while the first still holds."""
+    for seed in (11, 12):  # bounded: one run is enough on this machine (6 of 6 seeds caught it)
+        result = stress(
+            tmp_path / str(seed),
+            "redlock",
+            procs=4,
+            duration=10.0,
+            nemeses=("master-restart",),
+            interval=0.3,
+            hold_ms=500,
+            ttl_ms=3000,
+            seed=seed,
+            html=False,
+        )
+        if result.exit_code == 1:
+            break
+    assert result.exit_code == 1, result.headline()
+    assert any("a bare majority of 5" in line for line in nemesis_lines(result, "master-restart"))
