@@ -217,3 +217,13 @@ def test_a_first_fencing_token_of_zero_is_legal_and_must_then_increase():
     legal, _ = model.step(s2, Op("acquire", None, 0, "L", "b"))
     assert not legal  # 0 again: not increasing
     assert model.describe_state(model.init()) == "free (no token yet)"
+
+
+def test_may_refuse_lets_an_acquire_lose_to_contention_but_not_win_a_held_lock():
+    strict, lenient = LeaseModel(), LeaseModel(may_refuse=True)
+    refused = [Op("acquire", output=False, process="a"), Op("acquire", output=True, process="b")]
+    assert replay(strict, refused)[0] == 0  # False while free: only a try-lock that may lose
+    index, state = replay(lenient, refused)
+    assert index is None and holder(state) == "b"
+    twice = [Op("acquire", output=True, process="a"), Op("acquire", output=True, process="b")]
+    assert replay(lenient, twice)[0] == 1
