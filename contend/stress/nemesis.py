@@ -140,8 +140,8 @@ def parse_nemeses(
         refused = [n for n in names if n not in (*MASTERS_ONLY, "client-pause")]
         if refused:
             raise ContendError(
-                f"--nemesis {refused[0]} acts on the counter's server, not on the lock; with --masters "
-                "use master-pause, master-restart or partition (or client-pause)"
+                f"--nemesis {refused[0]} does not act on Redlock's masters; with --masters use "
+                "master-pause, master-restart or partition (or client-pause)"
             )
         return tuple(names)
     refused = [n for n in names if n in MASTERS_ONLY]

@@ -223,7 +223,7 @@ def test_cli_prints_the_verdict_and_keeps_the_history(tmp_path, capsys):
         (["--only", "token", "--nemesis", "partition"], "--nemesis partition acts on Redlock's masters"),
         (
             ["--only", "redlock", "--nemesis", "server-kill"],
-            "--nemesis server-kill acts on the counter's server",
+            "--nemesis server-kill does not act on Redlock's masters",
         ),
         (
             ["--only", "token", "--cluster", "3", "--redis-url", "redis://127.0.0.1:1/0"],
