@@ -49,7 +49,7 @@ from contend.errors import ContendError
 from contend.exitcodes import ExitCode
 from contend.impl import catalog
 from contend.schedule.gate import check_redis_py
-from contend.target.cluster import check_size
+from contend.target.cluster import check_cluster_option
 from contend.target.target import open_target
 
 ALL_CHECKS = sorted({c.name for checks in (*BATTERIES.values(), *ASYNC_BATTERIES.values()) for c in checks})
@@ -189,16 +189,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
 def _validate(args: argparse.Namespace) -> None:
     """Bad input is refused before anything starts."""
     resolve_outputs(args)
-    if args.cluster is not None:
-        if args.redis_url:
-            raise ContendError(
-                "--cluster starts an embedded cluster and --redis-url names a server: give one of them "
-                "(an existing cluster: --redis-url redis+cluster://HOST:PORT)"
-            )
-        try:
-            check_size(args.cluster, 0)
-        except ValueError as exc:
-            raise ContendError(f"--cluster {args.cluster}: {exc}") from None
+    check_cluster_option(args.cluster, args.redis_url)
     for name in args.only or ():
         try:
             catalog_implementation(name)

@@ -4,6 +4,7 @@ and the begin / due / end / heal cycle every fault follows (`contend.stress.neme
 from __future__ import annotations
 
 import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -104,6 +105,28 @@ class Fault:
 
     def record(self, text: str) -> None:
         self.ctx.record(self.name, text)
+
+
+class AwaitsPromotion(Fault):
+    """A fault that kills a master and ends once a replica has been promoted in its place (by the
+    cluster or by Sentinels), or after CLUSTER_FAILOVER_CAP_MS."""
+
+    def promoted(self) -> bool:
+        """Has the replica taken over? (False while it cannot tell.)"""
+        raise NotImplementedError
+
+    def due(self, now: int) -> bool:
+        elapsed = now - self.since
+        if elapsed < self.min_ns():
+            return False
+        return elapsed >= CLUSTER_FAILOVER_CAP_MS * 1_000_000 or self.promoted()
+
+    def wait_promoted(self, poll: float) -> tuple[bool, int]:
+        """Wait (up to the cap) for the promotion: (promoted, ms since the kill)."""
+        deadline = self.since + CLUSTER_FAILOVER_CAP_MS * 1_000_000
+        while not self.promoted() and time.monotonic_ns() < deadline:
+            time.sleep(poll)
+        return self.promoted(), millis(time.monotonic_ns() - self.since)
 
 
 def address(node: EmbeddedRedis) -> str:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import redis
 
 from contend.stress.fault import (
-    CLUSTER_FAILOVER_CAP_MS,
+    AwaitsPromotion,
     Fault,
     NemesisContext,
     address,
@@ -92,7 +92,7 @@ class Reshard(ClusterFault):
         self.slot = self.to = None  # the cluster stops with the run
 
 
-class ClusterFailover(ClusterFault):
+class ClusterFailover(ClusterFault, AwaitsPromotion):
     """kill -9 the master of a slot holding the run's keys; the cluster promotes its replica."""
 
     name = "cluster-failover"
@@ -123,26 +123,16 @@ class ClusterFailover(ClusterFault):
         )
         return True
 
-    def _promoted(self) -> bool:
+    def promoted(self) -> bool:
         assert self.replica is not None
         with contextlib.suppress(redis.RedisError):
             return self.nodes.role_of(self.replica) == "master" and self.nodes.serves(self.replica, self.slot)
         return False
 
-    def due(self, now: int) -> bool:
-        elapsed = now - self.since
-        if elapsed < self.min_ns():
-            return False
-        return elapsed >= CLUSTER_FAILOVER_CAP_MS * 1_000_000 or self._promoted()
-
     def end(self) -> None:
         if self.killed is None or self.replica is None:
             return
-        deadline = self.since + CLUSTER_FAILOVER_CAP_MS * 1_000_000
-        while not self._promoted() and time.monotonic_ns() < deadline:
-            time.sleep(0.05)
-        promoted = self._promoted()
-        took = millis(time.monotonic_ns() - self.since)
+        promoted, took = self.wait_promoted(0.05)
         self.killed.start()
         outcome = (
             f"replica {address(self.replica)} promoted; it serves slot {self.slot} after {took} ms"

@@ -9,17 +9,15 @@ import redis
 
 from contend.stress.board import Field, WorkerPhase
 from contend.stress.fault import (
-    CLUSTER_FAILOVER_CAP_MS,
-    Fault,
+    AwaitsPromotion,
     NemesisContext,
     address,
-    millis,
 )
 from contend.target.sentinel import EmbeddedSentinelGroup
 from contend.target.server import EmbeddedRedis
 
 
-class SentinelFailover(Fault):
+class SentinelFailover(AwaitsPromotion):
     """kill -9 the master; its Sentinels promote the replica; the workers follow Sentinel."""
 
     name = "sentinel-failover"
@@ -57,26 +55,16 @@ class SentinelFailover(Fault):
         )
         return True
 
-    def _promoted(self) -> bool:
+    def promoted(self) -> bool:
         assert self.new is not None
         with contextlib.suppress(redis.RedisError):
             return self.group.promoted(self.new)
         return False
 
-    def due(self, now: int) -> bool:
-        elapsed = now - self.since
-        if elapsed < self.min_ns():
-            return False
-        return elapsed >= CLUSTER_FAILOVER_CAP_MS * 1_000_000 or self._promoted()
-
     def end(self) -> None:
         if self.killed is None or self.new is None:
             return
-        deadline = self.since + CLUSTER_FAILOVER_CAP_MS * 1_000_000
-        while not self._promoted() and time.monotonic_ns() < deadline:
-            time.sleep(0.02)
-        promoted = self._promoted()
-        took = millis(time.monotonic_ns() - self.since)
+        promoted, took = self.wait_promoted(0.02)
         self.group.restart_old_master(self.killed)
         cluster = self.ctx.cluster
         if promoted:

@@ -74,7 +74,7 @@ from contend.stress.workers import (
     worker_main,
     workload_key,
 )
-from contend.target.cluster import check_size
+from contend.target.cluster import check_cluster_option
 from contend.target.keyspace import Namespace, new_run_id
 from contend.target.target import is_cluster_url
 
@@ -343,18 +343,9 @@ def validate(options: StressOptions) -> StressWorkload:
 def _check_cluster(options: StressOptions, workload: StressWorkload) -> None:
     """--cluster N: a size contend builds, no --redis-url beside it, and an implementation that
     can run on a cluster."""
-    if options.cluster is not None:
-        if options.redis_url:
-            raise ContendError(
-                "--cluster starts an embedded cluster and --redis-url names a server: give one of them "
-                "(an existing cluster: --redis-url redis+cluster://HOST:PORT)"
-            )
-        try:
-            check_size(options.cluster, 0)
-        except ValueError as exc:
-            raise ContendError(f"--cluster {options.cluster}: {exc}") from None
-        if options.persistence != "none":
-            raise ContendError("--persistence configures the single embedded server, not a --cluster")
+    check_cluster_option(options.cluster, options.redis_url)
+    if options.cluster is not None and options.persistence != "none":
+        raise ContendError("--persistence configures the single embedded server, not a --cluster")
     if options.on_cluster and not workload.user:
         impl = by_name(workload.name)
         if impl.single_node:

@@ -24,7 +24,7 @@ from typing import Any
 import redis
 import redis.cluster
 
-from contend.errors import ServerError
+from contend.errors import ContendError, ServerError
 from contend.target.binary import RedisBinary, find_redis_server
 from contend.target.server import EmbeddedRedis
 
@@ -304,6 +304,21 @@ def check_size(masters: int, replicas: int) -> None:
         )
     if not isinstance(replicas, int) or not 0 <= replicas <= MAX_REPLICAS:
         raise ValueError(f"--replicas is per master, 0 to {MAX_REPLICAS}, not {replicas!r}")
+
+
+def check_cluster_option(masters: int | None, redis_url: str | None) -> None:
+    """ContendError for a `--cluster N` contend will not build, or one given with --redis-url."""
+    if masters is None:
+        return
+    if redis_url:
+        raise ContendError(
+            "--cluster starts an embedded cluster and --redis-url names a server: give one of them "
+            f"(an existing cluster: --redis-url {URL_SCHEME}://HOST:PORT)"
+        )
+    try:
+        check_size(masters, 0)
+    except ValueError as exc:
+        raise ContendError(f"--cluster {masters}: {exc}") from None
 
 
 def _knows(client: redis.Redis, n: int) -> bool:
