@@ -153,6 +153,8 @@ class ScheduledMachine(RuleBasedStateMachine):
         self.current: int | None = None
         self.in_flight: dict[int, str] = {}
         self.failed = False
+        #: What `fail` reported, if it did.
+        self.violation: PropertyViolated | None = None
         self._known_keys: set[str] = set()
         self._key_prefix = self.ns.prefix + ":"
         self.scheduler.on_jump = self._time_passes
@@ -240,11 +242,12 @@ class ScheduledMachine(RuleBasedStateMachine):
     def fail(self, prop: str, detail: str) -> None:
         """Report that property `prop` (a catalog name) broke, with `detail` as the evidence."""
         self.failed = True
+        self.violation = PropertyViolated(prop, detail)
         if self.first_violation is not None and not self.first_violation:
             self.first_violation.append(time.monotonic())
         note("interleaving (step, client, what it sent → what came back):\n" + self.scheduler.format_trace())
         note(f"schedule for ReplayChooser: {schedule_expression(self.scheduler.schedule)}")
-        raise PropertyViolated(prop, detail)
+        raise self.violation
 
     def _after_progress(self, index: int) -> None:
         if self.abandoned is not None and self.abandoned.is_set():
