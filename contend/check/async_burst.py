@@ -56,7 +56,7 @@ def lock_burst_check(ctx: CheckContext) -> str:
     k, rounds = ctx.options.burst_clients, ctx.options.burst_rounds
 
     async def run() -> int:
-        clients = [redis.asyncio.Redis.from_url(ctx.target.url) for _ in range(k)]
+        clients = [ctx.target.async_client() for _ in range(k)]
         split = 0
         try:
             for r in range(rounds):
@@ -104,7 +104,7 @@ def registry_burst_check(ctx: CheckContext) -> str:
     k, rounds = ctx.options.burst_clients, ctx.options.burst_rounds
 
     async def run() -> None:
-        clients = [redis.asyncio.Redis.from_url(ctx.target.url) for _ in range(k)]
+        clients = [ctx.target.async_client() for _ in range(k)]
         regs = {id(c): ctx.factory(c, ctx.namespace.prefix) for c in clients}
         try:
             for r in range(rounds):

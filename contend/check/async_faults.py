@@ -16,8 +16,6 @@ import contextlib
 import time
 from typing import Any
 
-import redis.asyncio
-
 from contend.check.cancel import (
     finish,
     lock_operation,
@@ -39,7 +37,7 @@ def _outside(ctx: CheckContext, key: str, ttl: int, **kwargs: Any) -> bool:
     """A client outside the schedule (real time, its own loop) tries to acquire: granted?"""
 
     async def run() -> bool:
-        conn = redis.asyncio.Redis.from_url(ctx.target.url)
+        conn = ctx.target.async_client()
         try:
             lock = ctx.factory(conn, key, ttl)
             return granted(await lock.acquire(**kwargs))

@@ -23,7 +23,7 @@ def _run(ctx: CheckContext, attempt: Callable[[redis.asyncio.Redis], Awaitable[A
     """Run `attempt(client)` on a fresh loop with a redis.asyncio client of its own."""
 
     async def main() -> None:
-        client = redis.asyncio.Redis.from_url(ctx.target.url)
+        client = ctx.target.async_client()
         try:
             await attempt(client)
         finally:

@@ -123,12 +123,6 @@ class Subject:
         ]
 
 
-#: Why async implementations are not run on a Redis Cluster (yet).
-ASYNC_ON_CLUSTER = (
-    "async implementations run on a single server only so far (no redis.asyncio cluster clients)"
-)
-
-
 @dataclass
 class ResultRow:
     subject: Subject
@@ -254,8 +248,6 @@ def user_subject(
     factory = user_factory(spec, kind)
     name = factory_name(spec)
     asynchronous = is_async(factory, kind)  # builds probe objects: once
-    if target.cluster and asynchronous:
-        raise ProtocolError(f"{name} cannot run on a Redis Cluster: {ASYNC_ON_CLUSTER}")
     if asynchronous:
         flags = [*(f"--claim {c}" for c in claim), *(f"--no-claim {c}" for c in no_claim)]
         probe_ns = target.namespace(client=target.client())
@@ -378,8 +370,8 @@ def run_battery(
     for subject in subjects:
         if stop is not None and stop.is_set():
             break
-        if target.cluster and (subject.single_node or subject.asynchronous):
-            rows.append(ResultRow(subject, skipped=subject.single_node or ASYNC_ON_CLUSTER))
+        if target.cluster and subject.single_node:
+            rows.append(ResultRow(subject, skipped=subject.single_node))
             continue
         subject = with_capabilities(subject, target, run_namespace)
         row = ResultRow(subject)

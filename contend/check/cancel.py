@@ -25,9 +25,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import redis
-import redis.asyncio
-
 from contend.check.faults import FAULT_TTL, key_state
 from contend.check.framework import Check, CheckContext, CheckFailed
 from contend.check.protocols import granted
@@ -102,7 +99,7 @@ def must_free_within(ctx: CheckContext, key: str, ttl: int, where_text: str, tra
     bound = ttl * 3 / 1000 + 0.5
 
     async def wait() -> bool:
-        conn = redis.asyncio.Redis.from_url(ctx.target.url)
+        conn = ctx.target.async_client()
         try:
             lock = ctx.factory(conn, key, ttl)
             got = granted(await lock.acquire(blocking=True, timeout=bound))
@@ -151,10 +148,11 @@ def lock_operation(lock: Any, operation: str) -> Callable[[], Any]:
 
 @contextlib.contextmanager
 def scheduled_clients(ctx: CheckContext, n: int) -> Any:
-    """A scheduler with `n` async clients, each a redis.asyncio.Redis of its own."""
+    """A scheduler with `n` async clients, each a redis.asyncio client of its own (a cluster
+    client on a Redis Cluster)."""
     ctx.check_abandoned()
     with Scheduler() as s:
-        conns = [redis.asyncio.Redis.from_url(ctx.target.url) for _ in range(n)]
+        conns = [ctx.target.async_client() for _ in range(n)]
         for conn in conns:
             s.add_client(connection=conn)
         yield s, conns

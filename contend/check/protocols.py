@@ -216,14 +216,15 @@ def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[
 
 
 def detect_async_capabilities(factory: Callable[..., Any], kind: str, url: str, key: str) -> Capabilities:
-    """`detect_capabilities` for async code: one object on a fresh redis.asyncio client, and for a
-    lock one acquire and release of it, run to the end on a loop of their own."""
+    """`detect_capabilities` for async code: one object on a fresh redis.asyncio client (a cluster
+    client for a redis+cluster:// URL), and for a lock one acquire and release of it, run to the
+    end on a loop of their own."""
     import asyncio
 
-    import redis.asyncio
+    from contend.target.target import async_client
 
     async def probe() -> Capabilities:
-        client = redis.asyncio.Redis.from_url(url)
+        client = async_client(url)
         try:
             obj = factory(client, key) if kind == "registry" else factory(client, key, 10_000)
             if kind == "registry":

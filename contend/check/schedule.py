@@ -71,6 +71,8 @@ def schedule_check(ctx: CheckContext) -> str:
     options = ctx.options
     examples = options.hunt_examples if subject.known_bad else options.schedule_examples
     last: list[ScheduledMachine] = []
+    # The latest example that broke a property (while Hypothesis shrinks it: the smallest yet).
+    found: list[ScheduledMachine] = []
     tried = [0]
     out_of_time = [False]
     first: list[float] = []
@@ -78,9 +80,11 @@ def schedule_check(ctx: CheckContext) -> str:
 
     def factory() -> ScheduledMachine:
         ctx.check_abandoned()
+        if last and last[0].violation is not None:
+            found[:] = last
         if ctx.wrap_up_by is not None and time.monotonic() > ctx.wrap_up_by and not options.replay:
             out_of_time[0] = True
-            raise _OutOfTime  # generation only: a failure being shrunk never gets here late
+            raise _OutOfTime  # while generating, or while shrinking a failure (then reported as found)
         tried[0] += 1
         made = machine(ctx.target, abandoned=ctx.abandoned)
         made.first_violation = first
@@ -97,6 +101,8 @@ def schedule_check(ctx: CheckContext) -> str:
             facts["seconds_to_first"] = round(first[0] - started, 3)
         raise CheckFailed(text, prop=exc.property, facts=facts) from None
     except _OutOfTime:
+        if failure := _unshrunk(found, subject, first, started):
+            raise failure from None
         return _budget_spent(tried[0], examples)
     except DidNotReproduce:
         return "the replayed example ran to its end: no property broke this time"
@@ -107,6 +113,8 @@ def schedule_check(ctx: CheckContext) -> str:
             # Stopping a test case before it draws anything is, to Hypothesis's data tree, a
             # case that "stopped drawing earlier" than one with the same prefix: not a flaky
             # implementation but the budget, which ran out between two examples.
+            if failure := _unshrunk(found, subject, first, started):
+                raise failure from None
             return _budget_spent(tried[0], examples)
         raise CheckInconclusive(
             "the implementation behaved differently on the same schedule: it depends on something the "
@@ -115,6 +123,23 @@ def schedule_check(ctx: CheckContext) -> str:
     if options.replay:
         return "the replayed example ran to its end: no property broke this time"
     return f"{examples} Hypothesis-chosen interleavings (seed fixed), no property broken"
+
+
+def _unshrunk(
+    found: list[ScheduledMachine], subject: Any, first: list[float], started: float
+) -> CheckFailed | None:
+    """The failure the budget ran out on while Hypothesis shrank it (no replay blob yet), if any."""
+    if not found or found[0].violation is None:
+        return None
+    exc = found[0].violation
+    text, facts = _evidence(exc, found, subject, None)
+    if first:
+        facts["seconds_to_first"] = round(first[0] - started, 3)
+    return CheckFailed(
+        f"{text}\n    (not shrunk further: the check's time budget ran out while Hypothesis shrank it)",
+        prop=exc.property,
+        facts=facts,
+    )
 
 
 def _budget_spent(tried: int, examples: int) -> str:

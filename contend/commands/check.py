@@ -12,7 +12,6 @@ from rich.markup import escape
 from contend import exitcodes, interrupt
 from contend.check.battery import (
     ASYNC_BATTERIES,
-    ASYNC_ON_CLUSTER,
     BATTERIES,
     USER_CHECK_SECONDS,
     USER_RUN_SECONDS,
@@ -76,7 +75,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         type=int,
         metavar="N",
         help="run on an embedded Redis Cluster of N masters (3 to 16) that contend starts, with "
-        "redis.cluster.RedisCluster clients; implementations the catalog marks single-node only are "
+        "redis.cluster.RedisCluster clients (redis.asyncio's for async implementations); "
+        "implementations the catalog marks single-node only are "
         "skipped with the reason (an existing cluster: --redis-url redis+cluster://HOST:PORT)",
     )
     parser.add_argument(
@@ -309,9 +309,8 @@ def _subjects(args: argparse.Namespace, target: Any) -> list[Subject]:
     if target.cluster and (args.impl or args.only):
         # Chosen by name, it must run: a skipped row would pass a gate that checked nothing.
         for subject in subjects:
-            why = subject.single_node or (ASYNC_ON_CLUSTER if subject.asynchronous else "")
-            if why:
-                raise ContendError(f"{subject.name} cannot run on a Redis Cluster: {why}")
+            if subject.single_node:
+                raise ContendError(f"{subject.name} cannot run on a Redis Cluster: {subject.single_node}")
     return subjects
 
 

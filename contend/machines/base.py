@@ -21,6 +21,7 @@ example.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import random
 import threading
@@ -56,10 +57,9 @@ def _take_connection(target: Target) -> redis.Redis:
 
 
 def _async_connection(target: Target) -> Any:
-    """A redis.asyncio client for one scheduled client: it connects on its first command, on that
-    client's loop (the handshake is no step), and is closed when the scheduler closes."""
-    import redis.asyncio
-
+    """A redis.asyncio client for one scheduled client (a cluster client on a Redis Cluster): it
+    connects on its first command, on that client's loop (the handshake, and a cluster client's
+    discovery of the nodes, are no step), and is closed when the scheduler closes."""
     options = dict(ASYNC_CLIENT_OPTIONS)
     try:  # redis-py 7+: no maintenance notifications to set up on each new connection (a round trip)
         from redis.maint_notifications import MaintNotificationsConfig
@@ -67,7 +67,7 @@ def _async_connection(target: Target) -> Any:
         options["maint_notifications_config"] = MaintNotificationsConfig(enabled=False)
     except ImportError:
         pass
-    return redis.asyncio.Redis.from_url(target.url, **options)
+    return target.async_client(**options)
 
 
 #: A scheduled async client's options (every example makes its clients anew, on new loops).
@@ -76,28 +76,33 @@ ASYNC_CLIENT_OPTIONS: dict[str, Any] = {}
 
 class _SyncView:
     """Calls an async implementation's methods synchronously, outside the scheduler (the
-    controller thread is no client: nothing is gated, nothing is virtual)."""
+    controller thread is no client: nothing is gated, nothing is virtual), each run to its end
+    on a loop and client of the view's own, made on its first call and kept until `_close()` (a
+    cluster client finds out the cluster's nodes once, not at every call)."""
 
-    def __init__(self, make: Callable[[Any], Any], url: str) -> None:
+    def __init__(self, make: Callable[[Any], Any], target: Target) -> None:
         self._make = make
-        self._url = url
+        self._target = target
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: Any = None
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
         def call(*args: Any, **kwargs: Any) -> Any:
-            import asyncio
-
-            import redis.asyncio
-
-            async def run() -> Any:
-                client = redis.asyncio.Redis.from_url(self._url)
-                try:
-                    return await getattr(self._make(client), name)(*args, **kwargs)
-                finally:
-                    await client.aclose()
-
-            return asyncio.run(run())
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._client = self._target.async_client()
+            return self._loop.run_until_complete(getattr(self._make(self._client), name)(*args, **kwargs))
 
         return call
+
+    def _close(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+        try:
+            loop.run_until_complete(self._client.aclose())
+        finally:
+            loop.close()
 
 
 class PropertyViolated(AssertionError):
@@ -153,7 +158,10 @@ class ScheduledMachine(RuleBasedStateMachine):
         self.current: int | None = None
         self.in_flight: dict[int, str] = {}
         self.failed = False
+        #: What `fail` reported, if it did.
+        self.violation: PropertyViolated | None = None
         self._known_keys: set[str] = set()
+        self._views: list[_SyncView] = []  # the harness's views of async code, closed at teardown
         self._key_prefix = self.ns.prefix + ":"
         self.scheduler.on_jump = self._time_passes
         for _ in range(self.clients):
@@ -192,10 +200,12 @@ class ScheduledMachine(RuleBasedStateMachine):
     def harness_object(self, make: Callable[[Any], Any]) -> Any:
         """An object of the implementation for the harness's own reads (outside the schedule,
         at quiescence): `make(connection)` builds it. For async code, a view whose method calls
-        run to their end at once, each on a fresh loop and client."""
+        run to their end at once, on a loop and client of its own (closed at teardown)."""
         if not self.asynchronous:
             return make(self.admin)
-        return _SyncView(make, self.target.url)
+        view = _SyncView(make, self.target)
+        self._views.append(view)
+        return view
 
     def idle_clients(self) -> list[int]:
         return [c.index for c in self.scheduler.clients if c.status is Status.IDLE]
@@ -240,11 +250,12 @@ class ScheduledMachine(RuleBasedStateMachine):
     def fail(self, prop: str, detail: str) -> None:
         """Report that property `prop` (a catalog name) broke, with `detail` as the evidence."""
         self.failed = True
+        self.violation = PropertyViolated(prop, detail)
         if self.first_violation is not None and not self.first_violation:
             self.first_violation.append(time.monotonic())
         note("interleaving (step, client, what it sent → what came back):\n" + self.scheduler.format_trace())
         note(f"schedule for ReplayChooser: {schedule_expression(self.scheduler.schedule)}")
-        raise PropertyViolated(prop, detail)
+        raise self.violation
 
     def _after_progress(self, index: int) -> None:
         if self.abandoned is not None and self.abandoned.is_set():
@@ -342,6 +353,8 @@ class ScheduledMachine(RuleBasedStateMachine):
                 self.check_quiescent()
         finally:
             self.scheduler.close()
+            for view in self._views:
+                view._close()
             if self._gc_was_enabled:
                 gc.enable()
             random.setstate(self._random_state)

@@ -15,6 +15,10 @@ Patched, only in scheduled client threads (others pass through untouched):
 * `AbstractConnection.read_response`: the replies, for the trace.
 * `redis.asyncio.client.Redis.execute_command`: blocking pops (BLPOP, BRPOP, ...) become
   polls on virtual time, as in the sync gate: the server is never left blocking.
+* A redis.asyncio cluster client's discovery of the cluster (CLUSTER SLOTS and COMMAND, on
+  its first command and after a redirection makes it look again:
+  `NodesManager.initialize`, `AsyncCommandsParser.initialize`) is no step either, as a
+  handshake is not: the sync cluster client does it when it is made, before any schedule.
 * `asyncio.sleep(d)` with d > 0: a virtual sleep (the scheduler's clock), as
   `time.sleep` is in the sync gate; `asyncio.sleep(0)` stays a plain yield to the loop.
 * The loop's clock (`loop.time()`) is the scheduler's virtual monotonic clock, so
@@ -29,11 +33,14 @@ client sleeps between round trips.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import enum
 from typing import TYPE_CHECKING, Any
 
 import redis
+import redis._parsers
 import redis.asyncio.client
+import redis.asyncio.cluster
 import redis.asyncio.connection
 
 from contend.schedule import gate
@@ -43,6 +50,14 @@ if TYPE_CHECKING:
 
 REAL_ASYNC_SLEEP = asyncio.sleep
 _originals: dict[str, Any] = {}
+#: Set in the task of a cluster client finding out the cluster's layout (not a thread-local: on
+#: one loop, another task of the same client may send a gated command meanwhile).
+_discovering: contextvars.ContextVar[bool] = contextvars.ContextVar("contend_discovering", default=False)
+#: What a cluster client calls to find out the cluster's layout: (holder, attribute).
+_DISCOVERY = (
+    (redis.asyncio.cluster.NodesManager, "initialize"),
+    (redis._parsers.AsyncCommandsParser, "initialize"),
+)
 
 
 class CancelAt(enum.Enum):
@@ -75,6 +90,9 @@ def patch() -> None:
     conn_cls.send_packed_command = _gated_send  # type: ignore[method-assign]
     conn_cls.read_response = _recorded_read  # type: ignore[method-assign]
     conn_cls.on_connect_check_health = _ungated_handshake  # type: ignore[method-assign]
+    for holder, name in _DISCOVERY:
+        original = _originals[f"{holder.__name__}.{name}"] = getattr(holder, name)
+        setattr(holder, name, _ungated_discovery(original))
     asyncio.sleep = _sleep  # type: ignore[assignment]
 
 
@@ -85,13 +103,15 @@ def unpatch() -> None:
     conn_cls.read_response = _originals["read"]  # type: ignore[method-assign]
     conn_cls.on_connect_check_health = _originals["handshake"]  # type: ignore[method-assign]
     redis.asyncio.client.Redis.execute_command = _originals["execute"]  # type: ignore[method-assign]
+    for holder, name in _DISCOVERY:
+        setattr(holder, name, _originals[f"{holder.__name__}.{name}"])
     asyncio.sleep = REAL_ASYNC_SLEEP
 
 
 def _scheduled() -> ClientHandle | None:
     """The scheduled client whose loop runs this code, if any (not during a handshake)."""
     client = gate.current()
-    if client is None or gate._in_handshake():
+    if client is None or gate._in_handshake() or _discovering.get():
         return None
     return client
 
@@ -171,6 +191,23 @@ async def _ungated_handshake(self: Any, *args: Any, **kwargs: Any) -> Any:
         return await _originals["handshake"](self, *args, **kwargs)
     finally:
         gate._local.handshake = outer
+
+
+def _ungated_discovery(original: Any) -> Any:
+    """`original` (a cluster client's discovery) with its round trips ungated and unrecorded; a
+    crashed client's refused, as its commands are."""
+
+    async def discover(self: Any, *args: Any, **kwargs: Any) -> Any:
+        client = gate.current()
+        if client is not None and client.crashed:
+            raise redis.ConnectionError(f"client {client.name} crashed")
+        token = _discovering.set(True)
+        try:
+            return await original(self, *args, **kwargs)
+        finally:
+            _discovering.reset(token)
+
+    return discover
 
 
 async def _polled_execute(self: Any, *args: Any, **options: Any) -> Any:

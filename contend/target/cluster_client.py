@@ -1,5 +1,6 @@
-"""The Redis Cluster client contend gives implementations: redis-py's RedisCluster, whose
-refusal of a command whose keys span hash slots names the command and each key's slot.
+"""The Redis Cluster clients contend gives implementations: redis-py's RedisCluster (and
+redis.asyncio's, for async code), whose refusal of a command whose keys span hash slots
+names the command and each key's slot.
 
 redis-py refuses such a command before sending it ("EVALSHA - all keys must map to the
 same key slot"), and the server refuses a MULTI/EXEC whose keys span slots (CROSSSLOT);
@@ -11,6 +12,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import redis.asyncio.cluster
+from redis._parsers import AsyncCommandsParser
 from redis.cluster import RedisCluster
 from redis.exceptions import RedisClusterException
 
@@ -56,18 +59,76 @@ class SlotCheckingCluster(RedisCluster):
         except RedisClusterException as exc:
             if "same key slot" not in str(exc):
                 raise
-            error = CrossSlotError(str(args[0]).upper(), self._slots_of(args))
-            with _refusals_lock:
-                _refusals.append(error)
-            raise error from None
+            keys = _script_keys(args)
+            if keys is None:
+                keys = list(self._get_command_keys(*args) or ())
+            raise _refused(str(args[0]), keys, self.keyslot) from None
 
-    def _slots_of(self, args: tuple[Any, ...]) -> list[tuple[str, int]]:
-        command = str(args[0]).upper()
-        if command in ("EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"):
-            keys = list(args[3 : 3 + int(args[2])])
-        else:
-            keys = list(self._get_command_keys(*args) or ())
-        return [(_text(key), int(self.keyslot(key))) for key in keys]
+
+class SlotCheckingAsyncCluster(redis.asyncio.cluster.RedisCluster):
+    """redis.asyncio's RedisCluster whose cross-slot refusals are `CrossSlotError`s naming the
+    keys, noted with the sync client's (each command of a pipeline or transaction too; commands of
+    one transaction in different slots are redis-py's CrossSlotTransactionError, with either client).
+
+    It finds out the cluster's layout before its first command, as the sync client does when it
+    is made: redis-py 8.1's sends a first EVAL or EVALSHA, before it knows the layout, to a
+    random node, unchecked (a CROSSSLOT from the server, or a MOVED and a second round trip).
+    Its nodes' COMMAND table is asked once per process (`_KnownCommands`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.commands_parser = _KnownCommands()
+
+    async def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        if self._initialize:
+            await self.initialize()
+        return await super().execute_command(*args, **kwargs)
+
+    async def _determine_slot(self, command: str, *args: Any) -> int:
+        try:
+            return await super()._determine_slot(command, *args)
+        except RedisClusterException as exc:
+            if "same key slot" not in str(exc):
+                raise
+            keys = _script_keys((command, *args))
+            if keys is None:
+                keys = list(await self.commands_parser.get_keys(command, *args) or ())
+            raise _refused(command, keys, self.keyslot) from None
+
+
+#: The COMMAND table of each node asked so far (host:port -> table): the same for every client
+#: of a run, and more than half of what a new async cluster client's discovery costs.
+_command_tables: dict[str, Any] = {}
+
+
+class _KnownCommands(AsyncCommandsParser):
+    """AsyncCommandsParser that asks a node for its COMMAND table once per process. A command
+    missing from the table (another server at the same address) makes it ask again."""
+
+    async def initialize(self, node: Any = None) -> None:
+        if node is not None:
+            self.node = node
+            known = _command_tables.get(node.name)
+            if known is not None:
+                self.commands = known
+                return
+        await super().initialize(node)
+        _command_tables[self.node.name] = self.commands
+
+
+def _script_keys(args: tuple[Any, ...]) -> list[Any] | None:
+    """The KEYS of a script or function call (`args` with the command first); None otherwise."""
+    if str(args[0]).upper() in ("EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL_RO"):
+        return list(args[3 : 3 + int(args[2])])
+    return None
+
+
+def _refused(command: str, keys: list[Any], keyslot: Any) -> CrossSlotError:
+    """A CrossSlotError for `command` over `keys`, noted for `refusals_since`."""
+    error = CrossSlotError(command.upper(), [(_text(key), int(keyslot(key))) for key in keys])
+    with _refusals_lock:
+        _refusals.append(error)
+    return error
 
 
 def _text(key: Any) -> str:
@@ -75,17 +136,20 @@ def _text(key: Any) -> str:
 
 
 def pools_of(client: Any) -> list[Any]:
-    """The connection pools behind a client: its own, or a cluster client's, one per node."""
+    """The connection pools behind a client: its own, or a sync cluster client's, one per node
+    (none for a redis.asyncio cluster client: its nodes keep their connections themselves)."""
     pool = getattr(client, "connection_pool", None)
     if pool is not None:
         return [pool]
     nodes = client.get_nodes() if callable(getattr(client, "get_nodes", None)) else []
-    return [n.redis_connection.connection_pool for n in nodes if n.redis_connection is not None]
+    return [n.redis_connection.connection_pool for n in nodes if getattr(n, "redis_connection", None)]
 
 
 def disconnect(client: Any) -> Any:
     """Close every connection of a client (a sync one's now; an async one's awaitable is
-    returned for its own loop to run)."""
+    returned for its own loop to run: a redis.asyncio cluster client's is its `aclose()`)."""
+    if isinstance(client, redis.asyncio.cluster.RedisCluster):
+        return client.aclose()
     pools = pools_of(client)
     if len(pools) == 1:
         return pools[0].disconnect()

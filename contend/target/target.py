@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import redis
+import redis.asyncio
 import redis.cluster
 import redis.sentinel
 
@@ -16,7 +17,7 @@ from contend.errors import TargetError
 from contend.target.binary import find_redis_server
 from contend.target.cluster import URL_SCHEME as CLUSTER_SCHEME
 from contend.target.cluster import EmbeddedCluster
-from contend.target.cluster_client import SlotCheckingCluster
+from contend.target.cluster_client import SlotCheckingAsyncCluster, SlotCheckingCluster
 from contend.target.keyspace import Namespace
 from contend.target.sentinel import URL_SCHEME as SENTINEL_SCHEME
 from contend.target.server import EmbeddedRedis, Persistence
@@ -71,6 +72,10 @@ class Target:
             return redis.Redis(connection_pool=pool)
         return redis.Redis.from_url(self.url, **kwargs)
 
+    def async_client(self, **kwargs: Any) -> redis.asyncio.Redis:
+        """A new redis.asyncio client (see `async_client`)."""
+        return async_client(self.url, **kwargs)
+
     @property
     def masked_url(self) -> str:
         return mask_url(self.url)
@@ -80,6 +85,16 @@ class Target:
         ns = Namespace(client or self.client(), prefix, other_urls=self.also)
         ns.ensure_empty()
         return ns
+
+
+def async_client(url: str, **kwargs: Any) -> redis.asyncio.Redis:
+    """A new redis.asyncio client of the server at `url`; on a Redis Cluster (redis+cluster://), a
+    redis.asyncio RedisCluster whose cross-slot refusals are noted as the sync client's are. It
+    connects (and finds the cluster's nodes) on its first command, on the loop that awaits it:
+    use it on that loop only, and `aclose()` it there."""
+    if is_cluster_url(url):
+        return SlotCheckingAsyncCluster.from_url(node_url(url), **kwargs)  # type: ignore[return-value]
+    return redis.asyncio.Redis.from_url(url, **kwargs)
 
 
 def is_cluster_url(url: str) -> bool:
