@@ -9,13 +9,14 @@ neither says which keys. `CrossSlotError` does, with how to fix it: a hash tag.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
 import redis.asyncio.cluster
 from redis._parsers import AsyncCommandsParser
-from redis.cluster import RedisCluster
-from redis.exceptions import RedisClusterException
+from redis.cluster import ClusterPipeline, RedisCluster
+from redis.exceptions import CrossSlotTransactionError, RedisClusterException
 
 
 class CrossSlotError(RedisClusterException):
@@ -50,19 +51,67 @@ def refusals_since(mark: int) -> list[CrossSlotError]:
         return list(_refusals[mark:])
 
 
-class SlotCheckingCluster(RedisCluster):
-    """RedisCluster whose cross-slot refusals are `CrossSlotError`s naming the keys, and noted."""
+class _SlotChecking:
+    """determine_slot whose cross-slot refusal is a CrossSlotError naming the keys, and noted."""
 
     def determine_slot(self, *args: Any) -> int | None:
         try:
-            return super().determine_slot(*args)  # type: ignore[no-any-return]
+            return super().determine_slot(*args)  # type: ignore[misc,no-any-return]
         except RedisClusterException as exc:
             if "same key slot" not in str(exc):
                 raise
             keys = _script_keys(args)
             if keys is None:
-                keys = list(self._get_command_keys(*args) or ())
-            raise _refused(str(args[0]), keys, self.keyslot) from None
+                keys = list(self._get_command_keys(*args) or ())  # type: ignore[attr-defined]
+            raise _refused(str(args[0]), keys, self.keyslot) from None  # type: ignore[attr-defined]
+
+
+class SlotCheckingCluster(_SlotChecking, RedisCluster):
+    """RedisCluster whose cross-slot refusals are `CrossSlotError`s naming the keys, and noted."""
+
+    def pipeline(self, transaction: Any = None, shard_hint: Any = None) -> Any:
+        """redis-py's ClusterPipeline, whose refusal of a transaction (or WATCH) spanning slots
+        (CrossSlotTransactionError, raised as is) is noted as a CrossSlotError naming the keys."""
+        pipe = super().pipeline(transaction, shard_hint)
+        pipe.__class__ = _SlotCheckingPipeline
+        return pipe
+
+
+class _SlotCheckingPipeline(_SlotChecking, ClusterPipeline):
+    """ClusterPipeline noting its cross-slot transaction refusals (see SlotCheckingCluster)."""
+
+    def execute_command(self, *args: Any, **kwargs: Any) -> Any:
+        if str(args[0]).upper() == "WATCH":
+            self._watched = [*getattr(self, "_watched", []), args]
+        try:
+            return super().execute_command(*args, **kwargs)
+        except CrossSlotTransactionError:
+            self._note_refusal([*self._commands(), args], str(args[0]).upper())
+            raise
+
+    def execute(self, raise_on_error: bool = True) -> Any:
+        commands = self._commands()  # the queue is gone once execute() has failed
+        try:
+            return super().execute(raise_on_error)
+        except CrossSlotTransactionError:
+            self._note_refusal(commands, "MULTI/EXEC")
+            raise
+        finally:
+            self._watched = []
+
+    def _commands(self) -> list[tuple[Any, ...]]:
+        """The WATCH commands so far and the queued commands."""
+        return [*getattr(self, "_watched", []), *(c.args for c in self._execution_strategy.command_queue)]
+
+    def _note_refusal(self, commands: list[tuple[Any, ...]], what: str) -> None:
+        keys: list[Any] = []
+        for args in commands:
+            found = _script_keys(args)
+            if found is None:
+                with contextlib.suppress(RedisClusterException):
+                    found = list(self._get_command_keys(*args) or ())
+            keys += [k for k in found or () if k not in keys]
+        _refused("WATCH" if what == "WATCH" else "MULTI/EXEC", keys, self.keyslot)
 
 
 class SlotCheckingAsyncCluster(redis.asyncio.cluster.RedisCluster):

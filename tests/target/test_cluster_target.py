@@ -6,10 +6,11 @@ import json
 
 import pytest
 import redis.cluster
+from redis.exceptions import CrossSlotTransactionError
 
 from contend.cli import main
 from contend.errors import TargetError
-from contend.target.cluster_client import CrossSlotError
+from contend.target.cluster_client import CrossSlotError, refusals_count, refusals_since
 from contend.target.target import connect_url, open_target
 
 
@@ -62,6 +63,24 @@ def test_keys_in_two_slots_are_named_with_their_slots(cluster_target):
         text = str(info.value)
         assert f"a-key (slot {client.keyslot('a-key')})" in text and "hash tag" in text
     finally:
+        client.close()
+
+
+def test_a_transaction_over_two_slots_is_noted_with_its_keys(cluster_target):
+    """redis-py refuses it itself (CrossSlotTransactionError, which the implementation sees as
+    is); contend notes it for the cluster-slots report, naming the keys."""
+    client = cluster_target.client()
+    mark = refusals_count()
+    try:
+        with pytest.raises(CrossSlotTransactionError):
+            client.pipeline(transaction=True).set("a-key", 1).set("another-key", 2).execute()
+        (refusal,) = refusals_since(mark)
+        assert refusal.command == "MULTI/EXEC"
+        assert [k for k, _ in refusal.keys] == ["a-key", "another-key"]
+        client.transaction(lambda pipe: pipe.set("{a-key}:2", 1), "a-key")  # one slot: it runs
+        assert len(refusals_since(mark)) == 1
+    finally:
+        client.delete("{a-key}:2")
         client.close()
 
 
