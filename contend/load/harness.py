@@ -504,6 +504,8 @@ def _write_summary(path: Path, environment: Environment, coordinator: Coordinato
                 "requests": entry.num_requests,
                 "failures": entry.num_failures,
                 "duration_s": duration,
+                "start_time": entry.start_time,  # epoch seconds: the window the rates are over
+                "last_request_time": entry.last_request_timestamp,
                 "requests_per_s": entry.total_rps,
                 "avg_ms": entry.avg_response_time,
                 "min_ms": entry.min_response_time,
