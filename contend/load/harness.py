@@ -45,6 +45,7 @@ from argparse import SUPPRESS
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import gevent
 import locust.stats
@@ -275,7 +276,14 @@ def _validate(environment: Environment, **_: Any) -> None:
         return
     try:
         settings = resolve(environment)
-        if not settings.url and _workers_may_be_remote(environment.parsed_options):
+        remote = _workers_may_be_remote(environment.parsed_options)
+        if settings.url and remote and _is_loopback(urlsplit(settings.url).hostname or ""):
+            log.warning(
+                "contend: --redis-url %s names this host's loopback: workers on other hosts would load "
+                "their own; give an address they all reach",
+                mask_url(settings.url),
+            )
+        if not settings.url and remote:
             raise wl.LoadInputError(
                 "--master without --redis-url: the embedded redis-server would listen on 127.0.0.1 of "
                 "this host, out of reach of workers on other hosts; give --redis-url "
@@ -296,13 +304,17 @@ def _workers_may_be_remote(options: Any) -> bool:
     """An explicit --master (not --processes) that workers on other hosts can connect to."""
     if not getattr(options, "master", False) or getattr(options, "processes", None):
         return False
-    host = str(getattr(options, "master_bind_host", "*") or "*")
+    return not _is_loopback(str(getattr(options, "master_bind_host", "*") or "*"))
+
+
+def _is_loopback(host: str) -> bool:
+    """127.0.0.1, ::1, localhost; not "*" nor another name."""
     if host == "localhost":
-        return False
-    try:
-        return not ipaddress.ip_address(host).is_loopback
-    except ValueError:  # "*" or a host name
         return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _ensure_empty(url: str, namespace: str) -> None:
