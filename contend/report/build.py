@@ -301,7 +301,8 @@ def process_blocks(data: SweepData) -> list[Block]:
         f"used {BUSY:.0%} of a core or more, else the Locust process(es) at {BUSY:.0%} or more, else the "
         f"machine's cores when {BUSY:.0%} of them were busy, else no CPU: round trips and contention. "
         f"Below the table, per point: the fewest processes were the limit when their CPU was {BUSY:.0%} "
-        f"or more, or more processes raised commits/s by {ROSE - 1:.0%} or more, while Redis had headroom."
+        f"or more, or more processes raised commits/s by {ROSE - 1:.0%} or more, while Redis and the "
+        "machine had headroom."
     )
     return [
         Heading("Locust processes: where the load generator, not Redis, was the limit"),

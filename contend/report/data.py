@@ -408,7 +408,8 @@ ROSE = 1.1
 
 def generator_verdicts(data: SweepData) -> list[str]:
     """One sentence per point: was the load generator at the fewest processes the limit (its CPU near
-    a full core, or commits/s rising with processes, while Redis had headroom), and what more did."""
+    a full core, or commits/s rising with processes, while Redis and the machine had headroom), and
+    what more processes did."""
     lines = []
     for (w, s, u, h), runs in _cells(data).items():
         first, more = runs[0], runs[1:]
@@ -423,8 +424,15 @@ def _verdict(first: SweepRow, more: list[SweepRow]) -> str:
     gen_busy = first.generator_cpu is not None and first.generator_cpu >= BUSY
     gen, server = _pct(first.generator_cpu, first.processes), _pct(first.server_cpu)
     who = "one Locust process" if first.processes == 1 else f"{first.processes} Locust processes"
+    machine_busy = first.machine_cpu is not None and first.machine_cpu >= BUSY
     if first.server_cpu is not None and first.server_cpu >= BUSY:
         verdict = f"Redis was the limit (Redis {server}, Locust {gen} CPU)"
+    elif machine_busy and not gen_busy:
+        verdict = (
+            f"the machine's cores were the limit ({_pct(first.machine_cpu)} busy with anyone's processes; "
+            f"Locust {gen}, Redis {server} CPU): more processes share the same cores, so these ratios "
+            "say little about Locust"
+        )
     elif gen_busy or rose:
         why = [f"Locust {gen} CPU"] if gen_busy else []
         why += [f"commits/s rose up to {max(rates):.2f}× with more processes"] if rose else []

@@ -261,3 +261,8 @@ def test_a_point_that_more_processes_did_not_speed_up_was_not_limited_by_one_pro
     assert "neither one Locust process nor Redis was the limit (Locust 70%, Redis 20% CPU; more" in line
     data.all_rows = [replace(first, server_cpu=0.95), *more]
     assert "Redis was the limit (Redis 95%, Locust 98% CPU)" in generator_verdicts(data)[0]
+    data.all_rows = [replace(first, generator_cpu=0.6, machine_cpu=0.99), *more]  # others' load too
+    assert (
+        "the machine's cores were the limit (99% busy with anyone's processes; Locust 60%"
+        in (generator_verdicts(data)[0])
+    )
