@@ -94,12 +94,19 @@ class CpuSampler:
             client.close()
 
     def shares(self, start: float, end: float) -> tuple[float | None, float | None]:
-        """(machine, server) over [start, end] as sampled: the machine's busy share of all its
-        cores (anyone's processes), and the server's CPU seconds per second (1.0: one core)."""
+        """(machine, server) over [start, end] as sampled (from the first to the last sample inside,
+        or from the last one before to the first one after when fewer than two fall inside): the
+        machine's busy share of all its cores (anyone's processes), and the server's CPU seconds
+        per second (1.0: one core)."""
         inside = [s for s in self.samples if start <= s.at <= end]
-        if len(inside) < 2:
-            return None, None
-        a, b = inside[0], inside[-1]
+        if len(inside) >= 2:
+            a, b = inside[0], inside[-1]
+        else:  # a short window, or a late sampler: the samples just around it
+            before = [s for s in self.samples if s.at <= start]
+            after = [s for s in self.samples if s.at >= end]
+            if not before or not after:
+                return None, None
+            a, b = before[-1], after[0]
         machine = server = None
         if None not in (a.machine_busy, b.machine_busy, a.machine_total, b.machine_total):
             busy = b.machine_busy - a.machine_busy  # type: ignore[operator]

@@ -173,7 +173,11 @@ def test_a_sweep_over_process_counts_compares_them_in_one_run(contend_target, tm
     assert (out / "raw" / "counter" / "incr" / "u2-h1-p2_stats.csv").is_file()
     report = (out / "report.md").read_text()
     assert "Locust processes: where the load generator, not Redis, was the limit" in report
-    assert "counter/incr, 2 users, 1 hot key: " in report and " was the limit (" in report
+    # Which limit it names depends on this machine's load at the time; that it names one does not.
+    (verdict,) = [
+        line for line in report.splitlines() if line.startswith("counter/incr, 2 users, 1 hot key: ")
+    ]
+    assert "the limit (" in verdict
     assert "2 Locust processes: commits/s" in report
     assert "Locust processes: commits/s and raw ceiling beside the fewest" in printed.out
     points = list(csv.DictReader((out / "points.csv").open()))

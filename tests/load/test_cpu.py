@@ -19,7 +19,10 @@ def test_shares_are_read_over_the_window_only():
     machine, server = sampler.shares(10.5, 13.5)
     assert machine == (500 - 200) / (1600 - 1200)
     assert server == (5.7 - 5.1) / 2.0
-    assert sampler.shares(11.5, 12.5) == (None, None), "one sample says nothing"
+    # Fewer than two samples inside: the ones just around the window.
+    assert sampler.shares(11.5, 11.8) == ((350 - 200) / (1400 - 1200), (5.4 - 5.1) / 1.0)
+    assert sampler.shares(11.5, 12.5) == ((500 - 200) / (1600 - 1200), (5.7 - 5.1) / 2.0)
+    assert sampler.shares(9.0, 9.5) == (None, None), "nothing sampled before it"
     sampler.samples = [Sample(11.0, None, None, None), Sample(12.0, None, None, None)]
     assert sampler.shares(10.0, 13.0) == (None, None)
 
