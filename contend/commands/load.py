@@ -23,6 +23,7 @@ from contend.commands.progress import Reporter
 from contend.exitcodes import ExitCode
 from contend.load import sweep as sw
 from contend.load.workloads import USER_WORKLOADS, WORKLOADS
+from contend.report.data import SweepData, load_sweep, process_comparison_table
 from contend.target.keyspace import new_run_id
 from contend.target.target import open_target
 
@@ -96,9 +97,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     )
     parser.add_argument(
         "--processes",
-        type=positive_int,
-        metavar="N",
-        help=f"Locust worker processes per run (default: cores - 1 = {sw.default_processes()})",
+        metavar="N[,N,...]",
+        help=f"Locust processes per run (default: cores - 1 = {sw.default_processes()}); several, e.g. "
+        "1,2,4: every point runs at each count and the raw ceiling is measured per count (redis-py "
+        "PING loops in as many processes), and the report compares them with the fewest: commits/s, "
+        "ceiling, Locust and Redis CPU, and whether one Locust process or Redis was the limit",
     )
     add_renamed(
         parser,
@@ -136,7 +139,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         users=args.users,
         hot_keys=args.hot_keys,
         seconds=args.duration,
-        processes=args.processes,
+        processes=None if args.processes is None else sw.parse_counts(args.processes, "--processes"),
         ttl_ms=args.ttl_ms,
         ceiling_seconds=args.ceiling_duration,
         impl=args.impl,
@@ -150,15 +153,16 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     points = plan.points()
     with open_target(args.redis_url, args.redis_server) as target:
         namespace = target.namespace(args.namespace or f"contend:{new_run_id()}").prefix
+        procs = ",".join(map(str, plan.processes))
         out.print(
             escape(
                 f"contend load on {target.description}: {len(points)} runs of {plan.seconds:g} s, "
-                f"{plan.processes} Locust process(es) each, about {_duration(plan.estimate_seconds())}"
+                f"{procs} Locust process(es) each, about {_duration(plan.estimate_seconds())}"
             ),
             soft_wrap=True,
         )
         try:
-            with Reporter(err, "contend load", len(points) + len(plan.users), quiet=args.quiet) as progress:
+            with Reporter(err, "contend load", len(points) + plan.ceilings(), quiet=args.quiet) as progress:
 
                 def step(text: str, done: int, total: int) -> None:
                     if done:
@@ -169,6 +173,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         finally:
             sw.cleanup(target, namespace)
     out.print(summary_table(result))
+    if len(plan.processes) > 1:
+        out.print(processes_table(load_sweep(dest / sw.RAW_DIR)))
     broken = [p for p in result.points if not p["ok"]]
     for p in broken:
         why = "invariant broken" if not p["invariant_ok"] else f"Locust exited {p['exit_code']}"
@@ -209,19 +215,39 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def summary_table(result: sw.Sweep) -> Table:
-    """Requests per second and verdict of each point, one row per workload/strategy/hot keys."""
+    """Requests per second and verdict of each point, one row per workload/strategy/hot keys
+    (and Locust process count, when the sweep compares several)."""
     users = sorted({p["users"] for p in result.points})
+    several = len({p.get("processes", 1) for p in result.points}) > 1
     table = Table(title="committed operations/s (✗: invariant broken or run failed)", title_justify="left")
     table.add_column("workload/strategy", style="bold", no_wrap=True)
     table.add_column("hot keys", justify="right")
+    if several:
+        table.add_column("processes", justify="right")
     for u in users:
         table.add_column(f"{u} users", justify="right")
-    rows: dict[tuple[str, str, int], dict[int, str]] = {}
+    rows: dict[tuple[str, str, int, int], dict[int, str]] = {}
     for p in result.points:
         cell = "✗" if not p["ok"] else _rate(p)
-        rows.setdefault((p["workload"], p["strategy"], p["hot_keys"]), {})[p["users"]] = cell
-    for (w, s, h), cells in rows.items():
-        table.add_row(f"{w}/{s}", str(h), *(cells.get(u, "") for u in users))
+        rows.setdefault((p["workload"], p["strategy"], p["hot_keys"], p.get("processes", 1)), {})[
+            p["users"]
+        ] = cell
+    for (w, s, h, procs), cells in rows.items():
+        table.add_row(
+            f"{w}/{s}", str(h), *([str(procs)] if several else []), *(cells.get(u, "") for u in users)
+        )
+    return table
+
+
+def processes_table(data: SweepData) -> Table:
+    """The process-count comparison of the report, one row per run, and where the limit was."""
+    header, rows = process_comparison_table(data)
+    table = Table(title="Locust processes: commits/s and raw ceiling beside the fewest", title_justify="left")
+    for i, name in enumerate(header):
+        left = i < 2 or i == len(header) - 1
+        table.add_column(name, justify="left" if left else "right", style="bold" if i == 0 else None)
+    for row in rows:
+        table.add_row(*row)
     return table
 
 

@@ -34,7 +34,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     from contend.report.build import build_report
 
     built = build_report(args.sweep, args.out)
-    broken = sum(1 for r in built.data.rows if not r.ok)
+    broken = sum(1 for r in built.data.all_rows if not r.ok)
     out.print(escape(f"report: {built.html}"), soft_wrap=True)
     out.print(
         escape(f"markdown: {built.markdown}  ·  {len(built.plots)} plots  ·  figures: {built.points}"),
@@ -42,5 +42,5 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     )
     append_summary(built.summary)
     if broken:
-        err.print(f"[yellow]{broken} of {len(built.data.rows)} runs failed; the report marks them ✗[/]")
+        err.print(f"[yellow]{broken} of {len(built.data.all_rows)} runs failed; the report marks them ✗[/]")
     return 0

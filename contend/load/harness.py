@@ -17,17 +17,24 @@ files whose names start with "_", so this one is not a locustfile itself.)
   strategy) with its real duration; response times are bucketed to 3
   significant digits down to 1 µs instead of Locust's whole milliseconds.
 * Commits, WATCH retries, lock wait and hold times and per-user commit counts
-  are tallied per process; at test stop each process writes its tally under
-  the run namespace, and the master (or the only process) merges them,
-  checks the workload's invariant against what Redis holds, and deletes the
-  namespace. A broken invariant makes Locust exit with code 1 (contend.exitcodes: the
-  same code as a violation in every contend command).
+  are tallied per process. A worker's tally rides in Locust's own stats reports
+  (events.report_to_master / worker_report, contend.load.tallies); at test stop
+  the master asks every worker to stop and waits for its final report, then
+  merges the tallies once, checks the workload's invariant against what Redis
+  holds, and deletes the namespace (the only process of a plain run checks its
+  own). A broken invariant, or a worker whose final tally never came, makes
+  Locust exit with code 1 (contend.exitcodes: the same code as a violation in
+  every contend command).
+* --master/--worker across hosts: the workers get the master's options with the
+  spawn message; a --master that remote workers may join needs --redis-url
+  (the embedded server listens on 127.0.0.1 only).
 * Bad options are one line on stderr and exit code 2, before anything is written.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import json
 import logging
 import os
@@ -38,19 +45,21 @@ from argparse import SUPPRESS
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 import gevent
 import locust.stats
 import redis
 from locust import User, constant, events, task
 from locust.env import Environment
-from locust.runners import STATE_INIT, STATE_STOPPED, MasterRunner, WorkerRunner
+from locust.runners import STATE_INIT, STATE_MISSING, STATE_STOPPED, MasterRunner, WorkerRunner
 
 from contend.errors import ContendError
 from contend.exitcodes import ExitCode
 from contend.load import workloads as wl
 from contend.load.instrument import counting_client, round_trips
 from contend.load.metrics import OperationMetrics, Tally, bucket_ms
+from contend.load.tallies import REPORT_KEY, Collector, Merged, Snapshot
 from contend.target.binary import find_redis_server
 from contend.target.keyspace import Namespace, new_run_id
 from contend.target.server import EmbeddedRedis
@@ -61,8 +70,10 @@ log = logging.getLogger("contend")
 #: Exit code of a run whose invariant broke: a violation, as in every contend command (Locust
 #: itself also exits 1 when requests failed, which in these workloads are the code's own errors).
 INVARIANT_BROKEN = ExitCode.FAILED
-#: How long the checker waits for every worker's tally after the test stops.
+#: How long the checker waits for every worker's final tally after the test stops.
 TALLY_TIMEOUT = 60.0
+#: The custom message with which the master asks a worker to stop its users and report.
+STOP_MESSAGE = "contend_stop"
 
 
 # Microsecond resolution --------------------------------------------------------------------
@@ -95,8 +106,10 @@ def _add_options(parser: Any) -> None:
         default="",
         env_var="CONTEND_REDIS_URL",
         help="Redis to load (redis://[user:password@]host:port/db); default: an embedded "
-        "redis-server started at test start and stopped when Locust quits. Keys stay under "
-        "--namespace, which is deleted afterwards; FLUSHDB/FLUSHALL are never sent.",
+        "redis-server on 127.0.0.1, started at test start and stopped when Locust quits (for one "
+        "process, --processes N, or a --master bound to 127.0.0.1; a --master that workers on other "
+        "hosts may join needs --redis-url). Keys stay under --namespace, which is deleted "
+        "afterwards; FLUSHDB/FLUSHALL are never sent.",
     )
     parser.add_argument(
         "--strategy",
@@ -163,14 +176,6 @@ class Settings:
 
     def prefix(self, workload: str) -> str:
         return f"{self.namespace}:{workload}"
-
-    @property
-    def procs_key(self) -> str:
-        return f"{self.namespace}:_contend:procs"
-
-    @property
-    def tallies_key(self) -> str:
-        return f"{self.namespace}:_contend:tallies"
 
 
 def _workload_names(environment: Environment | None = None) -> list[str]:
@@ -271,6 +276,20 @@ def _validate(environment: Environment, **_: Any) -> None:
         return
     try:
         settings = resolve(environment)
+        remote = _workers_may_be_remote(environment.parsed_options)
+        if settings.url and remote and _is_loopback(urlsplit(settings.url).hostname or ""):
+            log.warning(
+                "contend: --redis-url %s names this host's loopback: workers on other hosts would load "
+                "their own; give an address they all reach",
+                mask_url(settings.url),
+            )
+        if not settings.url and remote:
+            raise wl.LoadInputError(
+                "--master without --redis-url: the embedded redis-server would listen on 127.0.0.1 of "
+                "this host, out of reach of workers on other hosts; give --redis-url "
+                "redis://HOST:6379/0 of a server every worker reaches (workers on this machine only: "
+                "--master-bind-host 127.0.0.1, or --processes N instead of --master)"
+            )
         if settings.url:
             connect_url(settings.url)
             if settings.namespace:
@@ -281,6 +300,23 @@ def _validate(environment: Environment, **_: Any) -> None:
         sys.exit(2)
 
 
+def _workers_may_be_remote(options: Any) -> bool:
+    """An explicit --master (not --processes) that workers on other hosts can connect to."""
+    if not getattr(options, "master", False) or getattr(options, "processes", None):
+        return False
+    return not _is_loopback(str(getattr(options, "master_bind_host", "*") or "*"))
+
+
+def _is_loopback(host: str) -> bool:
+    """127.0.0.1, ::1, localhost; not "*" nor another name."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _ensure_empty(url: str, namespace: str) -> None:
     client = redis.Redis.from_url(url, socket_connect_timeout=5)
     try:
@@ -289,7 +325,6 @@ def _ensure_empty(url: str, namespace: str) -> None:
         client.close()
 
 
-# The embedded server -----------------------------------------------------------------------
 # The coordinator: the master, or the only process ---------------------------------------------
 @dataclass
 class Coordinator:
@@ -298,11 +333,11 @@ class Coordinator:
     embedded: EmbeddedRedis | None = None
     namespace: str = ""
     settings: Settings | None = None
-    checker: Any = None
+    collector: Collector = field(default_factory=Collector)
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     broken: bool = False
     workers: int = 0
-    generator_cpu: float | None = None
+    merged: Merged | None = None
 
     def start(self, environment: Environment) -> None:
         options = parsed_options(environment)
@@ -325,9 +360,14 @@ class Coordinator:
             client.close()
         self.settings = settings
         self.results = {}
+        self.merged = None
         runner = environment.runner
-        self.workers = runner.worker_count if isinstance(runner, MasterRunner) else 0
+        workers = _active_workers(runner) if isinstance(runner, MasterRunner) else set()
+        self.workers = len(workers)
+        run = new_run_id()
+        self.collector.begin(run, workers)
         # Custom options travel to the workers with every spawn message.
+        options.contend_run = run
         options.contend_url = url
         options.contend_workloads = ",".join(settings.workloads)
         options.namespace = self.namespace
@@ -343,22 +383,47 @@ class Coordinator:
         )
 
     def stop(self, environment: Environment) -> None:
-        if self.settings is None:
+        if self.settings is None or self.merged is not None:
             return
-        if isinstance(environment.runner, MasterRunner):
-            # Workers may still be stopping (a headless master stops before telling them).
-            self.checker = gevent.spawn(self.check, environment)
+        runner = environment.runner
+        if isinstance(runner, MasterRunner):
+            self.await_workers(runner)
         else:
-            self.check(environment)
+            snapshot = PROCESS.snapshot()
+            self.collector.begin(self.collector.run, [PROCESS.proc_id])
+            self.collector.receive(PROCESS.proc_id, snapshot.to_json() if snapshot else None)
+        self.check(environment)
+
+    def await_workers(self, runner: MasterRunner) -> None:
+        """Have every worker of the run stop, and wait for its final report (TALLY_TIMEOUT at most).
+
+        A headless master fires test_stop before it tells the workers anything (it sends them
+        "quit" afterwards and stops listening half a second later), so the master asks them to
+        stop here, while it still receives their reports. A worker already stopped answers with
+        its final report again; one that is gone counts as missing.
+        """
+        started = time.monotonic()
+        asked: set[str] = set()
+        while time.monotonic() - started < TALLY_TIMEOUT:
+            connected = [c.id for c in runner.clients.all if c.state != STATE_MISSING]
+            pending = self.collector.pending(connected)
+            if not pending:
+                break
+            for worker in sorted(pending - asked):
+                runner.send_message(STOP_MESSAGE, None, client_id=worker)
+            asked |= pending
+            gevent.sleep(0.05)
 
     def check(self, environment: Environment) -> None:
         settings = self.settings
         assert settings is not None
+        merged = self.collector.merged(settings.workloads, settings.strategy, TALLY_TIMEOUT)
+        self.merged = merged
+        problems = merged.problems
         client = redis.Redis.from_url(settings.url, socket_connect_timeout=5)
         try:
-            merged, problems, self.generator_cpu = _gather(client, settings)
             for name in settings.workloads:
-                tally = merged.get(name) or Tally(name, settings.strategy, processes=0)
+                tally = merged.tallies.get(name) or Tally(name, settings.strategy, processes=0)
                 verdict = wl.workload(name).check(
                     client, settings.prefix(name), settings.hot_keys, tally, impl=settings.impl
                 )
@@ -387,8 +452,6 @@ class Coordinator:
             # Ctrl-C during a run: Locust fires `quitting` before it stops the test.
             runner.stop()
         try:
-            if self.checker is not None:
-                self.checker.join(timeout=TALLY_TIMEOUT + 30)
             if self.broken:
                 environment.process_exit_code = INVARIANT_BROKEN
             path = getattr(environment.parsed_options, "contend_json", "")
@@ -420,38 +483,6 @@ def _cleanup(settings: Settings) -> None:
         client.close()
 
 
-def _gather(client: redis.Redis, settings: Settings) -> tuple[dict[str, Tally], list[str], float | None]:
-    """Wait for every process's tally, then merge them per workload; also the generators' mean CPU use."""
-    deadline = time.monotonic() + TALLY_TIMEOUT
-    while True:
-        procs = {p.decode() for p in client.smembers(settings.procs_key)}  # type: ignore[union-attr]
-        raw = {k.decode(): v for k, v in client.hgetall(settings.tallies_key).items()}  # type: ignore[union-attr]
-        missing = procs - raw.keys()
-        if procs and not missing:
-            break
-        if time.monotonic() > deadline:
-            break
-        gevent.sleep(0.05)
-    problems = []
-    if not procs:
-        problems.append("no load-generating process reported a tally")
-    if missing:
-        problems.append(f"no tally from {len(missing)} process(es) within {TALLY_TIMEOUT:g} s")
-    merged: dict[str, Tally] = {}
-    busy: list[float] = []
-    for blob in raw.values():
-        report = json.loads(blob)
-        if report["wall_s"] > 0:
-            busy.append(report["cpu_s"] / report["wall_s"])
-        for name, data in report["tallies"].items():
-            tally = Tally.from_json(data)
-            if name in merged:
-                merged[name].merge(tally)
-            else:
-                merged[name] = tally
-    return merged, problems, (sum(busy) / len(busy) if busy else None)
-
-
 def _brief(result: dict[str, Any]) -> str:
     tally: Tally = result["tally"]
     s = tally.summary()
@@ -471,6 +502,7 @@ def _brief(result: dict[str, Any]) -> str:
 def _write_summary(path: Path, environment: Environment, coordinator: Coordinator) -> None:
     settings = coordinator.settings
     assert settings is not None
+    merged = coordinator.merged
     stats = environment.stats
     workloads = {}
     for name, result in coordinator.results.items():
@@ -484,6 +516,8 @@ def _write_summary(path: Path, environment: Environment, coordinator: Coordinato
                 "requests": entry.num_requests,
                 "failures": entry.num_failures,
                 "duration_s": duration,
+                "start_time": entry.start_time,  # epoch seconds: the window the rates are over
+                "last_request_time": entry.last_request_timestamp,
                 "requests_per_s": entry.total_rps,
                 "avg_ms": entry.avg_response_time,
                 "min_ms": entry.min_response_time,
@@ -504,7 +538,9 @@ def _write_summary(path: Path, environment: Environment, coordinator: Coordinato
         "redis": mask_url(settings.url) if coordinator.embedded is None else coordinator.embedded.describe(),
         "ok": not coordinator.broken,
         # CPU time / wall time of each load-generating process, averaged: near 1, the client limits the rate.
-        "generator_cpu": coordinator.generator_cpu,
+        "generator_cpu": merged.generator_cpu if merged else None,
+        # Each process whose final tally was merged: its Locust client id, commits per workload, CPU use.
+        "generators": merged.generators if merged else [],
         "workloads": workloads,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -517,9 +553,10 @@ COORDINATOR = Coordinator()
 # Each load-generating process: the workers, or the only process -------------------------------
 @dataclass
 class Process:
-    """The tallies of this process's users, written under the namespace at test stop."""
+    """The tallies of this process's users; a snapshot of them goes with every report to the master."""
 
     settings: Settings | None = None
+    run: str = ""
     proc_id: str = ""
     tallies: dict[str, Tally] = field(default_factory=dict)
     shared: dict[str, Any] = field(default_factory=dict)  # what this run's users share (workloads')
@@ -527,6 +564,7 @@ class Process:
     runs: int = 0
     cpu_started: float = 0.0
     wall_started: float = 0.0
+    stopped: tuple[float, float] | None = None  # (cpu, wall) seconds at test stop
 
     def start(self, environment: Environment) -> None:
         options = parsed_options(environment)
@@ -537,40 +575,74 @@ class Process:
             url=str(options.contend_url),
             namespace=str(options.namespace),
         )
+        self.run = str(options.contend_run)
         self.runs += 1
         self.proc_id = f"{socket.gethostname()}:{os.getpid()}:{self.runs}"
         self.tallies = {n: Tally(n, self.settings.strategy) for n in self.settings.workloads}
         self.shared = {}
+        self.stopped = None
         self.cpu_started, self.wall_started = time.process_time(), time.monotonic()
-        client = redis.Redis.from_url(self.settings.url, socket_connect_timeout=5)
-        try:
-            client.sadd(self.settings.procs_key, self.proc_id)
-        finally:
-            client.close()
 
     def user_id(self) -> str:
         self.users += 1
         return f"{os.getpid()}.{self.users}"
 
     def stop(self) -> None:
-        if self.settings is None:
-            return
-        blob = json.dumps(
-            {
-                "tallies": {n: t.to_json() for n, t in self.tallies.items()},
-                "cpu_s": time.process_time() - self.cpu_started,
-                "wall_s": time.monotonic() - self.wall_started,
-            }
+        if self.settings is not None and self.stopped is None:
+            self.stopped = (time.process_time() - self.cpu_started, time.monotonic() - self.wall_started)
+
+    def snapshot(self) -> Snapshot | None:
+        """The tallies so far (final once the users stopped); None before the first run."""
+        if not self.run:
+            return None
+        cpu, wall = self.stopped or (
+            time.process_time() - self.cpu_started,
+            time.monotonic() - self.wall_started,
         )
-        client = redis.Redis.from_url(self.settings.url, socket_connect_timeout=5)
-        try:
-            client.hset(self.settings.tallies_key, self.proc_id, blob)
-        finally:
-            client.close()
-        self.settings = None
+        return Snapshot(self.run, self.stopped is not None, self.tallies, cpu, wall)
 
 
 PROCESS = Process()
+
+
+def _active_workers(runner: MasterRunner) -> set[str]:
+    """The workers a run starts on: those Locust dispatches users to."""
+    return {c.id for c in runner.clients.ready + runner.clients.spawning + runner.clients.running}
+
+
+def _send_report(runner: WorkerRunner) -> None:
+    """A stats report to the master now, as Locust's own periodic one (tally snapshot included)."""
+    data: dict[str, Any] = {}
+    runner.environment.events.report_to_master.fire(client_id=runner.client_id, data=data)
+    runner.send_message("stats", data)
+
+
+def _on_stop_request(environment: Environment, msg: Any, **_: Any) -> None:
+    """A worker asked by the master to stop its users and send its final tally."""
+    runner = environment.runner
+    assert isinstance(runner, WorkerRunner)
+    if runner.state not in (STATE_INIT, STATE_STOPPED):
+        runner.stop()  # fires test_stop, which sends the final report
+    else:
+        _send_report(runner)
+
+
+@events.init.add_listener
+def _on_init(environment: Environment, **_: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner):
+        environment.runner.register_message(STOP_MESSAGE, _on_stop_request)
+
+
+@events.report_to_master.add_listener
+def _on_report_to_master(client_id: str, data: dict[str, Any], **_: Any) -> None:
+    snapshot = PROCESS.snapshot()
+    if snapshot is not None:
+        data[REPORT_KEY] = snapshot.to_json()
+
+
+@events.worker_report.add_listener
+def _on_worker_report(client_id: str, data: dict[str, Any], **_: Any) -> None:
+    COORDINATOR.collector.receive(client_id, data.get(REPORT_KEY))
 
 
 @events.test_start.add_listener
@@ -591,9 +663,13 @@ def _on_test_start(environment: Environment, **_: Any) -> None:
 
 @events.test_stop.add_listener
 def _on_test_stop(environment: Environment, **_: Any) -> None:
-    if not isinstance(environment.runner, MasterRunner):
+    runner = environment.runner
+    if not isinstance(runner, MasterRunner):
         PROCESS.stop()
-    if not isinstance(environment.runner, WorkerRunner):
+    if isinstance(runner, WorkerRunner):
+        # The final tally, before Locust's "client_stopped" (one connection keeps the order).
+        _send_report(runner)
+    else:
         COORDINATOR.stop(environment)
 
 

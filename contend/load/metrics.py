@@ -1,7 +1,7 @@
 """What a load run counts besides Locust's own stats, and how counts from many processes merge.
 
 Every figure here is a plain JSON-able value, so a Locust worker can hand its
-tally over (through the target Redis, under the run namespace) and the
+tally over in its stats reports to the master (contend.load.tallies) and the
 process that checks the invariant can merge them in any order.
 """
 

@@ -7,6 +7,13 @@ under `<out>/raw/`. The raw round-trip ceiling is measured in the same run at
 every user count. `sweep.json` describes the whole sweep and is rewritten
 after every point, so an interrupted sweep can still be reported.
 
+`processes` may list several Locust process counts (`--processes 1,2,4`): every
+point then runs at each of them, and the raw ceiling is measured per count with
+redis-py PING loops split over as many processes, so the report can say where
+one Locust process, not Redis, was the limit. Each point also records the
+server's CPU use and the machine's (contend.load.cpu) over Locust's measured
+window, beside the load generator's own.
+
 With `impl` (`contend load --impl package.module:factory --kind lock|registry`)
 the user's implementation is the one strategy, named by its spec, in every
 workload its kind runs in; it is imported and its signature checked before
@@ -35,6 +42,7 @@ import redis
 
 from contend.errors import ContendError
 from contend.load.ceiling import find_redis_benchmark, measure_ceiling
+from contend.load.cpu import CpuSampler
 from contend.load.workloads import LoadInputError, check_positive, user_impl, user_strategy, workload
 from contend.target.keyspace import Namespace
 from contend.target.target import Target
@@ -81,13 +89,31 @@ class Point:
     strategy: str
     users: int
     hot_keys: int
+    processes: int = 1
+    #: Whether the sweep compares process counts (then the count is part of the name).
+    by_processes: bool = field(default=False, compare=False)
 
     @property
     def slug(self) -> str:
-        return f"{self.workload}/{path_part(self.strategy)}/u{self.users}-h{self.hot_keys}"
+        tail = f"-p{self.processes}" if self.by_processes else ""
+        return f"{self.workload}/{path_part(self.strategy)}/u{self.users}-h{self.hot_keys}{tail}"
 
     def describe(self) -> str:
-        return f"{self.workload}/{self.strategy} · {self.users} users · {self.hot_keys} hot keys"
+        tail = f" · {self.processes} Locust process{'es' if self.processes != 1 else ''}"
+        return (
+            f"{self.workload}/{self.strategy} · {self.users} users · {self.hot_keys} hot keys"
+            f"{tail if self.by_processes else ''}"
+        )
+
+    def record(self) -> dict[str, Any]:
+        """What sweep.json says of the point."""
+        return {
+            "workload": self.workload,
+            "strategy": self.strategy,
+            "users": self.users,
+            "hot_keys": self.hot_keys,
+            "processes": self.processes,
+        }
 
 
 @dataclass(frozen=True)
@@ -98,7 +124,7 @@ class Plan:
     users: tuple[int, ...]
     hot_keys: tuple[int, ...]
     seconds: int
-    processes: int
+    processes: tuple[int, ...]  # Locust processes per run; several: each point at each count
     ttl_ms: int = 10_000
     ceiling_seconds: float = 1.5
     impl: str = ""  # --impl package.module:factory: the one strategy, named so
@@ -111,22 +137,26 @@ class Plan:
         return workload(point.workload).strategies(include_known_bad=True)[point.strategy].kind
 
     def points(self) -> list[Point]:
-        # The strategies of one (users, hot keys) cell run back to back: on a noisy machine the
-        # figures compared with each other are then measured moments apart.
+        # The strategies and process counts of one (users, hot keys) cell run back to back: on a
+        # noisy machine the figures compared with each other are then measured moments apart.
+        several = len(self.processes) > 1
         return [
-            Point(w, s, u, h)
+            Point(w, s, u, h, p, several)
             for w, strategies in self.workloads.items()
             for h in self.hot_keys
             for u in self.users
+            for p in self.processes
             for s in strategies
         ]
 
+    def ceilings(self) -> int:
+        """How many measurements of the raw ceiling: per user and process count, before and after."""
+        return 2 * len(self.users) * len(self.processes)
+
     def estimate_seconds(self) -> float:
         """Rough wall time: each point's run plus Locust's start-up, and the ceiling."""
-        startup = 1.0 + (3.5 if self.processes > 1 else 0.0)
-        return len(self.points()) * (self.seconds + startup) + len(self.users) * 2 * (
-            self.ceiling_seconds + 0.5
-        )
+        runs = sum(self.seconds + 1.0 + (3.5 if p.processes > 1 else 0.0) for p in self.points())
+        return runs + self.ceilings() * (self.ceiling_seconds + 0.5)
 
 
 def make_plan(
@@ -137,7 +167,7 @@ def make_plan(
     users: Sequence[int] | None = None,
     hot_keys: Sequence[int] | None = None,
     seconds: int | None = None,
-    processes: int | None = None,
+    processes: Sequence[int] | int | None = None,
     ttl_ms: int = 10_000,
     ceiling_seconds: float | None = None,
     impl: str | None = None,
@@ -202,13 +232,30 @@ def make_plan(
         raise LoadInputError(
             f"--duration must be a whole number of seconds >= 1 (Locust's --run-time), got {secs}"
         )
-    procs = processes if processes is not None else default_processes()
-    check_positive(procs, "--processes")
+    counts = [processes] if isinstance(processes, int) else list(processes or [default_processes()])
+    procs = tuple(sorted({check_positive(p, "--processes") for p in counts}))
     check_positive(ttl_ms, "--ttl-ms")
     ceiling = CEILING_SECONDS if ceiling_seconds is None else ceiling_seconds
     if not ceiling > 0:
         raise LoadInputError(f"--ceiling-duration must be > 0, got {ceiling}")
     return Plan(plan, users_t, hot_t, secs, procs, ttl_ms, float(ceiling), impl or "", family)
+
+
+def parse_counts(text: str, option: str) -> list[int]:
+    """Whole numbers > 0 separated by commas ("1,2,4"); LoadInputError names the option otherwise."""
+    parts = [part.strip() for part in str(text).split(",")]
+    if not any(parts):
+        raise LoadInputError(f"{option} needs whole numbers > 0 separated by commas, e.g. 1,2,4; got nothing")
+    values = []
+    for part in parts:
+        try:
+            value = int(part)
+        except ValueError:
+            raise LoadInputError(
+                f"{option} needs whole numbers > 0 separated by commas, e.g. 1,2,4; got {text!r}"
+            ) from None
+        values.append(check_positive(value, option))
+    return values
 
 
 def path_part(name: str) -> str:
@@ -310,8 +357,8 @@ def locust_command(
         cmd += ["--impl", plan.impl, "--kind", plan.kind]
     else:
         cmd += ["--strategy", point.strategy]
-    if plan.processes > 1:
-        cmd += ["--processes", str(plan.processes)]
+    if point.processes > 1:
+        cmd += ["--processes", str(point.processes)]
     return cmd
 
 
@@ -325,7 +372,7 @@ def run_point(
     # The same current directory and PYTHONPATH: Locust imports an --impl as `contend check` does.
     env = {k: v for k, v in os.environ.items() if k not in LOCUST_ENV} | {"PYTHONUNBUFFERED": "1"}
     started = time.monotonic()
-    with open(f"{base}.log", "w") as log:
+    with open(f"{base}.log", "w") as log, CpuSampler(url) as sampler:
         try:
             code = subprocess.run(
                 cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=plan.seconds + 180
@@ -336,8 +383,10 @@ def run_point(
     summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
     ok = bool(summary and summary.get("ok")) and code in (0, 1)
     figures = committed_rate(summary, point.workload) if summary else None
+    window = measured_window(summary, point.workload) if summary else None
+    machine_cpu, server_cpu = sampler.shares(*window) if window else (None, None)
     return {
-        **asdict(point),
+        **point.record(),
         "kind": plan.strategy_kind(point),
         "exit_code": code,
         "invariant_ok": bool(summary and summary.get("ok")),
@@ -349,7 +398,18 @@ def run_point(
         "namespace": namespace,
         "committed_per_s": figures,
         "generator_cpu": summary.get("generator_cpu") if summary else None,
+        # Over Locust's first to last request: the server's CPU seconds per second (every thread,
+        # anyone's load), and the busy share of all the machine's cores (anyone's processes).
+        "server_cpu": server_cpu,
+        "machine_cpu": machine_cpu,
     }
+
+
+def measured_window(summary: dict[str, Any], name: str) -> tuple[float, float] | None:
+    """Locust's first and last request of the workload (epoch seconds), from the contend summary."""
+    locust = summary.get("workloads", {}).get(name, {}).get("locust", {})
+    start, end = locust.get("start_time"), locust.get("last_request_time")
+    return (float(start), float(end)) if start and end and end > start else None
 
 
 def committed_rate(summary: dict[str, Any], name: str) -> float | None:
@@ -404,25 +464,33 @@ def run_sweep(
     )
     sweep.save(raw)
     points = plan.points()
-    total = len(points) + 2 * len(plan.users)
+    total = len(points) + plan.ceilings()
     embedded = target.embedded
-    benchmark = find_redis_benchmark(embedded.binary.path if embedded else None)
+    # Comparing process counts, the ceiling is what as many redis-py processes push (redis-benchmark
+    # is one C process whatever the count).
+    several = len(plan.processes) > 1
+    benchmark = None if several else find_redis_benchmark(embedded.binary.path if embedded else None)
     done = 0
 
     def ceiling(when: str) -> None:
         # The machine may be shared and noisy: measured before and after the points, the best kept.
         nonlocal done
         for users in plan.users:
-            on_step(f"raw ceiling ({when}) · {users} clients", done, total)
-            measured = measure_ceiling(
-                target.url, users, plan.ceiling_seconds, processes=plan.processes, benchmark=benchmark
-            )
-            known = {c["clients"]: c for c in sweep.ceiling}
-            if users not in known or measured.per_second > known[users]["per_second"]:
-                sweep.ceiling = [c for c in sweep.ceiling if c["clients"] != users] + [asdict(measured)]
-                sweep.ceiling.sort(key=lambda c: c["clients"])
-            sweep.save(raw)
-            done += 1
+            for procs in plan.processes:
+                where = f" · {procs} processes" if several else ""
+                on_step(f"raw ceiling ({when}) · {users} clients{where}", done, total)
+                measured = measure_ceiling(
+                    target.url, users, plan.ceiling_seconds, processes=procs, benchmark=benchmark
+                )
+                entry = {**asdict(measured), "processes": procs}
+                cell = (users, procs)
+                known = {(c["clients"], c["processes"]): c for c in sweep.ceiling}
+                if cell not in known or measured.per_second > known[cell]["per_second"]:
+                    sweep.ceiling = [c for c in sweep.ceiling if (c["clients"], c["processes"]) != cell]
+                    sweep.ceiling.append(entry)
+                    sweep.ceiling.sort(key=lambda c: (c["clients"], c["processes"]))
+                sweep.save(raw)
+                done += 1
 
     ceiling("before")
     for i, point in enumerate(points):

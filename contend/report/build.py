@@ -16,6 +16,8 @@ from pathlib import Path
 from contend.load.workloads import WORKLOADS
 from contend.report import plots
 from contend.report.data import (
+    BUSY,
+    ROSE,
     SERVER,
     Crossover,
     NotASweep,
@@ -23,8 +25,10 @@ from contend.report.data import (
     _x,
     crossovers,
     find_raw,
+    generator_verdicts,
     load_sweep,
     nearest,
+    process_comparison_table,
 )
 from contend.report.render import Block, Heading, Image, Para, Table, html_page, markdown
 
@@ -32,8 +36,6 @@ __all__ = ["Built", "NotASweep", "build_report", "crossovers", "load_sweep"]
 
 #: The point the issue asks about: this many users on one hot key.
 FOCUS_USERS = 16
-#: A load generator this busy (CPU time / wall time) is the bottleneck.
-BUSY = 0.9
 
 
 @dataclass(frozen=True)
@@ -82,8 +84,9 @@ def setting_lines(data: SweepData) -> list[Block]:
     when = meta.get("started", "")
     with contextlib.suppress(ValueError):
         when = dt.datetime.fromisoformat(when).strftime("%Y-%m-%d %H:%M UTC")
-    procs = plan.get("processes", 1)
-    runs = len(data.rows)
+    counts = data.process_counts
+    procs = counts[0] if len(counts) == 1 else "/".join(map(str, counts))
+    runs = len(data.all_rows)
     made = (
         f"Made {when} with `{meta.get('command', 'contend load')}` on a {m.get('cores', '?')}-core "
         f"{m.get('cpu', '?')} ({m.get('os', '')}), {server.get('product', 'Redis')} "
@@ -91,6 +94,11 @@ def setting_lines(data: SweepData) -> list[Block]:
         f"redis-py {m.get('redis-py', '?')}, Python {m.get('python', '?')}: {runs} runs of "
         f"{plan.get('seconds', '?')} s, {procs} Locust process{'es' if procs != 1 else ''} each."
     )
+    if len(counts) > 1:
+        made += (
+            f" Every point ran at {', '.join(map(str, counts))} Locust processes; the sections other than "
+            f"“Locust processes” show the {counts[-1]}-process runs."
+        )
     how = (
         "Every user is one client on its own connection, running one operation after another with no "
         "think time. A rate is committed operations per second (Locust's request rate × the share that "
@@ -190,7 +198,11 @@ def report_blocks(data: SweepData, made: dict[str, list[Path]], dest: Path) -> l
     ceiling = ", ".join(
         f"{u} client{'s' if u != 1 else ''} {r:,.0f}/s" for u, r in sorted(data.ceiling.items())
     )
-    blocks.append(Para(f"Raw ceiling: {ceiling or 'not measured'}."))
+    counts = data.process_counts
+    at = f" ({counts[-1]} processes of redis-py PING loops)" if len(counts) > 1 else ""
+    blocks.append(Para(f"Raw ceiling{at}: {ceiling or 'not measured'}."))
+
+    blocks += process_blocks(data)
 
     found = crossovers(data)
     if found:
@@ -230,22 +242,30 @@ def report_blocks(data: SweepData, made: dict[str, list[Path]], dest: Path) -> l
             )
         )
 
-    broken = [r for r in data.rows if not r.ok]
+    broken = [r for r in data.all_rows if not r.ok]
     blocks.append(Heading("Invariants"))
     if broken:
-        blocks.append(Para(f"**{len(broken)} of {len(data.rows)} runs failed** (✗ in the plots):"))
+        blocks.append(Para(f"**{len(broken)} of {len(data.all_rows)} runs failed** (✗ in the plots):"))
         blocks.append(
             Table(
-                ("workload", "strategy", "users", "hot keys", "Locust exit code"),
+                ("workload", "strategy", "users", "hot keys", "processes", "Locust exit code"),
                 tuple(
-                    (r.workload, r.strategy, str(r.users), str(r.hot_keys), str(r.exit_code)) for r in broken
+                    (
+                        r.workload,
+                        r.strategy,
+                        str(r.users),
+                        str(r.hot_keys),
+                        str(r.processes),
+                        str(r.exit_code),
+                    )
+                    for r in broken
                 ),
             )
         )
     else:
         blocks.append(
             Para(
-                f"All {len(data.rows)} runs kept their invariant (counters equal the successful "
+                f"All {len(data.all_rows)} runs kept their invariant (counters equal the successful "
                 "increments, transfers conserve the total, registry ids unique and gap-free)."
             )
         )
@@ -260,6 +280,36 @@ def report_blocks(data: SweepData, made: dict[str, list[Path]], dest: Path) -> l
         for path in made.get(workload, []):
             blocks.append(Image(path, path.stem))
     return blocks
+
+
+def process_blocks(data: SweepData) -> list[Block]:
+    """The comparison of Locust process counts, when the sweep ran more than one."""
+    counts = data.process_counts
+    if len(counts) < 2:
+        return []
+    cores = data.meta.get("machine", {}).get("cores", "?")
+    header, rows = process_comparison_table(data)
+    intro = (
+        f"Every point ran with {', '.join(map(str, counts))} Locust processes (`--processes`) in this "
+        f"sweep, on {cores} cores; **× {counts[0]}** divides by the same point at {counts[0]}. The raw "
+        "ceiling here is redis-py PING loops at the same number of clients, split over as many "
+        "processes: what that many Python client processes can push at all. **Locust CPU** is CPU time "
+        "over wall time per Locust process (100%: one core kept busy; n×: each of n processes); "
+        "**Redis CPU** is the server's CPU time per second (every thread, and anyone else's load on a "
+        "shared server); **machine CPU** the busy share of all the machine's cores (anyone's "
+        "processes); both over Locust's first to last request. The limit of each run: Redis when it "
+        f"used {BUSY:.0%} of a core or more, else the Locust process(es) at {BUSY:.0%} or more, else the "
+        f"machine's cores when {BUSY:.0%} of them were busy, else no CPU: round trips and contention. "
+        f"Below the table, per point: the fewest processes were the limit when their CPU was {BUSY:.0%} "
+        f"or more, or more processes raised commits/s by {ROSE - 1:.0%} or more, while Redis and the "
+        "machine had headroom."
+    )
+    return [
+        Heading("Locust processes: where the load generator, not Redis, was the limit"),
+        Para(intro),
+        Table(header, tuple(rows), "lllrrrrrrrrl"),
+        *(Para(line) for line in generator_verdicts(data)),
+    ]
 
 
 POINT_COLUMNS = (
@@ -283,6 +333,10 @@ POINT_COLUMNS = (
     "lock_wait_p99_ms",
     "lock_hold_mean_ms",
     "jain_index",
+    "processes",
+    "generator_cpu",
+    "server_cpu",
+    "machine_cpu",
 )
 
 
@@ -291,7 +345,9 @@ def write_points(data: SweepData, path: Path) -> Path:
     with path.open("w", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(POINT_COLUMNS)
-        for r in sorted(data.rows, key=lambda r: (r.workload, r.hot_keys, r.strategy, r.users)):
+        for r in sorted(
+            data.all_rows, key=lambda r: (r.workload, r.hot_keys, r.strategy, r.users, r.processes)
+        ):
             writer.writerow([_cell(getattr(r, c)) for c in POINT_COLUMNS])
     return path
 

@@ -3,6 +3,9 @@
 Locust's own figures (request rate, failures, p50 and p99) come from each
 point's `--csv` stats file; contend's (commits, retries, lock wait and hold,
 per-user commits, the invariant verdict) from its `--contend-json` summary.
+A sweep over several Locust process counts (`contend load --processes 1,2,4`)
+is compared count by count here; the other sections read the runs at the
+largest count.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ SWEEP_FILE = "sweep.json"
 LOCK = "lock"
 OPTIMISTIC = "optimistic"
 SERVER = "server"
+#: A process this busy (CPU time / wall time) keeps its core busy: it is the bottleneck.
+BUSY = 0.9
 
 
 class NotASweep(ContendError):
@@ -51,7 +56,10 @@ class SweepRow:
     lock_hold_mean_ms: float | None
     jain_index: float | None
     ceiling_per_s: float | None
-    generator_cpu: float | None = None
+    generator_cpu: float | None = None  # mean CPU time / wall time per Locust process
+    processes: int = 1  # Locust processes of the run
+    server_cpu: float | None = None  # the server's CPU seconds per second of the run
+    machine_cpu: float | None = None  # the busy share of all the machine's cores (anyone's processes)
 
     @property
     def of_ceiling(self) -> float | None:
@@ -63,11 +71,20 @@ class SweepRow:
 
 @dataclass
 class SweepData:
+    """A sweep's rows at its largest Locust process count (`rows`, what most sections show) and at
+    every count (`all_rows`); the raw ceiling by clients at that count, and by (clients, processes)."""
+
     raw: Path
     meta: dict[str, Any]
     ceiling: dict[int, float]
     ceiling_method: str
     rows: list[SweepRow] = field(default_factory=list)
+    all_rows: list[SweepRow] = field(default_factory=list)
+    ceilings: dict[tuple[int, int], float] = field(default_factory=dict)
+
+    @property
+    def process_counts(self) -> list[int]:
+        return sorted({r.processes for r in self.all_rows})
 
     @property
     def workloads(self) -> list[str]:
@@ -114,23 +131,33 @@ def load_sweep(path: Path) -> SweepData:
     raw = find_raw(path)
     try:
         meta = json.loads((raw / SWEEP_FILE).read_text())
-        ceiling = {int(c["clients"]): float(c["per_second"]) for c in meta.get("ceiling", [])}
+        planned = meta.get("plan", {}).get("processes", 1)
+        # Sweeps made before process counts were compared ran every point at the plan's one count.
+        default = int(planned if isinstance(planned, int) else planned[0])
+        ceilings = {
+            (int(c["clients"]), int(c.get("processes", default))): float(c["per_second"])
+            for c in meta.get("ceiling", [])
+        }
         methods = {c["method"].split(",")[0] for c in meta.get("ceiling", [])}
         points = meta["points"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise NotASweep(
             f"{raw / SWEEP_FILE} is not a sweep description ({exc}); re-run `contend load`"
         ) from None
-    data = SweepData(raw, meta, ceiling, ", ".join(sorted(methods)) or "not measured")
+    data = SweepData(raw, meta, {}, ", ".join(sorted(methods)) or "not measured", ceilings=ceilings)
     for point in points:
-        data.rows.append(_row(raw, point, ceiling))
-    if not data.rows:
+        data.all_rows.append(_row(raw, point, ceilings, default))
+    if not data.all_rows:
         raise NotASweep(f"{raw} holds a sweep with no finished runs yet; wait for `contend load` to finish")
+    main = max(data.process_counts)
+    data.rows = [r for r in data.all_rows if r.processes == main]
+    data.ceiling = {c: rate for (c, procs), rate in sorted(ceilings.items()) if procs == main}
     return data
 
 
-def _row(raw: Path, point: dict[str, Any], ceiling: dict[int, float]) -> SweepRow:
+def _row(raw: Path, point: dict[str, Any], ceilings: dict[tuple[int, int], float], default: int) -> SweepRow:
     workload, strategy = point["workload"], point["strategy"]
+    processes = int(point.get("processes", default))
     summary: dict[str, Any] = {}
     summary_path = raw / point["summary"]
     if summary_path.is_file():
@@ -165,8 +192,11 @@ def _row(raw: Path, point: dict[str, Any], ceiling: dict[int, float]) -> SweepRo
         lock_wait_p99_ms=figures.get("lock_wait_p99_ms"),
         lock_hold_mean_ms=figures.get("lock_hold_mean_ms"),
         jain_index=figures.get("jain_index"),
-        ceiling_per_s=ceiling.get(int(point["users"])),
+        ceiling_per_s=ceilings.get((int(point["users"]), processes)),
         generator_cpu=point.get("generator_cpu"),
+        processes=processes,
+        server_cpu=point.get("server_cpu"),
+        machine_cpu=point.get("machine_cpu"),
     )
 
 
@@ -298,3 +328,123 @@ def nearest(values: Iterable[int], wanted: int) -> int | None:
     if not ordered:
         return None
     return min(ordered, key=lambda v: (abs(v - wanted), v))
+
+
+# Locust process counts compared -------------------------------------------------------------
+def limit(row: SweepRow, cores: int | None) -> str:
+    """What limited a run by CPU: Redis's core, the Locust process(es), the machine's cores
+    (busy with anything, other users' work included), or none of them."""
+    if row.server_cpu is not None and row.server_cpu >= BUSY:
+        return "Redis"
+    if row.generator_cpu is not None and row.generator_cpu >= BUSY:
+        return "one Locust process" if row.processes == 1 else "the Locust processes"
+    if row.machine_cpu is not None and row.machine_cpu >= BUSY:
+        return f"the machine's {cores or '?'} cores"
+    return "no CPU (round trips, contention)"
+
+
+def _cells(data: SweepData) -> dict[tuple[str, str, int, int], list[SweepRow]]:
+    """Every (workload, strategy, users, hot keys) with its runs, fewest processes first."""
+    cells: dict[tuple[str, str, int, int], list[SweepRow]] = {}
+    for r in data.all_rows:
+        cells.setdefault((r.workload, r.strategy, r.users, r.hot_keys), []).append(r)
+    return {k: sorted(v, key=lambda r: r.processes) for k, v in cells.items()}
+
+
+def _ratio(value: float | None, base: float | None) -> str:
+    return "—" if value is None or not base else f"{value / base:.2f}×"
+
+
+def _pct(value: float | None, processes: int = 1) -> str:
+    if value is None:
+        return "—"
+    return f"{value:.0%}" if processes == 1 else f"{processes}×{value:.0%}"
+
+
+def _processes(n: int) -> str:
+    return f"{n} Locust process{'es' if n != 1 else ''}"
+
+
+def _rate(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def process_comparison_table(data: SweepData) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """Header and rows: each run's commits/s and raw ceiling beside the same point at the fewest
+    Locust processes, the CPU of Locust (per process) and of Redis, and what limited it."""
+    cores = data.meta.get("machine", {}).get("cores")
+    base = min(data.process_counts)
+    header = (
+        "workload/strategy", "users · hot keys", "processes", "commits/s", f"× {base}",
+        "raw ceiling/s", f"ceiling × {base}", "× ceiling", "Locust CPU", "Redis CPU", "machine CPU",
+        "limit",
+    )  # fmt: skip
+    rows: list[tuple[str, ...]] = []
+    for (w, s, u, h), runs in _cells(data).items():
+        first = runs[0] if runs[0].processes == base else None
+        for r in runs:
+            rows.append(
+                (
+                    f"{w}/{s}" + ("" if r.ok else " ✗"),
+                    f"{u} · {h}",
+                    str(r.processes),
+                    _rate(r.committed_per_s),
+                    _ratio(r.committed_per_s, first.committed_per_s if first else None),
+                    _rate(r.ceiling_per_s),
+                    _ratio(r.ceiling_per_s, first.ceiling_per_s if first else None),
+                    _x(r.of_ceiling),
+                    _pct(r.generator_cpu, r.processes),
+                    _pct(r.server_cpu),
+                    _pct(r.machine_cpu),
+                    limit(r, cores),
+                )
+            )
+    return header, rows
+
+
+#: More processes moving commits/s by this factor or more: the fewer were the limit.
+ROSE = 1.1
+
+
+def generator_verdicts(data: SweepData) -> list[str]:
+    """One sentence per point: was the load generator at the fewest processes the limit (its CPU near
+    a full core, or commits/s rising with processes, while Redis and the machine had headroom), and
+    what more processes did."""
+    lines = []
+    for (w, s, u, h), runs in _cells(data).items():
+        first, more = runs[0], runs[1:]
+        lines.append(f"{w}/{s}, {u} users, {h} hot key{'s' if h != 1 else ''}: {_verdict(first, more)}")
+    return lines
+
+
+def _verdict(first: SweepRow, more: list[SweepRow]) -> str:
+    base = first.committed_per_s
+    rates = [r.committed_per_s / base for r in more if r.committed_per_s is not None and base]
+    rose = max(rates, default=0.0) >= ROSE
+    gen_busy = first.generator_cpu is not None and first.generator_cpu >= BUSY
+    gen, server = _pct(first.generator_cpu, first.processes), _pct(first.server_cpu)
+    who = "one Locust process" if first.processes == 1 else f"{first.processes} Locust processes"
+    machine_busy = first.machine_cpu is not None and first.machine_cpu >= BUSY
+    if first.server_cpu is not None and first.server_cpu >= BUSY:
+        verdict = f"Redis was the limit (Redis {server}, Locust {gen} CPU)"
+    elif machine_busy and not gen_busy:
+        verdict = (
+            f"the machine's cores were the limit ({_pct(first.machine_cpu)} busy with anyone's processes; "
+            f"Locust {gen}, Redis {server} CPU): more processes share the same cores, so these ratios "
+            "say little about Locust"
+        )
+    elif gen_busy or rose:
+        why = [f"Locust {gen} CPU"] if gen_busy else []
+        why += [f"commits/s rose up to {max(rates):.2f}× with more processes"] if rose else []
+        verdict = f"{who}, not Redis, was the limit ({' and '.join(why)}; Redis {server} CPU)"
+    else:
+        verdict = (
+            f"neither {who} nor Redis was the limit (Locust {gen}, Redis {server} CPU; "
+            "more processes did not raise commits/s)"
+        )
+    moved = "; ".join(
+        f"{_processes(r.processes)}: commits/s {_ratio(r.committed_per_s, base)}, "
+        f"raw ceiling {_ratio(r.ceiling_per_s, first.ceiling_per_s)}"
+        for r in more
+    )
+    return verdict + (f"; {moved}." if moved else ".")

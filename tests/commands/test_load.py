@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
@@ -32,6 +33,15 @@ RACY_REGISTRY = "tests.fixtures.user_registry:make_racy"
         (["--impl", LOCK], "a registry factory is called as factory(client: redis.Redis, namespace: str)"),
         (["--impl", "tests.fixtures.user_registry:wrong_arity"], "too many positional arguments"),
         (["--kind", "lock"], "--kind lock names the protocol of --impl"),
+        (["--processes", "0"], "--processes must be a whole number > 0, got 0"),
+        (["--processes", "1,-2"], "--processes must be a whole number > 0, got -2"),
+        (["--processes=-1"], "--processes must be a whole number > 0, got -1"),
+        (["--processes", "1,2.5"], "--processes needs whole numbers > 0 separated by commas, e.g. 1,2,4"),
+        (["--processes", "x"], "--processes needs whole numbers > 0 separated by commas"),
+        (
+            ["--processes", ""],
+            "--processes needs whole numbers > 0 separated by commas, e.g. 1,2,4; got nothing",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
@@ -137,3 +147,38 @@ def test_a_racy_users_registry_fails_the_sweep(contend_target, tmp_path, capsys,
     (point,) = json.loads((out / "raw" / "sweep.json").read_text())["points"]
     assert not point["invariant_ok"] and point["strategy"] == RACY_REGISTRY and point["kind"] == "user"
     assert f"registry/{RACY_REGISTRY}" in printed.err and "invariant broken" in printed.err
+
+
+@pytest.mark.slow
+def test_a_sweep_over_process_counts_compares_them_in_one_run(contend_target, tmp_path, capsys):
+    """Each point at 1 and 2 Locust processes, the raw ceiling per count, and the comparison."""
+    out = tmp_path / "run"
+    code = main(
+        [
+            "load", "--redis-url", contend_target.url, "--out", str(out),
+            "--workload", "counter", "--strategy", "incr", "--users", "2", "--hot-keys", "1",
+            "--duration", "1", "--ceiling-duration", "0.3", "--processes", "2,1",
+        ]
+    )  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    sweep = json.loads((out / "raw" / "sweep.json").read_text())
+    assert sweep["plan"]["processes"] == [1, 2]
+    assert [(p["processes"], p["ok"]) for p in sweep["points"]] == [(1, True), (2, True)]
+    for point in sweep["points"]:  # measured over Locust's window: sampled beside it, and by each process
+        assert point["server_cpu"] is not None and point["generator_cpu"] is not None
+        assert point["machine_cpu"] is not None or not Path("/proc/stat").exists()
+    assert [(c["clients"], c["processes"]) for c in sweep["ceiling"]] == [(2, 1), (2, 2)]
+    assert "in 2 processes" in sweep["ceiling"][1]["method"]
+    assert (out / "raw" / "counter" / "incr" / "u2-h1-p2_stats.csv").is_file()
+    report = (out / "report.md").read_text()
+    assert "Locust processes: where the load generator, not Redis, was the limit" in report
+    # Which limit it names depends on this machine's load at the time; that it names one does not.
+    (verdict,) = [
+        line for line in report.splitlines() if line.startswith("counter/incr, 2 users, 1 hot key: ")
+    ]
+    assert "the limit (" in verdict
+    assert "2 Locust processes: commits/s" in report
+    assert "Locust processes: commits/s and raw ceiling beside the fewest" in printed.out
+    points = list(csv.DictReader((out / "points.csv").open()))
+    assert sorted(r["processes"] for r in points) == ["1", "2"]

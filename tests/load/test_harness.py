@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -122,6 +125,7 @@ def test_no_arguments_start_and_stop_an_embedded_server(tmp_path):
         (["--impl", LOCK], "a registry factory is called as factory(client: redis.Redis, namespace: str)"),
         (["--impl", REGISTRY, "--kind", "registry"], "it runs in the registry workload, not in counter"),
         (["--kind", "lock"], "--kind lock names the protocol of --impl"),
+        (["--master"], "--master without --redis-url: the embedded redis-server would listen on 127.0.0.1"),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(args, message):
@@ -216,3 +220,97 @@ def test_a_bad_impl_writes_nothing(contend_target, ns, tmp_path):
     ]
     # No key and no summary. (Locust's own --csv files are opened before any locustfile hook runs.)
     assert ns.count() == 0 and not summary.exists()
+
+
+# --master and --worker, as across hosts, here on 127.0.0.1 ------------------------------------
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_locust(*args: str, stderr: Any = subprocess.PIPE) -> subprocess.Popen[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEND_", "LOCUST_"))}
+    return subprocess.Popen(
+        [sys.executable, "-m", "locust", *args],
+        cwd=ROOT,
+        env=clean,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        text=True,
+    )
+
+
+def master_args(port: int, summary: Path, users: int = 4, seconds: int = 3) -> list[str]:
+    return [
+        *headless("counter.py", users=users, seconds=seconds),
+        "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+        "--expect-workers", "2", "--expect-workers-max-wait", "30", "--contend-json", str(summary),
+    ]  # fmt: skip
+
+
+def worker_args(port: int) -> list[str]:
+    return ["-f", "loadtests/counter.py", "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]  # fmt: skip
+
+
+def stop_all(*processes: subprocess.Popen[str]) -> None:
+    for p in processes:
+        if p.poll() is None:
+            p.kill()
+        p.wait(timeout=10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("server", ["redis-url", "embedded"])
+def test_a_master_checks_once_over_the_tallies_its_two_workers_reported(contend_target, ns, tmp_path, server):
+    """The workers' tallies come in their Locust reports; the master checks them once, after both stopped.
+    Without --redis-url the master is bound to 127.0.0.1, so its embedded server is allowed."""
+    port, summary = free_port(), tmp_path / "summary.json"
+    url = ["--redis-url", contend_target.url, "--namespace", ns.prefix] if server == "redis-url" else []
+    master = start_locust(*master_args(port, summary), *url)
+    workers = [start_locust(*worker_args(port)) for _ in range(2)]
+    try:
+        _, master_err = master.communicate(timeout=60)
+        worker_errs = [w.communicate(timeout=30)[1] for w in workers]
+    finally:
+        stop_all(master, *workers)
+    assert master.returncode == 0, master_err[-2000:]
+    assert [w.returncode for w in workers] == [0, 0]
+    result = json.loads(summary.read_text())
+    workload = result["workloads"]["counter"]
+    assert result["ok"] and result["workers"] == 2 and workload["contend"]["processes"] == 2
+    commits = [g["commits"]["counter"] for g in result["generators"]]
+    assert len(commits) == 2 and min(commits) > 0 and sum(commits) == workload["contend"]["commits"]
+    assert result["redis"].startswith("embedded") is (server == "embedded")
+    # Once, on the master, and the counter in Redis matched the sum of both tallies.
+    assert master_err.count("contend counter/watch: invariant holds: 1 counter(s) hold") == 1
+    assert not any("invariant" in err for err in worker_errs)
+    assert ns.count() == 0
+
+
+@pytest.mark.slow
+def test_a_worker_lost_during_the_run_is_named_as_a_missing_tally(contend_target, ns, tmp_path):
+    port, summary, log = free_port(), tmp_path / "summary.json", tmp_path / "master.log"
+    with log.open("w") as sink:
+        master = start_locust(
+            *master_args(port, summary, seconds=6),
+            "--redis-url", contend_target.url, "--namespace", ns.prefix,
+            stderr=sink,
+        )  # fmt: skip
+    workers = [start_locust(*worker_args(port), stderr=subprocess.DEVNULL) for _ in range(2)]
+    try:
+        deadline = time.monotonic() + 30
+        while "All users spawned" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(0.5)
+        workers[0].kill()  # SIGKILL: no final report; the master sees its heartbeats stop
+        master.wait(timeout=60)
+    finally:
+        stop_all(master, *workers)
+    assert master.returncode == 1, log.read_text()[-2000:]
+    (workload,) = json.loads(summary.read_text())["workloads"].values()
+    assert not workload["ok"]
+    assert any(
+        "no final tally from 1 of 2 load-generating process(es)" in line for line in workload["verdict"]
+    )
+    assert ns.count() == 0

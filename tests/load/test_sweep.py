@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +76,46 @@ def test_a_broken_point_is_explained_by_its_check_not_the_log_tail(tmp_path):
         json.dumps({"workloads": {"counter": {"ok": False, "verdict": ["ham:0 is 3 but 4 succeeded"]}}})
     )
     assert broken_because(tmp_path, point) == "ham:0 is 3 but 4 succeeded"
+
+
+def test_several_process_counts_run_every_point_at_each():
+    from contend.load.sweep import default_processes
+
+    assert make_plan().processes == (default_processes(),)
+    assert make_plan().points()[0].slug == "registry/watch/u1-h1", "one count: the names of old"
+    plan = make_plan(
+        workloads=["counter"], strategies=["incr"], users=[4], hot_keys=[1], processes=[4, 1, 2, 2]
+    )
+    assert plan.processes == (1, 2, 4)
+    assert [(p.processes, p.slug) for p in plan.points()] == [
+        (1, "counter/incr/u4-h1-p1"),
+        (2, "counter/incr/u4-h1-p2"),
+        (4, "counter/incr/u4-h1-p4"),
+    ]
+    assert plan.ceilings() == 6 and "4 Locust processes" in plan.points()[2].describe()
+    commands = [locust_command(p, plan, "redis://x", "ns", Path("raw"), Path("lt")) for p in plan.points()]
+    assert "--processes" not in commands[0]
+    assert [c[c.index("--processes") + 1] for c in commands[1:]] == ["2", "4"]
+    assert plan.points()[1].record() == {
+        "workload": "counter", "strategy": "incr", "users": 4, "hot_keys": 1, "processes": 2,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "got nothing"),
+        (" , ", "got nothing"),
+        ("0", "--processes must be a whole number > 0, got 0"),
+        ("1,-2", "--processes must be a whole number > 0, got -2"),
+        ("1.5", "got '1.5'"),
+        ("1,,2", "got '1,,2'"),
+        ("two", "got 'two'"),
+    ],
+)
+def test_process_counts_are_whole_numbers_above_zero(text, message):
+    from contend.load.sweep import parse_counts
+
+    with pytest.raises(wl.LoadInputError, match=re.escape(message)):
+        parse_counts(text, "--processes")
+    assert parse_counts(" 1, 2,4 ", "--processes") == [1, 2, 4]

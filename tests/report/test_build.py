@@ -165,3 +165,104 @@ def test_report_command_and_its_bad_input(tmp_path, capsys):
     (empty / "sweep.json").write_text("{not json")
     assert main(["report", str(empty)]) == 2
     assert "is not a sweep description" in capsys.readouterr().err
+
+
+def make_process_sweep(root: Path) -> Path:
+    """One point run at 1, 2 and 4 Locust processes: one process is CPU-bound, two saturate 2 cores."""
+    raw = root / "raw"
+    (raw / "counter" / "incr").mkdir(parents=True)
+    # commits/s, and the CPU of each Locust process, of Redis and of the whole machine
+    runs = {1: (8000, 0.98, 0.2, 0.6), 2: (14000, 0.8, 0.35, 0.97), 4: (13000, 0.42, 0.3, 0.95)}
+    points = []
+    for procs, (rate, locust_cpu, redis_cpu, machine_cpu) in runs.items():
+        slug = f"counter/incr/u4-h1-p{procs}"
+        contend = {"requests": rate * 2, "commits": rate * 2}
+        summary = {
+            "workloads": {"counter": {"ok": True, "locust": {"requests_per_s": rate}, "contend": contend}}
+        }
+        (raw / f"{slug}.json").write_text(json.dumps(summary))
+        points.append(
+            {
+                "workload": "counter", "strategy": "incr", "users": 4, "hot_keys": 1, "processes": procs,
+                "kind": "server", "exit_code": 0, "invariant_ok": True, "ok": True,
+                "csv": f"{slug}_stats.csv", "summary": f"{slug}.json", "log": f"{slug}.log",
+                "generator_cpu": locust_cpu, "server_cpu": redis_cpu, "machine_cpu": machine_cpu,
+            }
+        )  # fmt: skip
+    ceiling = [
+        {
+            "clients": 4,
+            "processes": p,
+            "per_second": r,
+            "method": f"redis-py PING loops, 4 gevent clients in {p}",
+        }
+        for p, r in ((1, 10_000.0), (2, 20_000.0), (4, 19_000.0))
+    ]
+    sweep = {
+        "plan": {"seconds": 2, "processes": [1, 2, 4]},
+        "machine": {"cores": 2},
+        "ceiling": ceiling,
+        "points": points,
+    }
+    (raw / "sweep.json").write_text(json.dumps(sweep))
+    return root
+
+
+def test_process_counts_are_compared_with_the_fewest(tmp_path):
+    from contend.report.build import process_blocks
+    from contend.report.data import generator_verdicts, process_comparison_table
+
+    data = load_sweep(make_process_sweep(tmp_path))
+    assert data.process_counts == [1, 2, 4] and len(data.all_rows) == 3
+    assert [r.processes for r in data.rows] == [4] and data.ceiling == {4: 19_000.0}
+    header, rows = process_comparison_table(data)
+    assert header[3:7] == ("commits/s", "× 1", "raw ceiling/s", "ceiling × 1")
+    cores = "the machine's 2 cores"
+    assert [row[2:] for row in rows] == [
+        ("1", "8,000", "1.00×", "10,000", "1.00×", "0.80×", "98%", "20%", "60%", "one Locust process"),
+        ("2", "14,000", "1.75×", "20,000", "2.00×", "0.70×", "2×80%", "35%", "97%", cores),
+        ("4", "13,000", "1.62×", "19,000", "1.90×", "0.68×", "4×42%", "30%", "95%", cores),
+    ]
+    assert generator_verdicts(data) == [
+        "counter/incr, 4 users, 1 hot key: one Locust process, not Redis, was the limit (Locust 98% CPU "
+        "and commits/s rose up to 1.75× with more processes; Redis 20% CPU); "
+        "2 Locust processes: commits/s 1.75×, raw ceiling 2.00×; 4 Locust processes: commits/s 1.62×, "
+        "raw ceiling 1.90×."
+    ]
+    assert len(process_blocks(data)) == 4
+    assert process_blocks(load_sweep(make_sweep(tmp_path / "one"))) == [], "one count: no comparison"
+
+
+def test_the_limit_is_named_from_the_cpu_figures(tmp_path):
+    from dataclasses import replace
+
+    from contend.report.data import limit
+
+    row = load_sweep(make_process_sweep(tmp_path)).all_rows[0]
+    assert limit(row, 2) == "one Locust process"
+    assert limit(replace(row, server_cpu=0.95), 2) == "Redis"
+    assert limit(replace(row, processes=2, generator_cpu=0.92), 2) == "the Locust processes"
+    assert limit(replace(row, generator_cpu=0.5, machine_cpu=0.95), 2) == "the machine's 2 cores"
+    assert limit(replace(row, generator_cpu=0.5), 2) == "no CPU (round trips, contention)"
+    assert limit(replace(row, generator_cpu=None, server_cpu=None, machine_cpu=None), 2) == (
+        "no CPU (round trips, contention)"
+    )
+
+
+def test_a_point_that_more_processes_did_not_speed_up_was_not_limited_by_one_process(tmp_path):
+    from dataclasses import replace
+
+    from contend.report.data import generator_verdicts
+
+    data = load_sweep(make_process_sweep(tmp_path))
+    first, *more = data.all_rows
+    data.all_rows = [replace(first, generator_cpu=0.7), *(replace(r, committed_per_s=8100.0) for r in more)]
+    (line,) = generator_verdicts(data)
+    assert "neither one Locust process nor Redis was the limit (Locust 70%, Redis 20% CPU; more" in line
+    data.all_rows = [replace(first, server_cpu=0.95), *more]
+    assert "Redis was the limit (Redis 95%, Locust 98% CPU)" in generator_verdicts(data)[0]
+    data.all_rows = [replace(first, generator_cpu=0.6, machine_cpu=0.99), *more]  # others' load too
+    assert (
+        "the machine's cores were the limit (99% busy with anyone's processes; Locust 60%"
+        in (generator_verdicts(data)[0])
+    )
