@@ -294,7 +294,7 @@ class CriticalSections(LockMachine):
         mine = self.token_of.get(index)
         token = f", token {mine}" if mine is not None else ""
         lease = (
-            "its lease had run out (it stalled)"
+            "its lease had run out (a stall or pauses passed its TTL)"
             if self.surely_expired(index)
             else "its lease still valid: two holders at once"
         )

@@ -202,7 +202,7 @@ def kind(violation: PropertyViolated) -> str:
     if violation.property != NO_STALE_WRITE:
         return violation.property
     expired = "its lease had run out" in violation.detail
-    return f"{NO_STALE_WRITE} ({'a stalled holder' if expired else 'two valid holders'})"
+    return f"{NO_STALE_WRITE} ({'a holder past its lease' if expired else 'two valid holders'})"
 
 
 @contextlib.contextmanager
