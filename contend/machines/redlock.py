@@ -12,9 +12,19 @@ stay down longer than a TTL. Without that, a client can win a majority while ano
 holds a valid lease: Martin Kleppmann's counterexample ("How to do distributed locking").
 Hypothesis finds it here on its own, choosing when to restart which master, and shrinks it.
 
-`python -m contend.machines.redlock --runs 20` prints how often and how fast it is found, the
-shrunk counterexample and its size; without the restart rule (`--no-restarts`) the same lock
-passes the same search.
+Holders have a critical section (`contend.machines.fencing`): a holder may stay inside it,
+holding the lock, for as long as Hypothesis keeps it there, which is what gives a second client
+the time to win its own majority. `python -m contend.machines.redlock --runs 20` prints how
+often and how fast the counterexample is found, the shrunk counterexample and its size;
+without the restart rule (`--no-restarts`) the same lock passes the same search.
+
+What fencing tokens change (Kleppmann's remedy): with `--fence NAME` each holder also writes
+to a protected resource on a sixth server, and the property judged is the resource's
+(no-stale-write), not the lock's. `--fenced` (`--fence resource`): a token from INCR on the
+resource server's own counter, taken after the grant (Redlock hands out none), checked by the
+resource; the lock still gets two holders, but the resource refuses the stale one's write.
+`--fence none` (no token), `unchecked` (a resource that ignores tokens) and `master` (a counter
+on master 1, which restarts empty) let stale writes through, and the same search finds them.
 """
 
 from __future__ import annotations
@@ -22,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,8 +42,10 @@ from hypothesis.stateful import precondition, rule
 
 from contend.impl.catalog import CLOCK_SKEW_SAFE, CRASH_LIVENESS, MUTUAL_EXCLUSION, SAFE_RELEASE
 from contend.impl.locks.redlock import factory_over
+from contend.machines.base import PropertyViolated
+from contend.machines.fencing import FENCES, NO_STALE_WRITE, CriticalSections
 from contend.machines.hunt import run_once
-from contend.machines.locks import LockMachine
+from contend.machines.locks import _RARELY, LockMachine
 from contend.target.server import EmbeddedRedis
 from contend.target.target import Target
 
@@ -72,18 +85,67 @@ def _factory(lib: str, others: tuple[str, ...]) -> Any:
 
 
 def machine_for(
-    target: Target, servers: list[EmbeddedRedis], *, restarts: bool = True, lib: str = "contend"
-) -> type[LockMachine]:
-    """The lock machine for Redlock (`lib`'s) over `servers`, with the restart rule when `restarts`."""
+    target: Target,
+    servers: list[EmbeddedRedis],
+    *,
+    restarts: bool = True,
+    lib: str = "contend",
+    fence: str | None = None,
+    resource_url: str = "",
+) -> type[CriticalSections]:
+    """The lock machine for Redlock (`lib`'s) over `servers`, with the restart rule when `restarts`.
+    With `fence` (a name in FENCES), holders write to a resource at `resource_url` and the
+    property judged is the resource's (no-stale-write), not the lock's."""
     body: dict[str, Any] = {
         "factory": staticmethod(_factory(lib, target.also)),
-        "claims": CLAIMS,
+        "claims": CLAIMS if fence is None else frozenset(),
         "servers": servers,
+        "fence": None if fence is None else FENCES[fence],
+        "resource_url": resource_url,
+        "stats": Counter(),
+        "acquire": acquire,
+        "cut_off": cut_off,
     }
     if restarts:
         body["restart_master"] = restart_master
-    body["cut_off"] = cut_off
-    return type("RedlockMachine", (LockMachine,), body)
+    return type("RedlockMachine", (CriticalSections,), body)
+
+
+#: Round trips after which a client may crash (None, three times in four: it does not). Redlock's
+#: acquire takes one round trip per master: from 1 to MASTERS - 1 a client dies half-way through
+#: its first attempt, from MASTERS on as a holder (inside its critical section) or half-way
+#: through releasing. (The lock machine's own 1 to 4, half the time, killed every other acquirer
+#: of Redlock before it could hold anything.)
+CRASH_AFTER = st.one_of(st.none(), st.none(), st.none(), st.integers(1, 2 * MASTERS))
+
+
+@precondition(lambda self: bool(self.idle_workers()))
+@rule(
+    client=st.integers(0, 3),
+    stall=st.sampled_from([False] * (_RARELY - 1) + [True]),
+    stall_inside=st.sampled_from([None] * (_RARELY - 1) + [1, 2]),
+    crash_after=CRASH_AFTER,
+    extend=st.booleans(),
+    hold=st.booleans(),
+)
+def acquire(
+    self: Any,
+    client: int,
+    stall: bool,
+    stall_inside: int | None,
+    crash_after: int | None,
+    extend: bool,
+    hold: bool = False,
+) -> None:
+    """The lock machine's acquire; with `hold`, the holder then stays inside its critical
+    section (holding the lock) until Hypothesis draws `proceed` for it."""
+    idle = self.idle_workers()
+    index = idle[client % len(idle)]  # the client LockMachine.acquire picks
+    if hold:
+        self.hold_wanted.add(index)
+    else:
+        self.hold_wanted.discard(index)  # an earlier acquire's wish, if it was not granted
+    LockMachine.acquire(self, client, stall, stall_inside, crash_after, extend)
 
 
 @precondition(lambda self: not any(c.unreachable for c in self.scheduler.clients))
@@ -120,25 +182,55 @@ class Demo:
     """How the search went: per seed, seconds to the first violation (None: not found)."""
 
     times: list[float | None] = field(default_factory=list)
+    searched: float = 0.0  # seconds, every seed's search (not the shrinking)
+    stats: dict[str, int] = field(default_factory=dict)  # the machine's counts over the search
+    kinds: Counter[str] = field(default_factory=Counter)  # what each seed found (see `kind`)
     shrunk: str = ""
     violation: str = ""
     clients: int = 0
     round_trips: int = 0
     restarts: int = 0
+    partitions: int = 0
 
     @property
     def found(self) -> list[float]:
         return [t for t in self.times if t is not None]
 
 
-def demo(runs: int, max_examples: int, *, restarts: bool = True, lib: str = "contend") -> Demo:
+def kind(violation: PropertyViolated) -> str:
+    """A violation's property; for a stale write, also whether the stale holder's lease had run out."""
+    if violation.property != NO_STALE_WRITE:
+        return violation.property
+    expired = "its lease had run out" in violation.detail
+    return f"{NO_STALE_WRITE} ({'a holder past its lease' if expired else 'two valid holders'})"
+
+
+@contextlib.contextmanager
+def resource_server(fence: str | None) -> Iterator[str]:
+    """The URL of the protected resource's own server (embedded, never restarted), or "" without a fence."""
+    if fence is None:
+        yield ""
+        return
+    with EmbeddedRedis() as server:
+        yield server.url
+
+
+def demo(
+    runs: int, max_examples: int, *, restarts: bool = True, lib: str = "contend", fence: str | None = None
+) -> Demo:
     """Search `runs` seeds for a violation, then shrink the first seed's one."""
     result = Demo()
-    with five_masters() as (target, servers):
-        machine = machine_for(target, servers, restarts=restarts, lib=lib)
+    with five_masters() as (target, servers), resource_server(fence) as resource_url:
+        machine = machine_for(
+            target, servers, restarts=restarts, lib=lib, fence=fence, resource_url=resource_url
+        )
         for seed in range(runs):
             seconds, violation, _ = run_once(machine, target, seed, max_examples, shrink=False)
+            result.searched += seconds
             result.times.append(seconds if violation is not None else None)
+            if violation is not None:
+                result.kinds[kind(violation)] += 1
+        result.stats = dict(machine.stats)
         if not result.found:
             return result
         seed = next(k for k, t in enumerate(result.times) if t is not None)
@@ -151,6 +243,7 @@ def demo(runs: int, max_examples: int, *, restarts: bool = True, lib: str = "con
             result.clients = len({s.client for s in trace if s.sent and s.client != probe})
             result.round_trips = sum(1 for s in trace if s.sent)
             result.restarts = sum(1 for s in trace if "restarted empty" in s.note)
+            result.partitions = sum(1 for s in trace if " is cut off from " in s.note)
     return result
 
 
@@ -162,28 +255,59 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--lib", choices=LIBRARIES, default="contend", help="whose Redlock: contend's (default) or pottery's"
     )
+    parser.add_argument(
+        "--fence",
+        choices=sorted(FENCES),
+        help="holders write to a protected resource on a sixth server, and the property judged is the "
+        "resource's (no-stale-write): " + "; ".join(f"{f.name}: {f.about}" for f in FENCES.values()),
+    )
+    parser.add_argument("--fenced", action="store_true", help="the same as --fence resource")
     args = parser.parse_args(argv)
+    if args.fenced:
+        if args.fence not in (None, "resource"):
+            parser.error("--fenced is --fence resource; give one or the other")
+        args.fence = "resource"
     if args.lib == "pottery":
         try:
             import pottery  # noqa: F401
         except ImportError:
             parser.error("--lib pottery needs pottery: pip install -e '.[libs]'")
-    result = demo(args.runs, args.max_examples, restarts=not args.no_restarts, lib=args.lib)
+    result = demo(args.runs, args.max_examples, restarts=not args.no_restarts, lib=args.lib, fence=args.fence)
+    print(report(result, args))
+    return 0
+
+
+def report(result: Demo, args: argparse.Namespace) -> str:
+    """The demo's findings in words."""
     found = result.found
     rule = "without restarts" if args.no_restarts else "with masters restarted empty"
-    print(
-        f"{args.lib}'s Redlock over {MASTERS} masters, {rule}: violated in {len(found)}/{args.runs} seeds",
-        end="",
-    )
-    if found:
-        print(f", median {statistics.median(found):.2f} s, worst {max(found):.2f} s")
-        print(
-            f"shrunk: {result.clients} clients, {result.round_trips} round trips, "
-            f"{result.restarts} restart(s)\n{result.violation}\n{result.shrunk}"
+    fence = f", fence {args.fence!r} ({FENCES[args.fence].about})" if args.fence else ""
+    what = "no-stale-write violated" if args.fence else "violated"
+    lines = [
+        f"{args.lib}'s Redlock over {MASTERS} masters, {rule}{fence}: "
+        f"{what} in {len(found)}/{args.runs} seeds"
+        + (
+            f", median {statistics.median(found):.2f} s, worst {max(found):.2f} s"
+            if found
+            else f" ({args.max_examples} examples each)"
+        ),
+        f"searched {result.searched:.0f} s in all"
+        + (f", {result.searched / len(found):.1f} s per seed that found one" if found else "")
+        + (f"; found: {', '.join(f'{k} in {n}' for k, n in sorted(result.kinds.items()))}" if found else ""),
+    ]
+    stats = result.stats
+    if args.fence:
+        lines.append(
+            f"the same search: {stats.get('examples', 0)} examples, {stats.get('two holders', 0)} with two "
+            f"holders at once; in {stats.get('two holders, a write refused', 0)} of those the resource "
+            f"refused a write, in {stats.get('two holders, both writes taken', 0)} it took both holders' writes"
         )
-    else:
-        print(f" ({args.max_examples} examples each)")
-    return 0
+    if found:
+        lines.append(
+            f"shrunk: {result.clients} clients, {result.round_trips} round trips, "
+            f"{result.partitions} partition(s), {result.restarts} restart(s)\n{result.violation}\n{result.shrunk}"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from contend.impl.locks.redlock import Redlock, factory_over
 from contend.machines.base import PropertyViolated
-from contend.machines.redlock import five_masters, machine_for
+from contend.machines.fencing import NO_STALE_WRITE
+from contend.machines.redlock import five_masters, machine_for, resource_server
 from contend.machines.settings import machine_settings
 
 
@@ -83,4 +84,94 @@ def test_without_restarts_redlock_passes_the_same_search(masters):
     reported FlakyStrategyDefinition once in a full run, cause not found yet.)"""
     target, servers = masters
     machine = machine_for(target, servers, restarts=False)
+    run_state_machine_as_test(lambda: machine(target), settings=machine_settings(60, shrink=False))  # type: ignore[arg-type]
+
+
+# Fencing: the same two-holder schedule, with a protected resource on a sixth server -------------
+@pytest.fixture(scope="module")
+def resource():
+    with resource_server("resource") as url:
+        yield url
+
+
+def _step_while(m, index, *labels):
+    """Step client `index` while its operation in flight is one of `labels` (label prefixes)."""
+    for _ in range(50):
+        if not m.in_flight.get(index, "").startswith(labels):
+            return
+        m.before_step(index)
+        m.scheduler.step(index)
+        m._after_progress(index)
+    raise AssertionError(f"client {index} still in {m.in_flight.get(index)} after 50 round trips")
+
+
+def _two_holders_then_the_stale_write(m):
+    """Kleppmann's schedule with writes: c1, cut off from masters 2 and 3, takes 1, 4 and 5 and
+    its token, and holds; master 1 restarts empty; c0 takes 1, 2 and 3 (two holders), its token,
+    writes and releases; then c1 writes with the token it took first."""
+    m.cut_off(client=1, first=1)
+    m.acquire(client=1, stall=False, stall_inside=None, crash_after=None, extend=False, hold=True)
+    _step_while(m, 1, "acquire(", "token(")
+    assert m.held == {1} and 1 in m.believers
+    m.restart_master(which=0)
+    m.acquire(client=0, stall=False, stall_inside=None, crash_after=None, extend=False)
+    _step_while(m, 0, "acquire(", "token(", "write(", "release(")
+    assert m.overlaps == [(1, 2)]  # c0's grant came while c1's was valid
+    m.proceed(client=0)
+    _step_while(m, 1, "write(")
+
+
+def test_fenced_resource_refuses_the_stale_holders_write(masters, resource):
+    """Tokens from the resource's own counter: the lock still has two holders, but the resource
+    refuses c1's write (token 1 after token 2) and keeps c0's."""
+    target, servers = masters
+    m = machine_for(target, servers, fence="resource", resource_url=resource)(target)
+    try:
+        _two_holders_then_the_stale_write(m)
+        assert m.token_of == {1: 1, 0: 2}
+        assert m.refused == {1} and m.landed == {2}  # grants: c1's was the first, c0's the second
+        assert m.resource_admin is not None and m.resource_admin.hget(m.resource_key, "value") == b"c0#2"
+        trace = m.scheduler.format_trace()
+        assert "c0 acquired while c1 holds a valid lease: two holders" in trace
+    finally:
+        m.teardown()
+    assert type(m).stats["two holders, a write refused"] == 1
+
+
+@pytest.mark.parametrize(
+    ("fence", "admitted"),
+    [
+        ("none", "was granted"),  # no token at all: c1's late write lands
+        ("unchecked", "took its token, token 1"),  # the resource ignores the tokens
+        ("master", "took its token, token 1"),  # master 1's counter restarted: c0 got token 1 too
+    ],
+)
+def test_a_stale_write_without_working_fencing_is_caught(masters, resource, fence, admitted):
+    target, servers = masters
+    m = machine_for(target, servers, fence=fence, resource_url=resource)(target)
+    try:
+        with pytest.raises(PropertyViolated) as info:
+            _two_holders_then_the_stale_write(m)
+        assert info.value.property == NO_STALE_WRITE
+        assert "the resource took c1#1's write over c0#2's" in info.value.detail
+        assert f"(#1, when it {admitted})" in info.value.detail
+        assert "its lease still valid: two holders at once" in info.value.detail
+    finally:
+        m.failed = True
+        m.teardown()
+
+
+def test_the_search_finds_the_unchecked_resources_stale_write(masters, resource):
+    """Not scripted: the fenced machine's own search catches a resource that ignores tokens."""
+    target, servers = masters
+    machine = machine_for(target, servers, fence="unchecked", resource_url=resource)
+    with pytest.raises(PropertyViolated) as info:
+        run_state_machine_as_test(lambda: machine(target), settings=machine_settings(300, shrink=False))  # type: ignore[arg-type]
+    assert info.value.property == NO_STALE_WRITE
+
+
+def test_the_fenced_search_keeps_the_resource_in_order(masters, resource):
+    """The same search with tokens from the resource's counter, checked: no stale write lands."""
+    target, servers = masters
+    machine = machine_for(target, servers, fence="resource", resource_url=resource)
     run_state_machine_as_test(lambda: machine(target), settings=machine_settings(60, shrink=False))  # type: ignore[arg-type]
