@@ -80,9 +80,22 @@ class SlotCheckingCluster(_SlotChecking, RedisCluster):
 class _SlotCheckingPipeline(_SlotChecking, ClusterPipeline):
     """ClusterPipeline noting its cross-slot transaction refusals (see SlotCheckingCluster)."""
 
+    #: The WATCH commands since the last reset (redis-py keeps them outside its queue).
+    _watched: tuple[tuple[Any, ...], ...] = ()
+
+    def watch(self, *names: Any) -> Any:
+        self._watched = (*self._watched, ("WATCH", *names))
+        try:
+            return super().watch(*names)
+        except CrossSlotTransactionError:
+            self._note_refusal(self._commands(), "WATCH")
+            raise
+
+    def reset(self) -> Any:  # ClusterPipeline.reset empties the pipeline (not RESET the command)
+        self._watched = ()
+        return super().reset()
+
     def execute_command(self, *args: Any, **kwargs: Any) -> Any:
-        if str(args[0]).upper() == "WATCH":
-            self._watched = [*getattr(self, "_watched", []), args]
         try:
             return super().execute_command(*args, **kwargs)
         except CrossSlotTransactionError:
@@ -96,12 +109,10 @@ class _SlotCheckingPipeline(_SlotChecking, ClusterPipeline):
         except CrossSlotTransactionError:
             self._note_refusal(commands, "MULTI/EXEC")
             raise
-        finally:
-            self._watched = []
 
     def _commands(self) -> list[tuple[Any, ...]]:
         """The WATCH commands so far and the queued commands."""
-        return [*getattr(self, "_watched", []), *(c.args for c in self._execution_strategy.command_queue)]
+        return [*self._watched, *(c.args for c in self._execution_strategy.command_queue)]
 
     def _note_refusal(self, commands: list[tuple[Any, ...]], what: str) -> None:
         keys: list[Any] = []

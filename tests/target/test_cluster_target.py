@@ -77,8 +77,12 @@ def test_a_transaction_over_two_slots_is_noted_with_its_keys(cluster_target):
         (refusal,) = refusals_since(mark)
         assert refusal.command == "MULTI/EXEC"
         assert [k for k, _ in refusal.keys] == ["a-key", "another-key"]
+        with pytest.raises(CrossSlotTransactionError):  # WATCH one slot, then write another
+            client.transaction(lambda pipe: (pipe.multi(), pipe.set("another-key", 1)), "a-key")
+        refusal = refusals_since(mark)[1]
+        assert [k for k, _ in refusal.keys] == ["a-key", "another-key"]
         client.transaction(lambda pipe: pipe.set("{a-key}:2", 1), "a-key")  # one slot: it runs
-        assert len(refusals_since(mark)) == 1
+        assert len(refusals_since(mark)) == 2
     finally:
         client.delete("{a-key}:2")
         client.close()
