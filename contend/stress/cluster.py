@@ -20,7 +20,7 @@ from contend.target.binary import RedisBinary, find_redis_server
 from contend.target.cluster import EmbeddedCluster
 from contend.target.cluster_client import SlotCheckingCluster
 from contend.target.sentinel import EmbeddedSentinelGroup
-from contend.target.server import EmbeddedRedis, Persistence
+from contend.target.server import EmbeddedRedis, Persistence, stop_each
 from contend.target.target import connect_url, is_cluster_url, node_url, sentinel_master
 
 
@@ -99,14 +99,14 @@ class Cluster:
         if self.nodes is not None:
             self.nodes.start()  # stops every node it started if it fails (or Ctrl-C)
             self.started = list(self.nodes.nodes)
-            self._note()
+            self.note_pids()
             self.description = f"{self.nodes.describe()} ({self.nodes.binary.source}), joined in {self.nodes.joined_in:.1f} s"
             return self
         if self.group is not None:
             self.group.start()  # stops every process it started if it fails (or Ctrl-C)
             self.started = [*self.group.servers, *self.group.sentinels]
             self.primary = self.group.servers[0]
-            self._note()
+            self.note_pids()
             self.description = f"{self.group.describe()} ({self.group.binary.source})"
             return self
         assert self.binary is not None
@@ -117,7 +117,7 @@ class Cluster:
         )
         self.started.append(self.primary)  # before start: Ctrl-C during it must still stop it
         self.primary.start()
-        self._note()
+        self.note_pids()
         self.description = self.primary.describe() + f" ({self.binary.source})"
         if self.persistence != "none":
             fsync = f", appendfsync {self.appendfsync}" if self.persistence == "aof" else ""
@@ -129,7 +129,7 @@ class Cluster:
             master = EmbeddedRedis(self.binary)  # no persistence: a restart comes back empty
             self.started.append(master)
             self.lock_masters.append(master.start())
-            self._note()
+            self.note_pids()
         if self.lock_masters:
             self.description += (
                 f", and {len(self.lock_masters)} independent masters for the lock (persistence off)"
@@ -150,14 +150,11 @@ class Cluster:
 
     def pids(self) -> list[int]:
         """Process ids of every redis-server this run has started so far (restarts included)."""
-        self._note()
+        self.note_pids()
         return list(self.pids_seen)
 
     def note_pids(self) -> None:
         """Remember the pids of every server started so far (a restart gives a new one)."""
-        self._note()
-
-    def _note(self) -> None:
         for server in self.started:
             if server.pid is not None and server.pid not in self.pids_seen:
                 self.pids_seen.append(server.pid)
@@ -173,7 +170,7 @@ class Cluster:
         """Start the killed primary again, on its port and directory."""
         assert self.primary is not None
         self.primary.start()
-        self._note()
+        self.note_pids()
         return self.primary
 
     # Faults ---------------------------------------------------------------------------------
@@ -188,7 +185,7 @@ class Cluster:
         )
         self.started.append(replica)
         self.replica = replica.start()
-        self._note()
+        self.note_pids()
         client = self.control(replica)
         try:
             deadline = time.monotonic() + timeout
@@ -249,9 +246,7 @@ class Cluster:
 
     def stop(self) -> None:
         """Stop every server this run started (SIGCONT first: a stopped server ignores SIGTERM)."""
-        for server in reversed(self.started):
-            with contextlib.suppress(Exception):
-                server.stop()
+        stop_each(self.started[::-1])
         if self.nodes is not None:
             self.nodes.stop()
         if self.group is not None:

@@ -81,15 +81,20 @@ class MasterRestart(MasterFault):
     def __init__(self, ctx: NemesisContext) -> None:
         super().__init__(ctx)
         self.tries = 0
+        self.clients: list[redis.Redis] = []
 
     def declined_because(self) -> str:
         return "it waits a little for a lease on a bare majority of the masters, and the run ended first"
 
-    def _leases(self) -> dict[bytes, list[int]]:
-        """Each token on the lock key now, with the masters holding it."""
-        held: dict[bytes, list[int]] = {}
-        for k, server in enumerate(self.masters):
-            with contextlib.suppress(redis.RedisError), server.client(socket_timeout=0.2) as client:
+    def _leases(self) -> dict[bytes | str, list[int]]:
+        """Each token on the lock key now, with the masters holding it. It is asked at every
+        tick while a worker holds the lock: one client per master serves the whole run (it
+        reconnects by itself to a master that restarted)."""
+        if not self.clients:
+            self.clients = [server.client(socket_timeout=0.2) for server in self.masters]
+        held: dict[bytes | str, list[int]] = {}
+        for k, client in enumerate(self.clients):
+            with contextlib.suppress(redis.RedisError):
                 token = client.get(self.ctx.lock_key or "")
                 if token is not None:
                     held.setdefault(token, []).append(k)
@@ -134,6 +139,9 @@ class MasterRestart(MasterFault):
 
     def heal(self) -> None:
         self.master = None  # the masters stop with the run
+        for client in self.clients:
+            client.close()
+        self.clients = []
 
 
 class Partition(MasterFault):

@@ -18,7 +18,6 @@ import contextlib
 import socket
 import time
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Any
 
 import redis
@@ -26,7 +25,7 @@ import redis.cluster
 
 from contend.errors import ContendError, ServerError
 from contend.target.binary import RedisBinary, find_redis_server
-from contend.target.server import EmbeddedRedis
+from contend.target.server import EmbeddedRedis, Lifecycle, stop_each
 
 SLOTS = 16384
 BUS_OFFSET = 10000
@@ -39,7 +38,7 @@ NODE_TIMEOUT_MS = 2000
 URL_SCHEME = "redis+cluster"
 
 
-class EmbeddedCluster:
+class EmbeddedCluster(Lifecycle):
     """`masters` master nodes, each with `replicas` replicas, on 127.0.0.1."""
 
     def __init__(
@@ -85,20 +84,7 @@ class EmbeddedCluster:
         """Stop every node (SIGTERM, then SIGKILL) and delete their directories."""
         nodes, self.nodes = self.nodes, []
         self._ids = {}
-        for node in nodes:
-            with contextlib.suppress(Exception):
-                node.stop(timeout)
-
-    def __enter__(self) -> EmbeddedCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        stop_each(nodes, timeout)
 
     # What it is -------------------------------------------------------------
     @property

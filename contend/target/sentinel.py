@@ -21,7 +21,6 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import redis
@@ -29,7 +28,7 @@ import redis.sentinel
 
 from contend.errors import ServerError
 from contend.target.binary import RedisBinary, find_redis_server
-from contend.target.server import EmbeddedRedis
+from contend.target.server import EmbeddedRedis, Lifecycle, stop_each
 
 MASTER_NAME = "contend"
 #: The URL scheme of a Sentinel-watched master: redis+sentinel://HOST:PORT[,HOST:PORT...]/NAME.
@@ -72,7 +71,7 @@ class EmbeddedSentinel(EmbeddedRedis):
         return f"embedded Sentinel at {self.host}:{self.port}"
 
 
-class EmbeddedSentinelGroup:
+class EmbeddedSentinelGroup(Lifecycle):
     """A master, one replica and three Sentinels (quorum 2) on 127.0.0.1."""
 
     def __init__(
@@ -114,20 +113,7 @@ class EmbeddedSentinelGroup:
     def stop(self, timeout: float = 5.0) -> None:
         processes: list[EmbeddedRedis] = [*self.sentinels, *self.servers]
         self.sentinels, self.servers = [], []
-        for process in processes:
-            with contextlib.suppress(Exception):
-                process.stop(timeout)
-
-    def __enter__(self) -> EmbeddedSentinelGroup:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
+        stop_each(processes, timeout)
 
     # What it is -------------------------------------------------------------
     @property

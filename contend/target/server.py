@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import redis
 
@@ -39,7 +39,36 @@ _live: set[EmbeddedRedis] = set()
 _live_lock = threading.Lock()
 
 
-class EmbeddedRedis:
+class Lifecycle:
+    """`with X() as x:` starts X and stops it on the way out, whatever happens inside (the
+    embedded server, cluster and Sentinel group alike)."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self, timeout: float = 5.0) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def stop_each(servers: Sequence[EmbeddedRedis], timeout: float = 5.0) -> None:
+    """Stop every one of `servers`, whatever stopping one of them raises."""
+    for server in servers:
+        with contextlib.suppress(Exception):
+            server.stop(timeout)
+
+
+class EmbeddedRedis(Lifecycle):
     """A redis-server child process on 127.0.0.1."""
 
     def __init__(
@@ -138,18 +167,6 @@ class EmbeddedRedis:
         if self.dir is None or not (self.dir / "redis.log").exists():
             return ""
         return "\n".join((self.dir / "redis.log").read_text(errors="replace").splitlines()[-lines:])
-
-    # Context manager --------------------------------------------------------
-    def __enter__(self) -> EmbeddedRedis:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         state = f"pid {self.pid}" if self.running else "stopped"
