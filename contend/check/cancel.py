@@ -29,7 +29,7 @@ from contend.check.faults import FAULT_TTL, key_state
 from contend.check.framework import Check, CheckContext, CheckFailed
 from contend.check.protocols import granted
 from contend.impl.catalog import CRASH_LIVENESS
-from contend.schedule.async_gate import CancelAt
+from contend.schedule.async_gate import CancelAt, drain
 from contend.schedule.scheduler import OperationResult, Scheduler
 
 #: Round trips an uncontended acquire or release may take before the check gives up counting.
@@ -75,7 +75,7 @@ def _scenario(ctx: CheckContext, operation: str, k: int, steps: int, where: Canc
         s.cancel(0, where)
         if not s.idle(0):  # the code caught the cancellation and carried on: let it finish
             finish(s, 0)
-        run_to_end(s, 0, _drain, "the loop finishes its background tasks")
+        run_to_end(s, 0, drain, "the loop finishes its background tasks")
         again = run_to_end(s, 0, lambda: holder.release(), "release() again")
         if again.error is not None:
             s.note(f"c0 release() again raised {type(again.error).__name__}: {again.error}")
@@ -173,15 +173,6 @@ def finish(s: Scheduler, index: int, max_steps: int = 500) -> None:
     raise CheckFailed(
         f"{s.clients[index].name} {s.clients[index].operation} did not end in {max_steps} steps"
     )
-
-
-async def _drain() -> None:
-    """Let the client's loop finish the tasks still pending on it (a shielded delete), as a
-    running program's loop would; bounded in virtual time."""
-    me = asyncio.current_task()
-    pending = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
-    if pending:
-        await asyncio.wait(pending, timeout=30)
 
 
 def indent(text: str) -> str:

@@ -19,14 +19,13 @@ shielded delete goes on), and:
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from contend.impl.catalog import CRASH_LIVENESS, MUTUAL_EXCLUSION
-from contend.schedule.async_gate import CancelAt
+from contend.schedule.async_gate import CancelAt, drain
 from contend.schedule.scheduler import Status
 
 #: An acquire drawn for cancellation is cancelled one time in ONE_IN: acquires are in flight most
@@ -93,7 +92,7 @@ def cancel_acquire(self: Any, which: int, while_awaiting_reply: bool, now: bool)
         # The acquire returned a grant in spite of the cancellation: the client holds the lock as
         # after any acquire (completed() has started its release).
         return
-    self.run_alone(index, _drain, "the loop finishes its background tasks")
+    self.run_alone(index, drain, "the loop finishes its background tasks")
     if _sent_since_start(self, index, "acquire") and not _surely_free(self, index):
         self.crashed(index)  # a lease nobody knows of, or none: its TTL must free the lock
     held = sorted(self.valid_holders() - {index})
@@ -123,7 +122,7 @@ def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
     self.step_alone(index, FINISH_STEPS)
     if index in self.in_flight:
         return  # the code caught the cancellation and carried on: its next steps come as any others
-    self.run_alone(index, _drain, "the loop finishes its background tasks")
+    self.run_alone(index, drain, "the loop finishes its background tasks")
     if was == "release()":
         self.run_alone(index, self.locks[index].release, "release() again")
     if CRASH_LIVENESS not in self.claims or self.reads_server_clock:
@@ -168,14 +167,6 @@ def _sent_since_start(machine: Any, index: int, operation: str) -> bool:
     return False
 
 
-async def _drain() -> None:
-    """Let the client's loop finish the tasks still pending on it, as a running loop would."""
-    me = asyncio.current_task()
-    pending = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
-    if pending:
-        await asyncio.wait(pending, timeout=30)
-
-
 def _registering(machine: Any) -> list[int]:
     """Clients in the middle of a register(), at a round trip or asleep."""
     return [
@@ -203,7 +194,7 @@ def cancel_register(self: Any, which: int, while_awaiting_reply: bool) -> None:
     self.scheduler.cancel(index, where)
     self._after_progress(index)
     if index not in self.in_flight:
-        self.run_alone(index, _drain, "the loop finishes its background tasks")
+        self.run_alone(index, drain, "the loop finishes its background tasks")
 
 
 #: The rules an async lock machine has on top of the LockMachine's.

@@ -252,3 +252,12 @@ async def _sleep(delay: float, result: Any = None) -> Any:
 def _set_unless_cancelled(future: asyncio.Future[Any], result: Any) -> None:
     if not future.cancelled():
         future.set_result(result)
+
+
+async def drain() -> None:
+    """Let the client's loop finish the tasks still pending on it (a shielded delete), as a
+    running program's loop would; bounded in virtual time (the loop's clock is the scheduler's)."""
+    me = asyncio.current_task()
+    pending = [t for t in asyncio.all_tasks() if t is not me and not t.done()]
+    if pending:
+        await asyncio.wait(pending, timeout=30)
