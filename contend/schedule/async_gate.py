@@ -53,6 +53,10 @@ _originals: dict[str, Any] = {}
 #: Set in the task of a cluster client finding out the cluster's layout (not a thread-local: on
 #: one loop, another task of the same client may send a gated command meanwhile).
 _discovering: contextvars.ContextVar[bool] = contextvars.ContextVar("contend_discovering", default=False)
+#: Set while a connection says hello (HELLO, CLIENT SETINFO): per task, not per thread, as a
+#: cluster client connects to several nodes at once from tasks of one loop (a script loaded on
+#: every node), and one task's handshake ending must not make another's count as steps.
+_handshaking: contextvars.ContextVar[bool] = contextvars.ContextVar("contend_handshaking", default=False)
 #: What a cluster client calls to find out the cluster's layout: (holder, attribute).
 _DISCOVERY = (
     (redis.asyncio.cluster.NodesManager, "initialize"),
@@ -111,7 +115,7 @@ def unpatch() -> None:
 def _scheduled() -> ClientHandle | None:
     """The scheduled client whose loop runs this code, if any (not during a handshake)."""
     client = gate.current()
-    if client is None or gate._in_handshake() or _discovering.get():
+    if client is None or _handshaking.get() or _discovering.get():
         return None
     return client
 
@@ -185,12 +189,11 @@ async def _read_cancelled(conn: Any, client: ClientHandle, *args: Any, **kwargs:
 
 
 async def _ungated_handshake(self: Any, *args: Any, **kwargs: Any) -> Any:
-    outer = gate._in_handshake()
-    gate._local.handshake = True
+    token = _handshaking.set(True)
     try:
         return await _originals["handshake"](self, *args, **kwargs)
     finally:
-        gate._local.handshake = outer
+        _handshaking.reset(token)
 
 
 def _ungated_discovery(original: Any) -> Any:
