@@ -112,9 +112,9 @@ def _force_exit(code: int) -> None:
     for report in _last_words:
         with contextlib.suppress(Exception):
             report()
-    # Servers exist only if contend.target.server was imported (a command that never starts
+    # Servers exist only if contend.servers.server was imported (a command that never starts
     # one, such as `contend history check`, does not pay for importing redis-py here).
-    server = sys.modules.get("contend.target.server")
+    server = sys.modules.get("contend.servers.server")
     if server is not None:
         with contextlib.suppress(Exception):
             server.stop_all(timeout=1.0)

@@ -25,9 +25,9 @@ import pytest
 import redis
 
 from contend.schedule.scheduler import Scheduler
-from contend.target.keyspace import Namespace
-from contend.target.server import EmbeddedRedis
-from contend.target.target import Target, open_target
+from contend.servers.keyspace import Namespace
+from contend.servers.server import EmbeddedRedis
+from contend.servers.target import Target, open_target
 
 
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:

@@ -52,7 +52,7 @@ from contend.machines.base import ScheduledMachine
 from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
 from contend.schedule.gate import check_redis_py
-from contend.target.target import Target, open_target
+from contend.servers.target import Target, open_target
 
 if TYPE_CHECKING:
     from typing import Unpack

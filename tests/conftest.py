@@ -6,7 +6,7 @@ import pytest
 import redis
 
 from contend.impl.catalog import SEED_LAYOUT_DBS
-from contend.target.keyspace import Namespace
+from contend.servers.keyspace import Namespace
 
 
 @pytest.fixture

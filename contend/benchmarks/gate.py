@@ -20,7 +20,7 @@ import redis
 import redis.asyncio
 
 from contend.schedule.scheduler import Scheduler
-from contend.target.target import Target
+from contend.servers.target import Target
 
 #: Round trips per slice, and slices per kind (alternating).
 PER_SLICE = 400

@@ -19,9 +19,9 @@ import redis
 
 from contend.benchmarks.rates import Rate, interleaved, measure_concurrent, raw_rates
 from contend.impl.catalog import Implementation, family
-from contend.target.keyspace import Namespace
-from contend.target.tap import tap
-from contend.target.target import Target
+from contend.servers.keyspace import Namespace
+from contend.servers.tap import tap
+from contend.servers.target import Target
 
 TTL_MS = 10_000
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import redis
 
 if TYPE_CHECKING:
-    from contend.target.target import Target
+    from contend.servers.target import Target
 
 SLICES = 6  # alternating slices per interleaved measurement
 

@@ -12,8 +12,8 @@ import redis
 
 from contend.benchmarks.rates import Rate, interleaved, measure_concurrent, median_seconds, raw_rates
 from contend.impl.catalog import SEED_LAYOUT_DBS, Implementation, family
-from contend.target.keyspace import Namespace
-from contend.target.target import Target
+from contend.servers.keyspace import Namespace
+from contend.servers.target import Target
 
 
 @dataclass(frozen=True)

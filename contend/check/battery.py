@@ -46,9 +46,9 @@ from contend.check.schedule import SCHEDULE
 from contend.check.semaphore import SEMAPHORE_CHECKS
 from contend.check.single_flight import SINGLE_FLIGHT_CHECKS
 from contend.impl import catalog
-from contend.target.cluster_client import CrossSlotError
-from contend.target.keyspace import Namespace
-from contend.target.target import Target
+from contend.servers.cluster_client import CrossSlotError
+from contend.servers.keyspace import Namespace
+from contend.servers.target import Target
 
 BATTERIES: dict[str, list[Check]] = {
     "registry": [*REGISTRY_CHECKS, SCHEDULE],

@@ -1,5 +1,5 @@
 """Fault tooling for the lock batteries: crashes at a chosen round trip (through the round-trip
-tap, `contend.target.tap`), extra clients, what a lock left behind.
+tap, `contend.servers.tap`), extra clients, what a lock left behind.
 
 Faults are real: time passes (short TTLs, real sleeps), a client "crashes"
 by having its connection refuse the next round trip (`SimulatedCrash`), a
@@ -16,7 +16,7 @@ import redis
 
 from contend.check.framework import CheckContext, CheckFailed
 from contend.impl.connection import glob_escape
-from contend.target.tap import RoundTrips, tap
+from contend.servers.tap import RoundTrips, tap
 
 #: Lease lengths (ms). Short, so expiry is a real event that costs little time.
 MODEL_TTL = 250

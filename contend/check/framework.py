@@ -22,10 +22,10 @@ import redis
 
 from contend.errors import Abandoned
 from contend.impl.catalog import CLUSTER_SLOTS, PROPERTY_KINDS
-from contend.target.cluster_client import disconnect, refusals_count, refusals_since
-from contend.target.keyspace import Namespace
-from contend.target.tap import RoundTrips, tap
-from contend.target.target import Target
+from contend.servers.cluster_client import disconnect, refusals_count, refusals_since
+from contend.servers.keyspace import Namespace
+from contend.servers.tap import RoundTrips, tap
+from contend.servers.target import Target
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 
@@ -91,7 +91,7 @@ class CheckContext:
 
     def tapped_client(self) -> tuple[redis.Redis, RoundTrips]:
         """A new connected client (closed when the check ends) whose round trips from now on are
-        counted, and can be crashed or paused (`contend.target.tap`)."""
+        counted, and can be crashed or paused (`contend.servers.tap`)."""
         self.check_abandoned()
         client = self.target.client()
         with self._lock:

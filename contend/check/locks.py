@@ -47,7 +47,7 @@ from contend.impl.catalog import (
 from contend.impl.locks.fenced import FencedResource
 from contend.models.base import UNKNOWN, Op
 from contend.models.lease import LeaseModel
-from contend.target.tap import SimulatedCrash
+from contend.servers.tap import SimulatedCrash
 
 # --- the lease model, step by step ----------------------------------------------------------------
 

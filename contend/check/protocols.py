@@ -221,7 +221,7 @@ def detect_async_capabilities(factory: Callable[..., Any], kind: str, url: str, 
     end on a loop of their own."""
     import asyncio
 
-    from contend.target.target import async_client
+    from contend.servers.target import async_client
 
     async def probe() -> Capabilities:
         client = async_client(url)

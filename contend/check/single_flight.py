@@ -17,7 +17,7 @@ from contend.check.locks import BAD_TTLS
 from contend.impl.catalog import BAD_INPUT, LEADER_FAILURE, RUNS_ONCE, SHARED_RESULT
 from contend.models.base import Op
 from contend.models.single_flight import FAILED, LEADER_FAILED, TIMEOUT, SingleFlightModel
-from contend.target.tap import SimulatedCrash
+from contend.servers.tap import SimulatedCrash
 
 
 class _Calls:

@@ -21,7 +21,7 @@ from contend.commands.names import COMMANDS
 from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
 from contend.commands.progress import Reporter
 from contend.exitcodes import ExitCode
-from contend.target.target import open_target
+from contend.servers.target import open_target
 
 FAMILIES = ("registry", "lock", "gate")
 #: Concurrent clients when --clients is not given.

@@ -48,8 +48,8 @@ from contend.errors import ContendError
 from contend.exitcodes import ExitCode
 from contend.impl import catalog
 from contend.schedule.gate import check_redis_py
-from contend.target.cluster import check_cluster_option
-from contend.target.target import open_target
+from contend.servers.cluster import check_cluster_option
+from contend.servers.target import open_target
 
 ALL_CHECKS = sorted({c.name for checks in (*BATTERIES.values(), *ASYNC_BATTERIES.values()) for c in checks})
 ALL_PROPERTIES = sorted({p for family in BATTERIES for p in catalog.properties_of(family)})

@@ -24,8 +24,8 @@ from contend.exitcodes import ExitCode
 from contend.load import sweep as sw
 from contend.load.workloads import USER_WORKLOADS, WORKLOADS
 from contend.report.data import SweepData, load_sweep, process_comparison_table
-from contend.target.keyspace import new_run_id
-from contend.target.target import open_target
+from contend.servers.keyspace import new_run_id
+from contend.servers.target import open_target
 
 
 def int_list(text: str) -> list[int]:

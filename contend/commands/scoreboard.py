@@ -27,7 +27,7 @@ from contend.schedule.gate import check_redis_py
 from contend.scoreboard import render
 from contend.scoreboard.libraries import LIBRARIES, Library, by_key
 from contend.scoreboard.run import LibraryResult, Scoreboard, run_scoreboard
-from contend.target.target import open_target
+from contend.servers.target import open_target
 
 #: Interleavings per row: a full run, and --quick (the test suite's).
 FULL_EXAMPLES = 200

@@ -13,9 +13,9 @@ from contend import exitcodes
 from contend.commands.arguments import HelpFormatter
 from contend.commands.names import COMMANDS
 from contend.errors import ContendError
-from contend.target.binary import RedisBinary, find_redis_server, host_platform
-from contend.target.cluster import MAX_MASTERS, MAX_REPLICAS, MIN_MASTERS, EmbeddedCluster
-from contend.target.server import EmbeddedRedis
+from contend.servers.binary import RedisBinary, find_redis_server, host_platform
+from contend.servers.cluster import MAX_MASTERS, MAX_REPLICAS, MIN_MASTERS, EmbeddedCluster
+from contend.servers.server import EmbeddedRedis
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:

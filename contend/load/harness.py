@@ -60,10 +60,10 @@ from contend.load import workloads as wl
 from contend.load.instrument import counting_client, round_trips
 from contend.load.metrics import OperationMetrics, Tally, bucket_ms
 from contend.load.tallies import REPORT_KEY, Collector, Merged, Snapshot
-from contend.target.binary import find_redis_server
-from contend.target.keyspace import Namespace, new_run_id
-from contend.target.server import EmbeddedRedis
-from contend.target.target import connect_url, mask_url
+from contend.servers.binary import find_redis_server
+from contend.servers.keyspace import Namespace, new_run_id
+from contend.servers.server import EmbeddedRedis
+from contend.servers.target import connect_url, mask_url
 
 log = logging.getLogger("contend")
 

@@ -10,7 +10,7 @@ import redis
 
 from contend.impl.locks.token import TokenLock
 from contend.load.metrics import OperationMetrics
-from contend.target.tap import round_trips, tap
+from contend.servers.tap import round_trips, tap
 
 
 def counting_client(url: str, **kwargs: Any) -> redis.Redis:

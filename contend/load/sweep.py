@@ -44,8 +44,8 @@ from contend.errors import ContendError
 from contend.load.ceiling import find_redis_benchmark, measure_ceiling
 from contend.load.cpu import CpuSampler
 from contend.load.workloads import LoadInputError, check_positive, user_impl, user_strategy, workload
-from contend.target.keyspace import Namespace
-from contend.target.target import Target
+from contend.servers.keyspace import Namespace
+from contend.servers.target import Target
 
 SWEEP_FILE = "sweep.json"
 RAW_DIR = "raw"

@@ -39,8 +39,8 @@ from contend.errors import Abandoned
 from contend.impl.catalog import PROGRESS
 from contend.schedule import DrawChooser, Scheduler, Status
 from contend.schedule.scheduler import schedule_expression
-from contend.target.keyspace import Namespace
-from contend.target.target import Target
+from contend.servers.keyspace import Namespace
+from contend.servers.target import Target
 
 #: Connected clients left by finished examples, per server URL: an example takes
 #: them instead of connecting anew (a connect costs more than a whole step).

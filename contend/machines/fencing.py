@@ -43,7 +43,7 @@ from hypothesis.stateful import precondition, rule
 from contend.impl.locks.errors import StaleFencingTokenError
 from contend.impl.locks.fenced import FencedResource
 from contend.machines.locks import LockMachine
-from contend.target.target import Target
+from contend.servers.target import Target
 
 NO_STALE_WRITE = "no-stale-write"
 

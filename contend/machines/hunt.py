@@ -23,7 +23,7 @@ from contend.impl.catalog import ASYNC_IMPLEMENTATIONS, IMPLEMENTATIONS, Impleme
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
-from contend.target.target import Target, open_target
+from contend.servers.target import Target, open_target
 
 
 @dataclass

@@ -60,7 +60,7 @@ from contend.impl.catalog import (
 )
 from contend.machines.base import ScheduledMachine
 from contend.schedule.scheduler import Status, TraceEntry
-from contend.target.target import Target
+from contend.servers.target import Target
 
 TTL_MS = 10_000
 #: Stalls and pauses are drawn rarely (one draw in this many): a stall ends the very leases whose

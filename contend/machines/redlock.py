@@ -46,8 +46,8 @@ from contend.machines.base import PropertyViolated
 from contend.machines.fencing import FENCES, NO_STALE_WRITE, CriticalSections
 from contend.machines.hunt import run_once
 from contend.machines.locks import _RARELY, LockMachine
-from contend.target.server import EmbeddedRedis
-from contend.target.target import Target
+from contend.servers.server import EmbeddedRedis
+from contend.servers.target import Target
 
 MASTERS = 5
 #: The masters a partition cuts a client off from: a minority.

@@ -28,7 +28,7 @@ from hypothesis.stateful import precondition, rule
 
 from contend.impl.catalog import GAP_FREE, NO_SPURIOUS_ERRORS, STABLE_IDS, TABLES_AGREE, UNIQUE_IDS
 from contend.machines.base import ScheduledMachine
-from contend.target.target import Target
+from contend.servers.target import Target
 
 NAMES = ("a", "b", "c")
 

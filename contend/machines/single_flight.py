@@ -27,7 +27,7 @@ from hypothesis.stateful import precondition, rule
 
 from contend.impl.catalog import LEADER_FAILURE, RUNS_ONCE, SHARED_RESULT
 from contend.machines.base import ScheduledMachine
-from contend.target.target import Target
+from contend.servers.target import Target
 
 LEASE_MS = 10_000
 

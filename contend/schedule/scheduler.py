@@ -29,7 +29,7 @@ from typing import Any
 
 from contend.schedule import gate
 from contend.schedule.async_gate import CancelAt, VirtualClockLoop
-from contend.target.cluster_client import disconnect
+from contend.servers.cluster_client import disconnect
 
 
 class SchedulerError(RuntimeError):

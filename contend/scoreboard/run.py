@@ -21,9 +21,9 @@ from contend.check.schedule import SCHEDULE
 from contend.impl.catalog import BAD_INPUT, PROGRESS
 from contend.scoreboard.expected import Finding, expected_failures
 from contend.scoreboard.libraries import Library, LibraryMissing
-from contend.target.binary import find_redis_server
-from contend.target.server import EmbeddedRedis
-from contend.target.target import Target
+from contend.servers.binary import find_redis_server
+from contend.servers.server import EmbeddedRedis
+from contend.servers.target import Target
 
 PASS_V, FAIL_V, INCONCLUSIVE_V, NOT_CLAIMED = "pass", "fail", "inconclusive", ""
 #: Checks that judge the adapter rather than the library.

@@ -15,13 +15,13 @@ from collections.abc import Callable
 import redis
 
 from contend.errors import ServerError
+from contend.servers.binary import RedisBinary, find_redis_server
+from contend.servers.cluster import EmbeddedCluster
+from contend.servers.cluster_client import SlotCheckingCluster
+from contend.servers.sentinel import EmbeddedSentinelGroup
+from contend.servers.server import EmbeddedRedis, Persistence, stop_each
+from contend.servers.target import connect_url, is_cluster_url, node_url, sentinel_master
 from contend.stress.signals import wait_stopped
-from contend.target.binary import RedisBinary, find_redis_server
-from contend.target.cluster import EmbeddedCluster
-from contend.target.cluster_client import SlotCheckingCluster
-from contend.target.sentinel import EmbeddedSentinelGroup
-from contend.target.server import EmbeddedRedis, Persistence, stop_each
-from contend.target.target import connect_url, is_cluster_url, node_url, sentinel_master
 
 
 class Cluster:

@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from contend.servers.server import EmbeddedRedis
 from contend.stress.board import Board
 from contend.stress.cluster import Cluster
-from contend.target.server import EmbeddedRedis
 
 #: Default length of a server pause, of a client pause outside locks, and the failover's lag (ms).
 DEFAULT_FAULT_MS = 500

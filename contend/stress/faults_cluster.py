@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import redis
 
+from contend.servers.cluster import EmbeddedCluster
+from contend.servers.server import EmbeddedRedis
 from contend.stress.fault import (
     AwaitsPromotion,
     Fault,
@@ -15,8 +17,6 @@ from contend.stress.fault import (
     address,
     millis,
 )
-from contend.target.cluster import EmbeddedCluster
-from contend.target.server import EmbeddedRedis
 
 
 def _describe_slot(slot: int, keys: Sequence[str]) -> str:

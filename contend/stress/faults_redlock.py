@@ -8,6 +8,7 @@ import time
 import redis
 
 from contend.errors import ServerError
+from contend.servers.server import EmbeddedRedis
 from contend.stress.board import Field, WorkerPhase
 from contend.stress.fault import (
     DEFAULT_FAULT_MS,
@@ -18,7 +19,6 @@ from contend.stress.fault import (
 )
 from contend.stress.masters import cut_mask
 from contend.stress.signals import wait_stopped
-from contend.target.server import EmbeddedRedis
 
 
 class MasterFault(Fault):

@@ -7,14 +7,14 @@ import time
 
 import redis
 
+from contend.servers.sentinel import EmbeddedSentinelGroup
+from contend.servers.server import EmbeddedRedis
 from contend.stress.board import Field, WorkerPhase
 from contend.stress.fault import (
     AwaitsPromotion,
     NemesisContext,
     address,
 )
-from contend.target.sentinel import EmbeddedSentinelGroup
-from contend.target.server import EmbeddedRedis
 
 
 class SentinelFailover(AwaitsPromotion):

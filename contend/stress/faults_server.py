@@ -8,6 +8,7 @@ import signal
 import time
 
 from contend.errors import ServerError
+from contend.servers.server import EmbeddedRedis
 from contend.stress.board import Field, WorkerPhase
 from contend.stress.fault import (
     DEFAULT_FAULT_MS,
@@ -16,7 +17,6 @@ from contend.stress.fault import (
     millis,
 )
 from contend.stress.signals import signal_process, wait_stopped
-from contend.target.server import EmbeddedRedis
 
 
 class ClientPause(Fault):

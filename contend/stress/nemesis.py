@@ -51,6 +51,7 @@ from collections.abc import Sequence
 
 from contend import interrupt
 from contend.errors import ContendError
+from contend.servers.target import mask_url
 from contend.stress.fault import (
     CLUSTER_FAILOVER_CAP_MS,
     CLUSTER_FAILOVER_MS,
@@ -65,7 +66,6 @@ from contend.stress.faults_cluster import ClusterFailover, Reshard
 from contend.stress.faults_redlock import MasterPause, MasterRestart, Partition
 from contend.stress.faults_sentinel import SentinelFailover
 from contend.stress.faults_server import ClientPause, Failover, ServerKill, ServerPause
-from contend.target.target import mask_url
 
 __all__ = [
     "CLUSTER_FAILOVER_CAP_MS",

@@ -58,6 +58,9 @@ from contend.history.invariants import Violation
 from contend.history.models import HistoryCheck, exit_code, history_check
 from contend.history.records import Call, Record, make_record, pair
 from contend.impl.catalog import IMPLEMENTATIONS, SEED_LAYOUT_DBS, Implementation, by_name
+from contend.servers.cluster import check_cluster_option
+from contend.servers.keyspace import Namespace, new_run_id
+from contend.servers.target import is_cluster_url
 from contend.stress.board import Board, Field
 from contend.stress.cluster import Cluster
 from contend.stress.masters import DEFAULT_MASTERS, MULTI_MASTER_LOCKS, check_masters
@@ -74,9 +77,6 @@ from contend.stress.workers import (
     worker_main,
     workload_key,
 )
-from contend.target.cluster import check_cluster_option
-from contend.target.keyspace import Namespace, new_run_id
-from contend.target.target import is_cluster_url
 
 MAX_PROCS = 256
 #: How long workers may take to start (spawned interpreters import redis-py and the implementations).

@@ -58,11 +58,11 @@ from contend.impl.catalog import Implementation
 from contend.impl.locks.errors import LockNotOwnedError, StaleFencingTokenError
 from contend.impl.locks.fenced import FencedResource
 from contend.impl.registry.base import RegistrationError
+from contend.servers.cluster_client import SlotCheckingCluster
+from contend.servers.tap import tap
+from contend.servers.target import is_cluster_url, is_sentinel_url, node_url, sentinel_master
 from contend.stress.board import Board, Field, WorkerPhase
 from contend.stress.masters import MULTI_MASTER_LOCKS, master_clients
-from contend.target.cluster_client import SlotCheckingCluster
-from contend.target.tap import tap
-from contend.target.target import is_cluster_url, is_sentinel_url, node_url, sentinel_master
 
 #: Families `contend stress` can drive.
 FAMILIES = ("registry", "lock")

@@ -12,8 +12,8 @@ import redis.asyncio.cluster
 from contend.cli import main
 from contend.impl.locks import async_token
 from contend.schedule.scheduler import Scheduler
-from contend.target.cluster_client import CrossSlotError, refusals_count, refusals_since
-from contend.target.target import open_target
+from contend.servers.cluster_client import CrossSlotError, refusals_count, refusals_since
+from contend.servers.target import open_target
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from contend.cli import main
-from contend.target.binary import ENV_VAR, Candidate, host_platform
-from tests.target.test_binary import clean_lookup, foreign_elf, real, use_wheels
+from contend.servers.binary import ENV_VAR, Candidate, host_platform
+from tests.servers.test_binary import clean_lookup, foreign_elf, real, use_wheels
 
 __all__ = ["clean_lookup", "real"]  # fixtures
 

@@ -21,7 +21,7 @@ from contend.stress.nemesis import (
     ServerPause,
     parse_nemeses,
 )
-from tests.target.test_server import wait_gone
+from tests.servers.test_server import wait_gone
 
 
 def state(pid: int) -> str:

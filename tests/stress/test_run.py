@@ -22,7 +22,7 @@ from contend.cli import main
 from contend.history.checker import Linearizability
 from contend.history.records import pair
 from contend.stress.run import StressOptions, StressResult, merge, run_stress
-from tests.target.test_server import wait_gone
+from tests.servers.test_server import wait_gone
 
 ROOT = Path(__file__).resolve().parents[2]
 

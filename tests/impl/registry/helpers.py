@@ -8,7 +8,7 @@ import redis
 
 from contend.impl.catalog import Implementation
 from contend.impl.registry import Registerer
-from contend.target.keyspace import Namespace
+from contend.servers.keyspace import Namespace
 
 
 def build(impl: Implementation, client: redis.Redis, ns: Namespace) -> Any:

@@ -13,8 +13,8 @@ import pytest
 import redis
 
 from contend.cli import main
-from contend.target.cluster import SLOTS, EmbeddedCluster, check_size
-from tests.target.test_server import wait_gone
+from contend.servers.cluster import SLOTS, EmbeddedCluster, check_size
+from tests.servers.test_server import wait_gone
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,7 +133,7 @@ def test_a_plain_script_starts_and_stops_a_cluster(tmp_path):
     script.write_text(
         textwrap.dedent(
             """
-            from contend.target.cluster import EmbeddedCluster
+            from contend.servers.cluster import EmbeddedCluster
             with EmbeddedCluster(3) as cluster:
                 client = cluster.client()
                 client.set("a", "1")
@@ -153,7 +153,7 @@ def test_a_resharded_slot_shows_in_the_trace_as_moved_and_a_retry_on_its_new_nod
     """One round trip to one node is one step; a stale slot map costs a MOVED reply and a retry
     on the slot's new owner, each a step of its own, each naming its node."""
     from contend.schedule.scheduler import Scheduler
-    from contend.target.cluster_client import SlotCheckingCluster
+    from contend.servers.cluster_client import SlotCheckingCluster
 
     with EmbeddedCluster(3) as cluster:
         first = cluster.nodes[0]

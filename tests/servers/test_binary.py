@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from contend.errors import ServerError
-from contend.target import binary
-from contend.target.binary import ENV_VAR, Candidate, binary_platform, find_redis_server, host_platform
+from contend.servers import binary
+from contend.servers.binary import ENV_VAR, Candidate, binary_platform, find_redis_server, host_platform
 
 NOT_HERE = platform.machine().lower() not in ("x86_64", "amd64")  # aarch64 hosts get an x86-64 ELF
 

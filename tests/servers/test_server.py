@@ -15,8 +15,8 @@ import pytest
 import redis
 
 from contend.errors import ServerError
-from contend.target.binary import ENV_VAR, find_redis_server
-from contend.target.server import EmbeddedRedis
+from contend.servers.binary import ENV_VAR, find_redis_server
+from contend.servers.server import EmbeddedRedis
 
 
 def wait_gone(pid: int, timeout: float = 10.0) -> bool:
@@ -140,7 +140,7 @@ ORPHAN_SCRIPT = textwrap.dedent(
     # Ctrl-C as on a terminal, whatever this test's process left behind (a process that ignores
     # SIGINT passes SIG_IGN on to its children, and Python then installs no KeyboardInterrupt).
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    from contend.target.server import EmbeddedRedis
+    from contend.servers.server import EmbeddedRedis
     server = EmbeddedRedis().start()
     print(server.pid, server.dir, flush=True)
     if sys.argv[1] == "raise":

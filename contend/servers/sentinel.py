@@ -27,8 +27,8 @@ import redis
 import redis.sentinel
 
 from contend.errors import ServerError
-from contend.target.binary import RedisBinary, find_redis_server
-from contend.target.server import EmbeddedRedis, Lifecycle, stop_each
+from contend.servers.binary import RedisBinary, find_redis_server
+from contend.servers.server import EmbeddedRedis, Lifecycle, stop_each
 
 MASTER_NAME = "contend"
 #: The URL scheme of a Sentinel-watched master: redis+sentinel://HOST:PORT[,HOST:PORT...]/NAME.
@@ -284,10 +284,10 @@ def lost_writes(group: EmbeddedSentinelGroup, prefix: str = "contend:failover") 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m contend.target.sentinel --failovers N`: failover time and writes lost, per failover."""
+    """`python -m contend.servers.sentinel --failovers N`: failover time and writes lost, per failover."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m contend.target.sentinel", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m contend.servers.sentinel", description=main.__doc__)
     parser.add_argument("--failovers", type=int, default=5, help="failovers to measure, each on a new group")
     args = parser.parse_args(argv)
     for k in range(args.failovers):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from contend.target.sentinel import EmbeddedSentinelGroup, lost_writes
-from tests.target.test_server import wait_gone
+from contend.servers.sentinel import EmbeddedSentinelGroup, lost_writes
+from tests.servers.test_server import wait_gone
 
 
 def test_a_killed_master_is_replaced_and_sentinel_clients_follow():

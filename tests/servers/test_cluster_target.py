@@ -10,8 +10,8 @@ from redis.exceptions import CrossSlotTransactionError
 
 from contend.cli import main
 from contend.errors import TargetError
-from contend.target.cluster_client import CrossSlotError, refusals_count, refusals_since
-from contend.target.target import connect_url, open_target
+from contend.servers.cluster_client import CrossSlotError, refusals_count, refusals_since
+from contend.servers.target import connect_url, open_target
 
 
 @pytest.fixture(scope="module")

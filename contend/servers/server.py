@@ -29,7 +29,7 @@ from typing import Any, Literal, Self
 import redis
 
 from contend.errors import ServerError
-from contend.target.binary import RedisBinary, find_redis_server
+from contend.servers.binary import RedisBinary, find_redis_server
 
 Persistence = Literal["none", "aof", "rdb"]
 DIR_PREFIX = "contend-redis-"

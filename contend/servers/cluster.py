@@ -24,8 +24,8 @@ import redis
 import redis.cluster
 
 from contend.errors import ContendError, ServerError
-from contend.target.binary import RedisBinary, find_redis_server
-from contend.target.server import EmbeddedRedis, Lifecycle, stop_each
+from contend.servers.binary import RedisBinary, find_redis_server
+from contend.servers.server import EmbeddedRedis, Lifecycle, stop_each
 
 SLOTS = 16384
 BUS_OFFSET = 10000

@@ -18,7 +18,7 @@ from typing import Any
 
 import redis
 
-from contend.target.cluster_client import pools_of
+from contend.servers.cluster_client import pools_of
 
 
 class SimulatedCrash(BaseException):

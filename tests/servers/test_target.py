@@ -6,9 +6,9 @@ import pytest
 
 from contend.cli import main
 from contend.errors import NamespaceInUse, TargetError
-from contend.target.keyspace import Namespace
-from contend.target.server import EmbeddedRedis
-from contend.target.target import connect_url, mask_url
+from contend.servers.keyspace import Namespace
+from contend.servers.server import EmbeddedRedis
+from contend.servers.target import connect_url, mask_url
 
 
 @pytest.mark.parametrize(

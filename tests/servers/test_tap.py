@@ -8,7 +8,7 @@ import pytest
 import redis
 
 from contend.impl.locks.token import TokenLock
-from contend.target.tap import RoundTrips, SimulatedCrash, round_trips, tap
+from contend.servers.tap import RoundTrips, SimulatedCrash, round_trips, tap
 
 
 def test_tap_counts_round_trips_and_crashes_on_budget(contend_target, client, ns):

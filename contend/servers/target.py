@@ -14,13 +14,13 @@ import redis.cluster
 import redis.sentinel
 
 from contend.errors import TargetError
-from contend.target.binary import find_redis_server
-from contend.target.cluster import URL_SCHEME as CLUSTER_SCHEME
-from contend.target.cluster import EmbeddedCluster
-from contend.target.cluster_client import SlotCheckingAsyncCluster, SlotCheckingCluster
-from contend.target.keyspace import Namespace
-from contend.target.sentinel import URL_SCHEME as SENTINEL_SCHEME
-from contend.target.server import EmbeddedRedis, Persistence
+from contend.servers.binary import find_redis_server
+from contend.servers.cluster import URL_SCHEME as CLUSTER_SCHEME
+from contend.servers.cluster import EmbeddedCluster
+from contend.servers.cluster_client import SlotCheckingAsyncCluster, SlotCheckingCluster
+from contend.servers.keyspace import Namespace
+from contend.servers.sentinel import URL_SCHEME as SENTINEL_SCHEME
+from contend.servers.server import EmbeddedRedis, Persistence
 
 
 def mask_url(url: str) -> str:
