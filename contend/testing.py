@@ -32,19 +32,14 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from contend.check.battery import (
     BATTERIES,
-    DEFAULT_CLAIMS,
     USER_CHECK_SECONDS,
     USER_RUN_SECONDS,
     USER_SCHEDULE_EXAMPLES,
     ResultRow,
-    factory_name,
     run_battery,
-    user_factory,
-    user_subject,
 )
 from contend.check.framework import CheckOptions
 from contend.check.noise import quieted
-from contend.check.protocols import protocol
 from contend.check.report import claims_lines, evidence_lines
 from contend.check.schedule import SCHEDULE, parse_replay
 from contend.impl import catalog
@@ -53,6 +48,10 @@ from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
 from contend.schedule.gate import check_redis_py
 from contend.servers.target import Target, open_target
+from contend.subject.claims import DEFAULT_CLAIMS
+from contend.subject.loader import factory_name, user_factory
+from contend.subject.protocols import protocol
+from contend.subject.subject import user_subject
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -123,7 +122,7 @@ def check(
     those checks (`--check`), `replay` re-runs one recorded schedule example (`--replay`).
     Raises ContendCheckFailed (an AssertionError) when a property broke, or when a check was
     inconclusive and `allow_inconclusive` is False; ValueError or TypeError on bad arguments and
-    contend.check.protocols.ProtocolError for a factory that does not follow the protocol,
+    contend.subject.protocols.ProtocolError for a factory that does not follow the protocol,
     before any server is used.
     """
     __tracebackhide__ = True  # pytest shows the caller's line and the evidence, not this function

@@ -47,6 +47,8 @@ CRASH_LIVENESS = "crash-liveness"  # a holder that dies at any round trip blocks
 FENCING = "fencing"  # every grant carries a larger token; a paused holder's late write is refused
 FIFO = "fifo"  # waiters are granted in the order they asked
 LOCK_PROPERTIES = frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, CRASH_LIVENESS, FENCING, FIFO})
+#: What a lease (a lock or semaphore whose holder's hold runs out) claims unless it says otherwise.
+LEASE_CLAIMS = frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, CRASH_LIVENESS})
 
 # Every implementation: its operations finish (no livelock, no deadlock) once the schedule lets them.
 PROGRESS = "progress"
@@ -161,7 +163,6 @@ _THREE_DBS = "uses databases 15, 14 and 13; a Redis Cluster has database 0 only"
 # Racy registries: concurrent registration fails or leaves a gap, and a client that dies between
 # writing the forward and the inverse table leaves them disagreeing.
 _RACY = frozenset({NO_SPURIOUS_ERRORS, GAP_FREE, TABLES_AGREE})
-_LEASE = frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, CRASH_LIVENESS})
 _FLIGHT = SINGLE_FLIGHT_PROPERTIES
 
 IMPLEMENTATIONS: tuple[Implementation, ...] = (
@@ -203,57 +204,57 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         "setnx_getset", "lock", setnx_getset.factory, "lease",
         "SETNX an expiry time; GET, GETSET to take an expired one; DEL (seed 002's Mutex)",
-        "seed 002", _LEASE, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE}),
+        "seed 002", LEASE_CLAIMS, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE}),
     ),
     Implementation(
         "redis_objects", "lock", redis_objects.factory, "lease",
         "redis-objects' lock: SETNX/GET/GETSET expiry times; DEL only if not expired",
-        "seed 004", _LEASE, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE}),
+        "seed 004", LEASE_CLAIMS, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE}),
     ),
     Implementation(
         "setnx_del", "lock", setnx_del.factory, "lease",
         "SETNX an expiry time; an expired lock is DELeted, then SETNX again",
-        "seed 004", _LEASE, frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE}),
+        "seed 004", LEASE_CLAIMS, frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE}),
     ),
     Implementation(
         "set_nx_ex", "lock", set_nx_ex.factory, "lease",
         "SET key true NX EX; released by a plain DEL",
-        "seed 001", _LEASE, frozenset({SAFE_RELEASE}),
+        "seed 001", LEASE_CLAIMS, frozenset({SAFE_RELEASE}),
     ),
     Implementation(
         "exists_then_set", "lock", exists_then_set.factory, "lease",
         "EXISTS, then SET in a second round trip, no TTL (seed 001's ダメな例)",
-        "seed 001", _LEASE, frozenset({MUTUAL_EXCLUSION, CRASH_LIVENESS}),
+        "seed 001", LEASE_CLAIMS, frozenset({MUTUAL_EXCLUSION, CRASH_LIVENESS}),
     ),
     Implementation(
         "incr_counter", "lock", incr_counter.factory, "lease",
         "MULTI INCR + EXPIRE, whoever gets 1 holds it; every try renews the TTL; DEL",
-        "seed 001", _LEASE, frozenset({SAFE_RELEASE, CRASH_LIVENESS}),
+        "seed 001", LEASE_CLAIMS, frozenset({SAFE_RELEASE, CRASH_LIVENESS}),
     ),
     Implementation(
         "lock_with_timeout", "lock", lock_with_timeout.factory, "lease",
         "SETNX then EXPIRE in two round trips; the no-TTL repair never fires; DEL",
-        "seed 003", _LEASE, frozenset({SAFE_RELEASE, CRASH_LIVENESS}),
+        "seed 003", LEASE_CLAIMS, frozenset({SAFE_RELEASE, CRASH_LIVENESS}),
     ),
     Implementation(
         "token", "lock", token.factory, "lease",
         "SET NX PX a random token; compare-and-delete / compare-and-pexpire scripts",
-        "seed 003", _LEASE,
+        "seed 003", LEASE_CLAIMS,
     ),
     Implementation(
         "fenced", "lock", fenced.factory, "fenced-lease",
         "token lease + a fencing token INCRed in the same script; FencedResource",
-        "", _LEASE | {FENCING},
+        "", LEASE_CLAIMS | {FENCING},
     ),
     Implementation(
         "semaphore", "semaphore", semaphore.factory, "semaphore",
         "sorted set of leases scored by server-time expiry, one script per step",
-        "seed 003", _LEASE,
+        "seed 003", LEASE_CLAIMS,
     ),
     Implementation(
         "fair_semaphore", "semaphore", semaphore.fair_factory, "fair-semaphore",
         "Redis in Action's fair semaphore (ticket counter, owner and timeout zsets), queued",
-        "seed 003", _LEASE | {FIFO},
+        "seed 003", LEASE_CLAIMS | {FIFO},
     ),
     Implementation(
         "single_flight", "single_flight", single_flight.factory, "single-flight",
@@ -275,7 +276,7 @@ ASYNC_IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         "async_token", "lock", async_token.factory, "lease",
         "redis.asyncio SET NX PX a random token; shielded compare-and-delete, token cleared after it",
-        "redis-py #3900", _LEASE, asynchronous=True,
+        "redis-py #3900", LEASE_CLAIMS, asynchronous=True,
     ),
     # The violation appears only under cancellation: a task cancelled in release() before the
     # compare-and-delete is sent leaves the key held by nobody who can release it, until its TTL
@@ -286,7 +287,7 @@ ASYNC_IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         "async_early_clear", "lock", async_early_clear.factory, "lease",
         "async_token whose release clears the token before an unshielded compare-and-delete (redis-py #3847)",
-        "redis-py #3847", _LEASE, frozenset({CRASH_LIVENESS}), asynchronous=True,
+        "redis-py #3847", LEASE_CLAIMS, frozenset({CRASH_LIVENESS}), asynchronous=True,
     ),
     Implementation(
         "async_lua", "registry", async_lua.factory, "registry",

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from contend.check.framework import INCONCLUSIVE, PASS
-from contend.check.protocols import ProtocolError
 from contend.cli import main
 from contend.impl.catalog import MUTUAL_EXCLUSION
 from contend.machines import LOCK_CLAIMS, LockMachine, PropertyViolated
+from contend.subject.protocols import ProtocolError
 from contend.testing import (
     ContendCheckFailed,
     check,

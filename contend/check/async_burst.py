@@ -18,8 +18,8 @@ import redis.asyncio
 
 from contend.check.faults import key_state
 from contend.check.framework import Check, CheckContext, CheckFailed
-from contend.check.protocols import granted
 from contend.impl.catalog import MUTUAL_EXCLUSION, PROGRESS, STABLE_IDS
+from contend.subject.protocols import granted
 
 #: The lease of the burst's locks (ms): no lease runs out during a round.
 LONG_TTL = 10_000

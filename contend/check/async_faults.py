@@ -26,8 +26,8 @@ from contend.check.cancel import (
 )
 from contend.check.faults import FAULT_TTL, key_state
 from contend.check.framework import Check, CheckContext, CheckFailed
-from contend.check.protocols import granted
 from contend.impl.catalog import CRASH_LIVENESS, PROGRESS, SAFE_RELEASE
+from contend.subject.protocols import granted
 
 #: The successor's lease (ms): it does not run out during the check.
 LONG_TTL = 10_000

@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from contend.check.async_burst import ASYNC_LOCK_BURST, ASYNC_REGISTRY_BURST
 from contend.check.async_faults import ASYNC_CRASH, ASYNC_EXPIRY
@@ -30,25 +29,13 @@ from contend.check.framework import (
     run_check,
 )
 from contend.check.locks import LOCK_CHECKS
-from contend.check.protocols import (
-    Capabilities,
-    ProtocolError,
-    check_factory_signature,
-    check_object,
-    detect_async_capabilities,
-    detect_capabilities,
-    is_async,
-    load_factory,
-    protocol,
-)
 from contend.check.registry import CHECKS as REGISTRY_CHECKS
 from contend.check.schedule import SCHEDULE
 from contend.check.semaphore import SEMAPHORE_CHECKS
 from contend.check.single_flight import SINGLE_FLIGHT_CHECKS
-from contend.impl import catalog
-from contend.servers.cluster_client import CrossSlotError
 from contend.servers.keyspace import Namespace
 from contend.servers.target import Target
+from contend.subject.subject import Subject, with_capabilities
 
 BATTERIES: dict[str, list[Check]] = {
     "registry": [*REGISTRY_CHECKS, SCHEDULE],
@@ -68,16 +55,18 @@ ASYNC_BATTERIES: dict[str, list[Check]] = {
     "single_flight": [SCHEDULE],
 }
 
-_LEASE = frozenset(
-    {catalog.MUTUAL_EXCLUSION, catalog.CLOCK_SKEW_SAFE, catalog.SAFE_RELEASE, catalog.CRASH_LIVENESS}
-)
-#: What a user's implementation (--impl) is taken to claim, per family (fencing: when it has a token).
-DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
-    "registry": catalog.REGISTRY_PROPERTIES,
-    "lock": _LEASE,
-    "semaphore": _LEASE,
-    "single_flight": catalog.SINGLE_FLIGHT_PROPERTIES,
-}
+
+def checks_for(subject: Subject, only: Iterable[str] = ()) -> list[Check]:
+    """The family's checks that apply to `subject` (some need a claim or a capability)."""
+    wanted = set(only)
+    probe = replace(subject, claims=subject.claims | subject.violates)
+    battery = ASYNC_BATTERIES if subject.asynchronous else BATTERIES
+    return [
+        check
+        for check in battery[subject.family]
+        if check.applies(probe) and (not wanted or check.name in wanted)
+    ]
+
 
 #: The sizes and budgets of a user's implementation (`contend check --impl`, contend.testing): more
 #: interleavings than the catalog's, whose verdicts are known; real-time budgets of one check and
@@ -85,42 +74,6 @@ DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
 USER_SCHEDULE_EXAMPLES = 200
 USER_CHECK_SECONDS = 30.0
 USER_RUN_SECONDS = 110.0
-
-
-@dataclass(frozen=True)
-class Subject:
-    """One row of the table: an implementation and what is expected of it."""
-
-    name: str
-    family: str
-    factory: Callable[..., Any]
-    known_bad: bool = False
-    violates: frozenset[str] = frozenset()
-    summary: str = ""
-    dbs: tuple[int, ...] = ()
-    claims: frozenset[str] = frozenset()
-    capabilities: Capabilities | None = None
-    #: How the command line names this subject (for replay commands): --only NAME, or --impl ...
-    selector: tuple[str, ...] = ()
-    #: The command the selector goes with.
-    command: tuple[str, ...] = ("contend", "check")
-    #: What was added to or dropped from the defaults (--claim / --no-claim), for the table.
-    claim_changes: tuple[str, ...] = ()
-    #: Its methods are coroutines (redis.asyncio): the async battery runs.
-    asynchronous: bool = False
-    #: Why it runs on one server only ("" when it runs on a Redis Cluster too).
-    single_node: str = ""
-
-    def checks(self, only: Iterable[str] = ()) -> list[Check]:
-        """The family's checks that apply to this subject (some need a claim or a capability)."""
-        wanted = set(only)
-        probe = replace(self, claims=self.claims | self.violates)
-        battery = ASYNC_BATTERIES if self.asynchronous else BATTERIES
-        return [
-            check
-            for check in battery[self.family]
-            if check.applies(probe) and (not wanted or check.name in wanted)
-        ]
 
 
 @dataclass
@@ -154,198 +107,6 @@ class ResultRow:
         return self.verdict in ("pass", "caught", "skipped")
 
 
-def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list[Subject]:
-    """Rows for the catalog's implementations of `families` (only `names` if given)."""
-    chosen = (
-        [catalog_implementation(n) for n in names]
-        if names
-        else [*catalog.IMPLEMENTATIONS, *catalog.ASYNC_IMPLEMENTATIONS]
-    )
-    return [
-        Subject(
-            impl.name,
-            impl.family,
-            impl.factory,
-            impl.known_bad,
-            impl.violates,
-            impl.summary,
-            catalog.SEED_LAYOUT_DBS if impl.name.startswith("seed_layout") else (),
-            impl.claims,
-            selector=("--only", impl.name),
-            asynchronous=impl.asynchronous,
-            single_node=impl.single_node,
-        )
-        for impl in chosen
-        if impl.family in families
-    ]
-
-
-def catalog_implementation(name: str) -> catalog.Implementation:
-    """A catalog implementation, sync or async; KeyError naming both lists otherwise."""
-    try:
-        return catalog.by_name(name)
-    except KeyError:
-        try:
-            return catalog.async_by_name(name)
-        except KeyError:
-            raise KeyError(
-                f"no implementation called {name!r}; the catalog has "
-                f"{', '.join(i.name for i in (*catalog.IMPLEMENTATIONS, *catalog.ASYNC_IMPLEMENTATIONS))}"
-            ) from None
-
-
-def user_factory(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:
-    """Import `package.module:factory` (or take the factory itself) and check its signature,
-    before any server is touched."""
-    if kind not in BATTERIES:
-        raise ProtocolError(f"--kind {kind!r} has no battery yet; choose one of {', '.join(BATTERIES)}")
-    if isinstance(spec, str):
-        factory = load_factory(spec)
-    elif callable(spec):
-        factory = spec
-    else:
-        raise ProtocolError(
-            f"the factory {spec!r} is a {type(spec).__name__}, not a callable: pass the function or "
-            f"class that makes a {kind}, called as {protocol(kind)[0]}, or 'package.module:factory'"
-        )
-    check_factory_signature(factory, kind, factory_name(spec))
-    return factory
-
-
-def factory_name(factory: str | Callable[..., Any]) -> str:
-    """How a factory is named in the table and the evidence: `package.module:factory`."""
-    if isinstance(factory, str):
-        return factory
-    module = getattr(factory, "__module__", None) or "?"
-    qualname = getattr(factory, "__qualname__", None) or getattr(factory, "__name__", None)
-    return f"{module}:{qualname or repr(factory)}"
-
-
-def check_claim_names(kind: str, names: Iterable[str], option: str) -> None:
-    """ProtocolError (exit 2) for a --claim/--no-claim a `kind` cannot make."""
-    known = catalog.properties_of(kind)
-    for name in names:
-        if name not in known:
-            raise ProtocolError(f"{option} {name!r}: a {kind} can claim {', '.join(sorted(known))}")
-
-
-def user_subject(
-    spec: str | Callable[..., Any],
-    kind: str,
-    target: Target,
-    *,
-    claim: Sequence[str] = (),
-    no_claim: Sequence[str] = (),
-) -> Subject:
-    """A row for `package.module:factory` (or a factory object), after checking it follows the
-    protocol and finding out what it offers beyond it (extend, a fencing token, register_many).
-
-    A factory object is named `module:qualname`, as `--impl` would name it (whether that name
-    imports it back is for the caller to say: `contend.testing` does).
-    """
-    check_claim_names(kind, claim, "--claim")
-    check_claim_names(kind, no_claim, "--no-claim")
-    factory = user_factory(spec, kind)
-    name = factory_name(spec)
-    asynchronous = is_async(factory, kind)  # builds probe objects: once
-    if asynchronous:
-        flags = [*(f"--claim {c}" for c in claim), *(f"--no-claim {c}" for c in no_claim)]
-        probe_ns = target.namespace(client=target.client())
-        try:
-            key = probe_ns.prefix if kind == "registry" else probe_ns.key("probe")
-            found = _bounded(
-                lambda: detect_async_capabilities(factory, kind, target.url, key), Capabilities()
-            )
-        finally:
-            probe_ns.cleanup()
-            probe_ns.client.close()
-        claims = set(DEFAULT_CLAIMS[kind]) | ({catalog.FENCING} if found.fencing else set())
-        return Subject(
-            name,
-            kind,
-            factory,
-            summary="user implementation (async)",
-            claims=frozenset((claims | set(claim)) - set(no_claim)),
-            capabilities=found,
-            selector=("--impl", name, "--kind", kind, *(part for f in flags for part in f.split())),
-            claim_changes=tuple(flags),
-            asynchronous=True,
-        )
-    client = target.client()
-    ns = target.namespace(client=client)
-    try:
-
-        def make() -> Any:
-            obj = (
-                factory(client, ns.prefix) if kind == "registry" else factory(client, ns.key("probe"), 10_000)
-            )
-            check_object(obj, kind, name)
-            return obj
-
-        capabilities = _bounded(lambda: detect_capabilities(factory, kind, make), Capabilities())
-    finally:
-        ns.cleanup()
-        client.close()
-    claims = set(DEFAULT_CLAIMS[kind])
-    if capabilities.fencing:
-        claims.add(catalog.FENCING)
-    claims = (claims | set(claim)) - set(no_claim)
-    flags = [*(f"--claim {c}" for c in claim), *(f"--no-claim {c}" for c in no_claim)]
-    selector = ("--impl", name, "--kind", kind, *(part for f in flags for part in f.split()))
-    return Subject(
-        name,
-        kind,
-        factory,
-        summary="user implementation",
-        claims=frozenset(claims),
-        capabilities=capabilities,
-        selector=selector,
-        claim_changes=tuple(flags),
-    )
-
-
-def with_capabilities(subject: Subject, target: Target, namespace: Namespace) -> Subject:
-    """The subject with its capabilities found out (catalog subjects are probed before their checks)."""
-    if subject.capabilities is not None:
-        return subject
-    if subject.asynchronous:  # not probed yet: no extend, token or register_many checks for async code
-        return replace(subject, capabilities=Capabilities())
-    key = namespace.key(subject.name, "probe")
-
-    def make() -> Any:
-        if subject.family == "registry":
-            return subject.factory(namespace.client, namespace.child(subject.name, "probe-registry"))
-        return subject.factory(namespace.client, key, 10_000)
-
-    found = _bounded(lambda: detect_capabilities(subject.factory, subject.family, make), Capabilities())
-    return replace(subject, capabilities=found)
-
-
-#: Seconds finding out an implementation's capabilities may take (one acquire and release).
-PROBE_SECONDS = 5.0
-
-
-def _bounded(probe: Callable[[], Capabilities], otherwise: Capabilities) -> Capabilities:
-    """`probe()`, or `otherwise` if it does not return within PROBE_SECONDS (the checks will then
-    report what hangs); a ProtocolError it raises is passed on."""
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["found"] = probe()
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, name="contend-probe", daemon=True)
-    thread.start()
-    thread.join(PROBE_SECONDS)
-    if isinstance(box.get("error"), CrossSlotError):
-        return otherwise  # on a Redis Cluster: the checks report the keys that span slots
-    if "error" in box:
-        raise box["error"]
-    return box.get("found", otherwise)
-
-
 def run_battery(
     target: Target,
     subjects: Sequence[Subject],
@@ -363,7 +124,7 @@ def run_battery(
     Rows are appended to `rows` as they fill, so an interrupted run still has the results so
     far; once `stop` is set, the check under way is abandoned and no other one starts.
     `on_start` hears of each check as it starts (the subject has its capabilities by then, so
-    `subject.checks()` is the list that will run), `on_result` as it ends.
+    `checks_for(subject)` is the list that will run), `on_result` as it ends.
     """
     rows = [] if rows is None else rows
     run_deadline = None if options.run_seconds is None else time.monotonic() + options.run_seconds
@@ -376,7 +137,7 @@ def run_battery(
         subject = with_capabilities(subject, target, run_namespace)
         row = ResultRow(subject)
         rows.append(row)
-        for check in subject.checks(only_checks):
+        for check in checks_for(subject, only_checks):
             if stop is not None and stop.is_set():
                 break
             on_start(subject, check.name)

@@ -27,10 +27,10 @@ from typing import Any
 
 from contend.check.faults import FAULT_TTL, key_state
 from contend.check.framework import Check, CheckContext, CheckFailed
-from contend.check.protocols import granted
 from contend.impl.catalog import CRASH_LIVENESS
 from contend.schedule.async_gate import CancelAt, drain
 from contend.schedule.scheduler import OperationResult, Scheduler
+from contend.subject.protocols import granted
 
 #: Round trips an uncontended acquire or release may take before the check gives up counting.
 MAX_ROUND_TRIPS = 20

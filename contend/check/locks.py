@@ -34,7 +34,6 @@ from contend.check.faults import (
     up_to_three_runs,
 )
 from contend.check.framework import Check, CheckContext, CheckFailed, expect, expect_rejected
-from contend.check.protocols import fencing_token, granted
 from contend.impl.catalog import (
     BAD_INPUT,
     CLOCK_SKEW_SAFE,
@@ -48,6 +47,7 @@ from contend.impl.locks.fenced import FencedResource
 from contend.models.base import UNKNOWN, Op
 from contend.models.lease import LeaseModel
 from contend.servers.tap import SimulatedCrash
+from contend.subject.protocols import fencing_token, granted
 
 # --- the lease model, step by step ----------------------------------------------------------------
 

@@ -13,11 +13,12 @@ from typing import Any
 
 from rich.markup import escape
 
-from contend.check.battery import BATTERIES, DEFAULT_CLAIMS, ResultRow
+from contend.check.battery import BATTERIES, ResultRow
 from contend.check.framework import FAIL, INCONCLUSIVE, PASS
 from contend.ci.junit import Case, Outcome
 from contend.ci.summary import code_block, table
 from contend.impl.catalog import FENCING, PROPERTY_DESCRIPTIONS, PROPERTY_KINDS
+from contend.subject.claims import DEFAULT_CLAIMS
 
 
 def rows_json(rows: Sequence[ResultRow]) -> list[dict[str, Any]]:

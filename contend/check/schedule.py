@@ -21,11 +21,11 @@ from hypothesis.errors import DidNotReproduce, Flaky, FlakyStrategyDefinition
 from hypothesis.stateful import run_state_machine_as_test
 
 from contend.check.framework import Check, CheckContext, CheckFailed, CheckInconclusive
-from contend.check.protocols import ProtocolError
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
 from contend.schedule.scheduler import SchedulerError, compress
+from contend.subject.protocols import ProtocolError
 
 
 class _OutOfTime(BaseException):

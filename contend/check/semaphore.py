@@ -25,10 +25,10 @@ from contend.check.faults import (
 )
 from contend.check.framework import Check, CheckContext, CheckFailed, expect
 from contend.check.locks import COMMON, bad_input_check, take_then_give_back
-from contend.check.protocols import granted
 from contend.impl.catalog import BAD_INPUT, FIFO, MUTUAL_EXCLUSION, PROGRESS, SAFE_RELEASE
 from contend.models.base import UNKNOWN, Op
 from contend.models.semaphore import SemaphoreModel
+from contend.subject.protocols import granted
 
 
 def semaphore_model_check(ctx: CheckContext) -> str:

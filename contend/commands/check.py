@@ -17,13 +17,8 @@ from contend.check.battery import (
     USER_RUN_SECONDS,
     USER_SCHEDULE_EXAMPLES,
     ResultRow,
-    Subject,
-    catalog_implementation,
-    catalog_subjects,
-    check_claim_names,
+    checks_for,
     run_battery,
-    user_factory,
-    user_subject,
 )
 from contend.check.framework import FAIL, CheckOptions, CheckResult
 from contend.check.noise import Noise, quieted
@@ -50,6 +45,9 @@ from contend.impl import catalog
 from contend.schedule.gate import check_redis_py
 from contend.servers.cluster import check_cluster_option
 from contend.servers.target import open_target
+from contend.subject.claims import check_claim_names
+from contend.subject.loader import user_factory
+from contend.subject.subject import Subject, catalog_implementation, catalog_subjects, user_subject
 
 ALL_CHECKS = sorted({c.name for checks in (*BATTERIES.values(), *ASYNC_BATTERIES.values()) for c in checks})
 ALL_PROPERTIES = sorted({p for family in BATTERIES for p in catalog.properties_of(family)})
@@ -245,12 +243,12 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         run_ns = target.namespace(args.namespace, client=client)
         try:
             subjects = _subjects(args, target)
-            planned = {s.name: len(s.checks(only_checks)) for s in subjects}
+            planned = {s.name: len(checks_for(s, only_checks)) for s in subjects}
             with Reporter(err, "contend check", sum(planned.values()), quiet=args.quiet) as progress:
 
                 def starting(subject: Subject, check: str) -> None:
                     # Some checks apply only once a capability is detected: the count follows.
-                    actual = len(subject.checks(only_checks))
+                    actual = len(checks_for(subject, only_checks))
                     if progress.total is not None and actual != planned[subject.name]:
                         progress.set_total(progress.total + actual - planned[subject.name])
                         planned[subject.name] = actual

@@ -19,11 +19,11 @@ from contend.commands.names import COMMANDS
 from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
 from contend.commands.progress import Reporter
 from contend.errors import ContendError
-from contend.stress.masters import MULTI_MASTER_LOCKS
 from contend.stress.nemesis import NEMESES
 from contend.stress.report import junit_cases, summary_markdown
 from contend.stress.run import RunProgress, StressOptions, StressResult, run_stress, stressable, validate
 from contend.stress.workers import FAMILIES
+from contend.subject.multi_master import MULTI_MASTER_LOCKS
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -10,7 +10,7 @@ files whose names start with "_", so this one is not a locustfile itself.)
   is accepted with a warning), and
   --contend-json FILE for a machine-readable summary.
 * --impl package.module:factory --kind lock|registry runs a user's implementation (the
-  protocols of contend.check.protocols) as the strategy, named by its spec; every process
+  protocols of contend.subject.protocols) as the strategy, named by its spec; every process
   (master and workers) imports it, with the current directory importable as for
   `contend check --impl`. Custom options travel to the workers with every spawn message.
 * Every operation is one Locust request event (type = workload, name =
@@ -60,10 +60,10 @@ from contend.load import workloads as wl
 from contend.load.instrument import counting_client, round_trips
 from contend.load.metrics import OperationMetrics, Tally, bucket_ms
 from contend.load.tallies import REPORT_KEY, Collector, Merged, Snapshot
-from contend.servers.binary import find_redis_server
+from contend.servers.deployment import Deployment
 from contend.servers.keyspace import Namespace, new_run_id
-from contend.servers.server import EmbeddedRedis
-from contend.servers.target import connect_url, mask_url
+from contend.servers.target import connect_url
+from contend.servers.urls import mask_url
 
 log = logging.getLogger("contend")
 
@@ -330,7 +330,8 @@ def _ensure_empty(url: str, namespace: str) -> None:
 class Coordinator:
     """Starts the server and sets keys up at test start; merges tallies and checks at test stop."""
 
-    embedded: EmbeddedRedis | None = None
+    #: The embedded server this process started (None: --redis-url, or not started yet).
+    embedded: Deployment | None = None
     namespace: str = ""
     settings: Settings | None = None
     collector: Collector = field(default_factory=Collector)
@@ -345,8 +346,14 @@ class Coordinator:
         url = settings.url
         if not url:
             if self.embedded is None:
-                self.embedded = EmbeddedRedis(find_redis_server()).start()
-                log.info("contend: started %s", self.embedded.describe())
+                self.embedded = Deployment()
+                try:
+                    self.embedded.start()
+                except BaseException:
+                    self.embedded.stop()
+                    self.embedded = None
+                    raise
+                log.info("contend: started %s", self.embedded.description)
             url = self.embedded.url
         if not self.namespace:
             self.namespace = settings.namespace or f"contend:{new_run_id()}"
@@ -535,7 +542,9 @@ def _write_summary(path: Path, environment: Environment, coordinator: Coordinato
         "users": getattr(environment.parsed_options, "num_users", None),
         "workers": coordinator.workers,
         "namespace": settings.namespace,
-        "redis": mask_url(settings.url) if coordinator.embedded is None else coordinator.embedded.describe(),
+        "redis": mask_url(settings.url)
+        if coordinator.embedded is None
+        else coordinator.embedded.primary_description,
         "ok": not coordinator.broken,
         # CPU time / wall time of each load-generating process, averaged: near 1, the client limits the rate.
         "generator_cpu": merged.generator_cpu if merged else None,

@@ -14,7 +14,7 @@ simulated user (`operation`), and checks its invariant after the run
   total must be conserved.
 
 A user's own implementation (`--impl package.module:factory --kind K`, the
-protocols of `contend.check.protocols`) runs as one more strategy, named by its
+protocols of `contend.subject.protocols`) runs as one more strategy, named by its
 spec: a lock protects the counter's and the transfer's read-modify-write (a
 lock per account, taken in key order), so a lock that lets two clients in shows
 as lost increments or money not conserved; a registry takes the registry
@@ -41,13 +41,14 @@ import redis
 from redis.exceptions import WatchError
 
 import contend.impl.registry.lock_first
-from contend.check.protocols import check_factory_signature, load_factory
 from contend.errors import ContendError
 from contend.impl import catalog
 from contend.impl.registry import RegistrationError, RegistryKeys
 from contend.impl.registry.base import text
 from contend.load.instrument import CURRENT_STEP, LockTimer, TimedTokenLock
 from contend.load.metrics import OperationMetrics, Tally
+from contend.subject.loader import load_factory
+from contend.subject.protocols import check_factory_signature
 
 #: Environment variable that adds known-bad strategies (for tests that show a broken run fails).
 KNOWN_BAD_ENV = "CONTEND_LOAD_KNOWN_BAD"
@@ -125,7 +126,7 @@ def _workloads_text(names: tuple[str, ...]) -> str:
 
 def user_impl(spec: str, kind: str) -> UserImpl:
     """Import `package.module:factory` for `--kind` and check its signature; LoadInputError or
-    contend.check.protocols.ProtocolError (both ContendError: bad input) when that cannot work."""
+    contend.subject.protocols.ProtocolError (both ContendError: bad input) when that cannot work."""
     family = str(kind).strip().replace("-", "_")
     label = family.replace("_", "-")
     runs = " or ".join(f"{k} (the {_workloads_text(w)})" for k, w in USER_WORKLOADS.items())

@@ -26,30 +26,14 @@ Hypothesis's `MyLockMachine.TestCase` does not apply: `contend.testing.run_machi
 runs it. A subclass may add rules and invariants of its own.
 """
 
-from contend.impl.catalog import (
-    CLOCK_SKEW_SAFE,
-    CRASH_LIVENESS,
-    FENCING,
-    FIFO,
-    MUTUAL_EXCLUSION,
-    REGISTRY_PROPERTIES,
-    SAFE_RELEASE,
-    SINGLE_FLIGHT_PROPERTIES,
-)
+from contend.impl.catalog import FENCING, FIFO
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
 from contend.machines.locks import LockMachine
 from contend.machines.registry import RegistryMachine
 from contend.machines.settings import machine_settings
 from contend.machines.single_flight import SingleFlightMachine
-
-#: What a lock (or semaphore) is held to by default: `contend check --impl` claims the same
-#: (and fencing when the lock exposes a token).
-LOCK_CLAIMS = frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, CRASH_LIVENESS})
-#: A semaphore's defaults; add FIFO for a fair one (and set `limit`, `workers` and `clients`).
-SEMAPHORE_CLAIMS = LOCK_CLAIMS
-REGISTRY_CLAIMS = REGISTRY_PROPERTIES
-SINGLE_FLIGHT_CLAIMS = SINGLE_FLIGHT_PROPERTIES
+from contend.subject.claims import LOCK_CLAIMS, REGISTRY_CLAIMS, SEMAPHORE_CLAIMS, SINGLE_FLIGHT_CLAIMS
 
 __all__ = [
     "FENCING",

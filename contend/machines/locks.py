@@ -49,7 +49,6 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
-from contend.check.protocols import granted, takes_clock
 from contend.impl.catalog import (
     CLOCK_SKEW_SAFE,
     CRASH_LIVENESS,
@@ -61,6 +60,7 @@ from contend.impl.catalog import (
 from contend.machines.base import ScheduledMachine
 from contend.schedule.scheduler import Status, TraceEntry
 from contend.servers.target import Target
+from contend.subject.protocols import granted, takes_clock
 
 TTL_MS = 10_000
 #: Stalls and pauses are drawn rarely (one draw in this many): a stall ends the very leases whose

@@ -40,19 +40,18 @@ from typing import Any
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
-from contend.impl.catalog import CLOCK_SKEW_SAFE, CRASH_LIVENESS, MUTUAL_EXCLUSION, SAFE_RELEASE
-from contend.impl.locks.redlock import factory_over
 from contend.machines.base import PropertyViolated
 from contend.machines.fencing import FENCES, NO_STALE_WRITE, CriticalSections
 from contend.machines.hunt import run_once
 from contend.machines.locks import _RARELY, LockMachine
 from contend.servers.server import EmbeddedRedis
 from contend.servers.target import Target
+from contend.subject.claims import LOCK_CLAIMS
+from contend.subject.multi_master import MULTI_MASTER_LOCKS
 
 MASTERS = 5
 #: The masters a partition cuts a client off from: a minority.
 MINORITY = (MASTERS - 1) // 2
-CLAIMS = frozenset({MUTUAL_EXCLUSION, SAFE_RELEASE, CRASH_LIVENESS, CLOCK_SKEW_SAFE})
 
 
 @contextlib.contextmanager
@@ -73,15 +72,7 @@ def five_masters(masters: int = MASTERS) -> Iterator[tuple[Target, list[Embedded
 
 
 #: The Redlock implementations the demo can drive: contend's own, and pottery's (pip install -e '.[libs]').
-LIBRARIES = ("contend", "pottery")
-
-
-def _factory(lib: str, others: tuple[str, ...]) -> Any:
-    if lib == "pottery":
-        from contend.adapters.pottery import over_masters
-
-        return over_masters(others)
-    return factory_over(others)
+LIBRARIES = {"contend": MULTI_MASTER_LOCKS["redlock"], "pottery": MULTI_MASTER_LOCKS["pottery_redlock"]}
 
 
 def machine_for(
@@ -97,8 +88,8 @@ def machine_for(
     With `fence` (a name in FENCES), holders write to a resource at `resource_url` and the
     property judged is the resource's (no-stale-write), not the lock's."""
     body: dict[str, Any] = {
-        "factory": staticmethod(_factory(lib, target.also)),
-        "claims": CLAIMS if fence is None else frozenset(),
+        "factory": staticmethod(LIBRARIES[lib].over_urls(target.also)),
+        "claims": LOCK_CLAIMS if fence is None else frozenset(),
         "servers": servers,
         "fence": None if fence is None else FENCES[fence],
         "resource_url": resource_url,
@@ -253,7 +244,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-examples", type=int, default=500, help="examples per seed (default 500)")
     parser.add_argument("--no-restarts", action="store_true", help="the same search without the restart rule")
     parser.add_argument(
-        "--lib", choices=LIBRARIES, default="contend", help="whose Redlock: contend's (default) or pottery's"
+        "--lib",
+        choices=list(LIBRARIES),
+        default="contend",
+        help="whose Redlock: contend's (default) or pottery's",
     )
     parser.add_argument(
         "--fence",

@@ -16,11 +16,9 @@ from importlib import metadata
 from typing import Any
 
 from contend.errors import ContendError
-from contend.impl.catalog import CLOCK_SKEW_SAFE, CRASH_LIVENESS, MUTUAL_EXCLUSION, SAFE_RELEASE
+from contend.impl.catalog import MUTUAL_EXCLUSION, SAFE_RELEASE
+from contend.subject.claims import LOCK_CLAIMS
 
-#: What a lease lock's documentation promises: one holder, a release that frees only its own
-#: lease, a dead holder's lease running out, and leases kept by the server's clock.
-LEASE_CLAIMS = frozenset({MUTUAL_EXCLUSION, SAFE_RELEASE, CRASH_LIVENESS, CLOCK_SKEW_SAFE})
 INSTALL_HINT = "pip install 'contend[libs]'"
 
 
@@ -36,7 +34,7 @@ class Library:
     title: str  # the library and its configuration, in words
     distribution: str  # on PyPI, for the version
     adapter: str  # module:function in contend.adapters
-    claims: frozenset[str] = LEASE_CLAIMS
+    claims: frozenset[str] = LOCK_CLAIMS
     #: Servers the lock spans (Redlock's masters): the others are embedded servers of their own.
     masters: int = 1
     configuration: str = ""

@@ -14,9 +14,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-from contend.check.battery import ASYNC_BATTERIES, BATTERIES, ResultRow, Subject, run_battery
+from contend.check.battery import ASYNC_BATTERIES, BATTERIES, ResultRow, run_battery
 from contend.check.framework import FAIL, INCONCLUSIVE, CheckOptions, CheckResult
-from contend.check.protocols import is_async
 from contend.check.schedule import SCHEDULE
 from contend.impl.catalog import BAD_INPUT, PROGRESS
 from contend.scoreboard.expected import Finding, expected_failures
@@ -24,6 +23,8 @@ from contend.scoreboard.libraries import Library, LibraryMissing
 from contend.servers.binary import find_redis_server
 from contend.servers.server import EmbeddedRedis
 from contend.servers.target import Target
+from contend.subject.probe import is_async
+from contend.subject.subject import Subject
 
 PASS_V, FAIL_V, INCONCLUSIVE_V, NOT_CLAIMED = "pass", "fail", "inconclusive", ""
 #: Checks that judge the adapter rather than the library.

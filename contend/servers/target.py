@@ -1,4 +1,8 @@
-"""The server a run talks to: an embedded one it starts, or an existing one (--redis-url)."""
+"""The server a run talks to: an embedded one it starts, or an existing one (--redis-url).
+
+Every command opens its servers here (`open_target`), through one `Deployment`: one embedded
+server, an embedded Redis Cluster, or a --redis-url server.
+"""
 
 from __future__ import annotations
 
@@ -6,36 +10,17 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import redis
 import redis.asyncio
-import redis.cluster
-import redis.sentinel
 
-from contend.errors import TargetError
-from contend.servers.binary import find_redis_server
-from contend.servers.cluster import URL_SCHEME as CLUSTER_SCHEME
 from contend.servers.cluster import EmbeddedCluster
 from contend.servers.cluster_client import SlotCheckingAsyncCluster, SlotCheckingCluster
+from contend.servers.connect import describe_server
+from contend.servers.deployment import Deployment
 from contend.servers.keyspace import Namespace
-from contend.servers.sentinel import URL_SCHEME as SENTINEL_SCHEME
 from contend.servers.server import EmbeddedRedis, Persistence
-
-
-def mask_url(url: str) -> str:
-    """The URL with its password replaced by ****."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable URL>"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    if parts.port:
-        host = f"{host}:{parts.port}"
-    return urlunsplit(parts._replace(netloc=f"{user}:****@{host}"))
+from contend.servers.urls import is_cluster_url, mask_url, node_url
 
 
 @dataclass
@@ -50,6 +35,8 @@ class Target:
     also: tuple[str, ...] = ()
     #: The embedded cluster, when contend started one (--cluster N).
     embedded_cluster: EmbeddedCluster | None = None
+    #: The servers behind it, when they came through `open_target` (what faults act on).
+    deployment: Deployment | None = None
 
     @property
     def cluster(self) -> bool:
@@ -97,92 +84,9 @@ def async_client(url: str, **kwargs: Any) -> redis.asyncio.Redis:
     return redis.asyncio.Redis.from_url(url, **kwargs)
 
 
-def is_cluster_url(url: str) -> bool:
-    """Does `url` name a Redis Cluster (redis+cluster://)?"""
-    return url.startswith(CLUSTER_SCHEME + "://")
-
-
-def is_sentinel_url(url: str) -> bool:
-    """Does `url` name a master through its Sentinels (redis+sentinel://HOST:PORT,.../NAME)?"""
-    return url.startswith(SENTINEL_SCHEME + "://")
-
-
-def sentinel_master(url: str, **kwargs: Any) -> redis.Redis:
-    """A client of the master a redis+sentinel:// URL names, found (and found again after a
-    failover) through its Sentinels; `kwargs` configure the master's connections."""
-    rest = url.split("://", 1)[1]
-    hosts, _, name = rest.partition("/")
-    sentinels = [(h.rsplit(":", 1)[0], int(h.rsplit(":", 1)[1])) for h in hosts.split(",") if h]
-    timeout = kwargs.get("socket_connect_timeout", 2)
-    watch = redis.sentinel.Sentinel(sentinels, socket_timeout=timeout, socket_connect_timeout=timeout)
-    return watch.master_for(name or "mymaster", **kwargs)
-
-
-def node_url(url: str) -> str:
-    """The redis:// URL of the node a redis+cluster:// URL names (where a cluster client starts)."""
-    return "redis://" + url.split("://", 1)[1] if is_cluster_url(url) else url
-
-
 def connect_url(url: str) -> Target:
-    """A Target for an existing server, after a PING; TargetError naming the URL if not."""
-    masked = mask_url(url)
-    if is_cluster_url(url):
-        return connect_cluster_url(url)
-    if not url.startswith(("redis://", "rediss://", "unix://")):
-        raise TargetError(
-            f"--redis-url {masked}: expected redis://[[user]:password@]host[:port][/db], "
-            f"rediss:// for TLS, unix:///path, or {CLUSTER_SCHEME}://host:port for a Redis Cluster"
-        )
-    try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=3, socket_timeout=5)
-    except ValueError as exc:
-        raise TargetError(f"--redis-url {masked}: {exc}") from None
-    try:
-        info = client.info("server")
-    except redis.AuthenticationError as exc:
-        raise TargetError(f"Redis at {masked} refused the credentials: {exc}") from None
-    except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
-        reason = str(exc).splitlines()[0].rstrip(".") if str(exc) else type(exc).__name__
-        raise TargetError(
-            f"cannot reach Redis at {masked}: {reason}; check host, port and password, "
-            "or drop --redis-url to use the embedded server"
-        ) from None
-    except redis.ResponseError as exc:
-        raise TargetError(f"Redis at {masked} answered INFO with an error: {exc}") from None
-    finally:
-        client.close()
-    product = "Valkey" if "valkey_version" in info else "Redis"
-    version = info.get("valkey_version") or info.get("redis_version", "?")
-    return Target(url, f"{product} {version} at {masked}")
-
-
-def connect_cluster_url(url: str) -> Target:
-    """A Target for an existing Redis Cluster (any node's address), once the cluster says ok."""
-    masked = mask_url(url)
-    parts = urlsplit(node_url(url))
-    if parts.path not in ("", "/", "/0"):
-        raise TargetError(f"--redis-url {masked}: a cluster has database 0 only; drop {parts.path!r}")
-    try:
-        client = redis.cluster.RedisCluster.from_url(
-            node_url(url), socket_connect_timeout=3, socket_timeout=5
-        )
-    except (redis.RedisError, redis.exceptions.RedisClusterException, OSError, ValueError) as exc:
-        reason = str(exc).splitlines()[0].rstrip(".") if str(exc) else type(exc).__name__
-        raise TargetError(
-            f"cannot reach a Redis Cluster at {masked}: {reason}; check the node's host and port "
-            f"(a node of a cluster, with cluster-enabled yes), or use redis:// for a single server"
-        ) from None
-    try:
-        state = client.cluster_info().get("cluster_state")
-        info = client.info("server", target_nodes=redis.cluster.RedisCluster.RANDOM)
-        masters = len(client.get_primaries())
-    finally:
-        client.close()
-    if state != "ok":
-        raise TargetError(f"the Redis Cluster at {masked} reports cluster_state:{state}; wait until it is ok")
-    product = "Valkey" if "valkey_version" in info else "Redis"
-    version = info.get("valkey_version") or info.get("redis_version", "?")
-    return Target(url, f"{product} {version} cluster ({masters} masters) at {masked}")
+    """A Target for an existing server, after an INFO; TargetError naming the URL if not."""
+    return Target(url, describe_server(url))
 
 
 @contextlib.contextmanager
@@ -195,13 +99,26 @@ def open_target(
 ) -> Iterator[Target]:
     """The embedded server (started here, stopped on exit), an embedded cluster of `cluster`
     masters, or the server at `redis_url`."""
-    if redis_url:
-        yield connect_url(redis_url)
-        return
-    if cluster is not None:
-        with EmbeddedCluster(cluster, binary=find_redis_server(redis_server)) as nodes:
-            description = f"{nodes.describe()} ({nodes.binary.source}), joined in {nodes.joined_in:.1f} s"
-            yield Target(nodes.url, description, embedded_cluster=nodes)
-        return
-    with EmbeddedRedis(find_redis_server(redis_server), persistence=persistence) as server:
-        yield Target(server.url, server.describe() + f" ({server.binary.source})", server)
+    deployment = Deployment(
+        redis_url=redis_url,
+        redis_server=redis_server,
+        persistence=persistence,
+        cluster=cluster,
+        node_timeout_ms=None,
+    )
+    try:
+        deployment.start()
+        yield target_of(deployment)
+    finally:
+        deployment.stop()
+
+
+def target_of(deployment: Deployment) -> Target:
+    """The Target a started deployment serves (its primary, cluster or --redis-url server)."""
+    return Target(
+        deployment.url,
+        deployment.description,
+        deployment.primary,
+        embedded_cluster=deployment.nodes,
+        deployment=deployment,
+    )

@@ -9,15 +9,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
+from contend.servers.deployment import Deployment
 from contend.servers.server import EmbeddedRedis
 from contend.stress.board import Board
-from contend.stress.cluster import Cluster
 
 #: Default length of a server pause, of a client pause outside locks, and the failover's lag (ms).
 DEFAULT_FAULT_MS = 500
 DEFAULT_LAG_MS = 100
 #: A cluster or Sentinel failover lasts at least this long (ms): the cluster fails a master after
-#: its cluster-node-timeout (`Cluster`'s 1000 ms), then its replica waits 500 ms or more to be
+#: its cluster-node-timeout (`Deployment`'s 1000 ms), then its replica waits 500 ms or more to be
 #: elected; Sentinels agree after down-after-milliseconds (500), then elect a leader that promotes.
 CLUSTER_FAILOVER_MS = 1500
 #: The longest a cluster or Sentinel failover is waited for before the fault ends anyway (ms).
@@ -28,7 +28,7 @@ CLUSTER_FAILOVER_CAP_MS = 20_000
 class NemesisContext:
     """What faults act on: the servers, the workers (OS pids by index) and their board."""
 
-    cluster: Cluster
+    deployment: Deployment
     board: Board
     pids: Sequence[int]
     record: Callable[[str, str], None]

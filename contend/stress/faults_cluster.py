@@ -34,8 +34,8 @@ class ClusterFault(Fault):
 
     @property
     def nodes(self) -> EmbeddedCluster:
-        assert self.ctx.cluster.nodes is not None, "a cluster nemesis needs --cluster"
-        return self.ctx.cluster.nodes
+        assert self.ctx.deployment.nodes is not None, "a cluster nemesis needs --cluster"
+        return self.ctx.deployment.nodes
 
     def choose_slot(self) -> bool:
         """The next slot holding the run's keys, in turn (False: none yet)."""

@@ -9,6 +9,7 @@ import redis
 
 from contend.errors import ServerError
 from contend.servers.server import EmbeddedRedis
+from contend.servers.signals import wait_stopped
 from contend.stress.board import Field, WorkerPhase
 from contend.stress.fault import (
     DEFAULT_FAULT_MS,
@@ -18,7 +19,6 @@ from contend.stress.fault import (
     millis,
 )
 from contend.stress.masters import cut_mask
-from contend.stress.signals import wait_stopped
 
 
 class MasterFault(Fault):
@@ -30,7 +30,7 @@ class MasterFault(Fault):
 
     @property
     def masters(self) -> list[EmbeddedRedis]:
-        return self.ctx.cluster.lock_masters
+        return self.ctx.deployment.lock_masters
 
     def describe(self, k: int) -> str:
         server = self.masters[k]
@@ -130,7 +130,7 @@ class MasterRestart(MasterFault):
             return
         server = self.masters[self.master]
         server.start()
-        self.ctx.cluster.note_pids()
+        self.ctx.deployment.note_pids()
         self.record(
             f"stop: {self.describe(self.master)} restarted after {millis(time.monotonic_ns() - self.since)} ms, "
             "empty (persistence off): the leases it held are gone"

@@ -30,8 +30,8 @@ class SentinelFailover(AwaitsPromotion):
 
     @property
     def group(self) -> EmbeddedSentinelGroup:
-        assert self.ctx.cluster.group is not None, "sentinel-failover needs the Sentinel group"
-        return self.ctx.cluster.group
+        assert self.ctx.deployment.group is not None, "sentinel-failover needs the Sentinel group"
+        return self.ctx.deployment.group
 
     def declined_because(self) -> str:
         return "the replica was not in sync with the master when it was due"
@@ -66,10 +66,10 @@ class SentinelFailover(AwaitsPromotion):
             return
         promoted, took = self.wait_promoted(0.02)
         self.group.restart_old_master(self.killed)
-        cluster = self.ctx.cluster
+        deployment = self.ctx.deployment
         if promoted:
-            cluster.primary = self.new
-            cluster.note_pids()
+            deployment.primary = self.new
+            deployment.note_pids()
             lag = max(
                 0, self.master_offset - _repl_offset(self.new, "master_repl_offset", before_writes=True)
             )

@@ -9,6 +9,7 @@ import time
 
 from contend.errors import ServerError
 from contend.servers.server import EmbeddedRedis
+from contend.servers.signals import signal_process, wait_stopped
 from contend.stress.board import Field, WorkerPhase
 from contend.stress.fault import (
     DEFAULT_FAULT_MS,
@@ -16,7 +17,6 @@ from contend.stress.fault import (
     NemesisContext,
     millis,
 )
-from contend.stress.signals import signal_process, wait_stopped
 
 
 class ClientPause(Fault):
@@ -116,17 +116,19 @@ class ServerPause(Fault):
         self.client_pause = False
 
     def begin(self) -> bool:
-        cluster = self.ctx.cluster
+        deployment = self.ctx.deployment
         ms = self.ctx.fault_ms or DEFAULT_FAULT_MS
         self.since = time.monotonic_ns()
-        if cluster.owned:
-            assert cluster.primary is not None
-            cluster.primary.pause()
-            wait_stopped(cluster.primary.pid or 0)
-            self.paused = cluster.primary
-            self.record(f"start: redis-server (pid {cluster.primary.pid}) stopped with SIGSTOP for {ms} ms")
+        if deployment.owned:
+            assert deployment.primary is not None
+            deployment.primary.pause()
+            wait_stopped(deployment.primary.pid or 0)
+            self.paused = deployment.primary
+            self.record(
+                f"start: redis-server (pid {deployment.primary.pid}) stopped with SIGSTOP for {ms} ms"
+            )
         else:
-            client = cluster.control()
+            client = deployment.control()
             try:
                 client.execute_command("CLIENT", "PAUSE", ms)
             finally:
@@ -174,7 +176,7 @@ class ServerKill(Fault):
             self.tries += 1  # a kill while a lease is held is the interesting one: wait a little for one
             return False
         self.tries = 0
-        pid = self.ctx.cluster.kill_primary()
+        pid = self.ctx.deployment.kill_primary()
         self.killed = True
         self.since = time.monotonic_ns()
         held = [
@@ -185,21 +187,21 @@ class ServerKill(Fault):
         return True
 
     def end(self) -> None:
-        cluster = self.ctx.cluster
-        restarted = cluster.restart_primary()
+        deployment = self.ctx.deployment
+        restarted = deployment.restart_primary()
         self.killed = False
         kept = {
             "none": "persistence off: its data is gone",
-            "aof": f"AOF, appendfsync {cluster.appendfsync}: data reloaded",
+            "aof": f"AOF, appendfsync {deployment.appendfsync}: data reloaded",
             "rdb": "RDB snapshots: data as of the last save",
-        }[cluster.persistence]
+        }[deployment.persistence]
         self.record(
             f"stop: redis-server restarted (pid {restarted.pid}) after "
             f"{millis(time.monotonic_ns() - self.since)} ms, {kept}"
         )
 
     def heal(self) -> None:
-        self.killed = False  # Cluster.stop cleans up; a run that is ending needs no restart
+        self.killed = False  # Deployment.stop cleans up; a run that is ending needs no restart
 
 
 class Failover(Fault):
@@ -213,15 +215,15 @@ class Failover(Fault):
         self.cut = False
 
     def begin(self) -> bool:
-        cluster = self.ctx.cluster
-        if cluster.replica is None:
-            cluster.start_replica()
-        assert cluster.replica is not None
-        self.offset = cluster.cut_replication()
+        deployment = self.ctx.deployment
+        if deployment.replica is None:
+            deployment.start_replica()
+        assert deployment.replica is not None
+        self.offset = deployment.cut_replication()
         self.cut = True
         self.since = time.monotonic_ns()
         self.record(
-            f"start: replication to the replica (pid {cluster.replica.pid}) cut; "
+            f"start: replication to the replica (pid {deployment.replica.pid}) cut; "
             "the master acknowledges writes no replica has"
         )
         return True
@@ -231,22 +233,22 @@ class Failover(Fault):
         if elapsed < self.min_ns():
             return False
         return elapsed >= self.ctx.lag_ms * 1_000_000 + 2_000_000_000 or (
-            self.ctx.cluster.master_offset() > self.offset
+            self.ctx.deployment.master_offset() > self.offset
         )
 
     def end(self) -> None:
-        cluster = self.ctx.cluster
+        deployment = self.ctx.deployment
         lag = millis(time.monotonic_ns() - self.since)
-        lost = self.ctx.cluster.master_offset() - self.offset
-        old_pid, new = cluster.promote()
+        lost = self.ctx.deployment.master_offset() - self.offset
+        old_pid, new = deployment.promote()
         self.cut = False
         self.record(
             f"stop: master (pid {old_pid}) killed with SIGKILL {lag} ms after the cut; replica promoted "
             f"at {new.host}:{new.port}; {lost} bytes of acknowledged writes never reached it"
         )
-        cluster.start_replica()
+        deployment.start_replica()
 
     def heal(self) -> None:
         if self.cut:
-            self.ctx.cluster.heal()
+            self.ctx.deployment.heal()
             self.cut = False

@@ -10,70 +10,17 @@ A worker's clients of the masters fail a round trip with a ConnectionError, befo
 it, while the partition nemesis has cut that worker off from that master (a bit per master
 in the worker's `Field.CUT` cell of the board).
 
-`MULTI_MASTER_LOCKS` names the Redlock implementations a run can drive: contend's
-(`impl/locks/redlock.py`, Redlock as published) and pottery's (the scoreboard's adapter).
+The Redlock implementations a run can drive are listed in `contend.subject.multi_master`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import redis
 
-from contend.errors import ContendError
 from contend.stress.board import Board, Field
-
-#: How many masters a run may have (an odd number: a majority of them is the quorum).
-MIN_MASTERS = 3
-MAX_MASTERS = 9
-DEFAULT_MASTERS = 5
-
-
-@dataclass(frozen=True)
-class MultiMasterLock:
-    """A Redlock implementation a stress run can drive over the masters' clients."""
-
-    name: str
-    description: str
-    #: Builds one lock object: (the worker's clients of the masters, key, ttl_ms).
-    build: Callable[[Sequence[redis.Redis], str, int], Any]
-
-
-def _contend(masters: Sequence[redis.Redis], key: str, ttl_ms: int) -> Any:
-    from contend.impl.locks.redlock import Redlock
-
-    return Redlock(masters, key, ttl_ms)
-
-
-def _pottery(masters: Sequence[redis.Redis], key: str, ttl_ms: int) -> Any:
-    try:
-        from contend.adapters.pottery import Master, PotteryRedlock
-    except ImportError:
-        raise ContendError("--only pottery_redlock needs pottery: pip install 'contend[libs]'") from None
-    ranked: set[redis.Redis] = {
-        Master(rank, connection_pool=m.connection_pool) for rank, m in enumerate(masters)
-    }
-    return PotteryRedlock(ranked, key, ttl_ms)
-
-
-MULTI_MASTER_LOCKS: dict[str, MultiMasterLock] = {
-    lock.name: lock
-    for lock in (
-        MultiMasterLock("redlock", "contend's Redlock as published (impl/locks/redlock.py)", _contend),
-        MultiMasterLock("pottery_redlock", "pottery's Redlock, through the scoreboard's adapter", _pottery),
-    )
-}
-
-
-def check_masters(masters: int) -> None:
-    """ContendError for a number of masters a run will not start."""
-    if not isinstance(masters, int) or not MIN_MASTERS <= masters <= MAX_MASTERS or masters % 2 == 0:
-        raise ContendError(
-            f"--masters {masters}: Redlock needs an odd number of masters from {MIN_MASTERS} to "
-            f"{MAX_MASTERS} (a majority of them is the quorum)"
-        )
 
 
 def cut_mask(masters: Sequence[int]) -> int:

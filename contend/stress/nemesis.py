@@ -40,7 +40,7 @@ cluster-failover
 
 Every fault is healed when it ends, when the run ends and on Ctrl-C: stopped
 workers and servers get SIGCONT; the servers a run started are stopped by
-`Cluster.stop`.
+`Deployment.stop`.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from collections.abc import Sequence
 
 from contend import interrupt
 from contend.errors import ContendError
-from contend.servers.target import mask_url
+from contend.servers.urls import mask_url
 from contend.stress.fault import (
     CLUSTER_FAILOVER_CAP_MS,
     CLUSTER_FAILOVER_MS,

@@ -31,7 +31,6 @@ import multiprocessing
 import os
 import shutil
 import signal
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -39,16 +38,8 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-import redis
 from redis.crc import key_slot
 
-from contend.check.protocols import (
-    Capabilities,
-    check_factory_signature,
-    check_object,
-    detect_capabilities,
-    load_factory,
-)
 from contend.ci.document import document
 from contend.errors import ContendError
 from contend.exitcodes import ExitCode
@@ -59,13 +50,12 @@ from contend.history.models import HistoryCheck, exit_code, history_check
 from contend.history.records import Call, Record, make_record, pair
 from contend.impl.catalog import IMPLEMENTATIONS, SEED_LAYOUT_DBS, Implementation, by_name
 from contend.servers.cluster import check_cluster_option
+from contend.servers.deployment import Deployment
 from contend.servers.keyspace import Namespace, new_run_id
-from contend.servers.target import is_cluster_url
+from contend.servers.signals import signal_process
+from contend.servers.urls import is_cluster_url
 from contend.stress.board import Board, Field
-from contend.stress.cluster import Cluster
-from contend.stress.masters import DEFAULT_MASTERS, MULTI_MASTER_LOCKS, check_masters
 from contend.stress.nemesis import Nemesis, NemesisContext, parse_nemeses, unreachable
-from contend.stress.signals import signal_process
 from contend.stress.workers import (
     COUNTER_KEY,
     FAMILIES,
@@ -77,13 +67,16 @@ from contend.stress.workers import (
     worker_main,
     workload_key,
 )
+from contend.subject.loader import load_factory
+from contend.subject.multi_master import DEFAULT_MASTERS, MULTI_MASTER_LOCKS, check_masters
+from contend.subject.probe import PROBE_SECONDS, check_offline, detect_capabilities, within
+from contend.subject.protocols import check_factory_signature, check_object
 
 MAX_PROCS = 256
 #: How long workers may take to start (spawned interpreters import redis-py and the implementations).
 START_TIMEOUT = 60.0
 TICK = 0.01
 #: Seconds building one of a user's objects (and, for a lock, one acquire and release) may take.
-PROBE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -403,24 +396,8 @@ def _user_workload(options: StressOptions) -> StressWorkload:
         )
     factory = load_factory(spec)
     check_factory_signature(factory, kind, spec)
-    _check_offline(factory, kind, spec)
+    check_offline(factory, kind, spec)
     return StressWorkload(spec, kind, factory, options.ttl_ms, kind=kind)
-
-
-def _check_offline(factory: Callable[..., Any], kind: str, spec: str) -> None:
-    """Build one object on a client that is never connected and check it has the protocol's
-    methods, so a wrong factory is refused before a server starts. A factory that talks to the
-    server (or raises) while building is checked on the server instead (`probe`)."""
-    offline = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.1, socket_timeout=0.1)
-    try:
-        args = ("contend:offline",) if kind == "registry" else ("contend:offline", 10_000)
-        try:
-            obj = factory(offline, *args)
-        except Exception:
-            return
-        check_object(obj, kind, spec)
-    finally:
-        offline.close()
 
 
 def probe(workload: StressWorkload, namespace: Namespace) -> StressWorkload:
@@ -439,18 +416,7 @@ def probe(workload: StressWorkload, namespace: Namespace) -> StressWorkload:
         check_object(obj, kind, workload.name)
         return obj
 
-    box: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            box["found"] = detect_capabilities(workload.factory, kind, make)
-        except BaseException as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=run, name="contend-probe", daemon=True)
-    thread.start()
-    thread.join(PROBE_SECONDS)
-    error = box.get("error")
+    found, error = within(lambda: detect_capabilities(workload.factory, kind, make))
     if isinstance(error, ContendError):
         raise error
     if error is not None:
@@ -458,7 +424,6 @@ def probe(workload: StressWorkload, namespace: Namespace) -> StressWorkload:
             f"--impl {workload.name}: making one {kind} and trying it before the run raised "
             f"{type(error).__name__}: {error}"
         )
-    found: Capabilities | None = box.get("found")
     if kind != "lock":
         return workload
     if found is None:
@@ -479,7 +444,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
     run_dir = Path(options.out) / f"stress-{run_id}"
     raw_dir = run_dir / "workers"
     ctx = multiprocessing.get_context("spawn")
-    cluster = Cluster(
+    deployment = Deployment(
         redis_url=options.redis_url,
         redis_server=options.redis_server,
         persistence=options.persistence,  # type: ignore[arg-type]
@@ -505,17 +470,17 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         )
 
     try:
-        cluster.start()
-        manifest.update(servers=cluster.pids(), target=cluster.description)
-        control = cluster.control()
+        deployment.start()
+        manifest.update(servers=deployment.pids(), target=deployment.description)
+        control = deployment.control()
         namespace = Namespace(control, options.namespace or f"contend:{run_id}")
-        if workload.family == "registry" and not cluster.is_cluster:
+        if workload.family == "registry" and not deployment.is_cluster:
             for db in SEED_LAYOUT_DBS:
                 namespace.add_db(db)
         namespace.ensure_empty()
         workload = probe(workload, namespace)
-        board = Board.create(ctx, options.procs, cluster.url)
-        cluster.on_move = board.publish_url
+        board = Board.create(ctx, options.procs, deployment.url)
+        deployment.on_move = board.publish_url
         for k in range(options.procs):
             spec = WorkerSpec(
                 index=k,
@@ -531,7 +496,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
                 parent_pid=os.getpid(),
                 kind=workload.kind,
                 fencing=workload.fencing,
-                master_urls=tuple(m.url for m in cluster.lock_masters),
+                master_urls=tuple(m.url for m in deployment.lock_masters),
             )
             proc = ctx.Process(
                 target=worker_main,
@@ -546,7 +511,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         nemesis = Nemesis(
             options.nemeses,
             NemesisContext(
-                cluster=cluster,
+                deployment=deployment,
                 board=board,
                 pids=[p.pid or 0 for p in workers],
                 record=record,
@@ -554,8 +519,8 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
                 ttl_ms=options.ttl_ms,
                 fault_ms=options.fault_ms,
                 lag_ms=options.lag_ms,
-                lock_key=workload_key(namespace.prefix, LOCK_KEY, cluster.url),
-                slots=lambda: run_slots(namespace, workload, cluster.url),
+                lock_key=workload_key(namespace.prefix, LOCK_KEY, deployment.url),
+                slots=lambda: run_slots(namespace, workload, deployment.url),
             ),
             options.interval,
         )
@@ -564,12 +529,12 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         end = go + int(options.duration * 1e9)
         nemesis.start(go, end)
         shown = 0
-        servers = cluster.pids()
+        servers = deployment.pids()
         now = go
         while (now := time.monotonic_ns()) < end and any(p.is_alive() for p in workers):
             nemesis.tick(now)
-            if cluster.pids() != servers:
-                servers = cluster.pids()
+            if deployment.pids() != servers:
+                servers = deployment.pids()
                 manifest.update(servers=servers)
             if progress is not None and now - shown > 100_000_000:
                 shown = now
@@ -582,19 +547,19 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         if progress is not None:
             progress(_progress(board, options.duration, options.duration, nemesis.status))
         if workload.family == "lock":
-            finals.append(_final_read(cluster.url, namespace.prefix, workload, options.op_timeout))
+            finals.append(_final_read(deployment.url, namespace.prefix, workload, options.op_timeout))
     finally:
         if nemesis is not None:
             nemesis.heal()
-        cluster.heal()
+        deployment.heal()
         _stop_workers(workers)
         if namespace is not None:
             with contextlib.suppress(Exception):
-                if not cluster.owned:
+                if not deployment.owned:
                     namespace.cleanup()  # an embedded server's keys go with the server
             namespace.client.close()
-        cluster.stop()
-        manifest.update(servers=cluster.pids(), finished=True)
+        deployment.stop()
+        manifest.update(servers=deployment.pids(), finished=True)
         # Keep the history, also of an interrupted run; a run that never started leaves nothing.
         history_path = run_dir / "history.jsonl"
         records = merge(paths, events, finals)
@@ -618,7 +583,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
     result = StressResult(
         options=options,
         workload=workload,
-        target=cluster.description,
+        target=deployment.description,
         run_dir=run_dir,
         history=history_path,
         verdict=verdict,

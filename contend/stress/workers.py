@@ -46,13 +46,6 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from contend.check.protocols import (
-    TOKEN_ATTRIBUTE,
-    check_factory_signature,
-    fencing_token,
-    granted,
-    load_factory,
-)
 from contend.history.records import UNSENT
 from contend.impl.catalog import Implementation
 from contend.impl.locks.errors import LockNotOwnedError, StaleFencingTokenError
@@ -60,9 +53,12 @@ from contend.impl.locks.fenced import FencedResource
 from contend.impl.registry.base import RegistrationError
 from contend.servers.cluster_client import SlotCheckingCluster
 from contend.servers.tap import tap
-from contend.servers.target import is_cluster_url, is_sentinel_url, node_url, sentinel_master
+from contend.servers.urls import is_cluster_url, is_sentinel_url, node_url, sentinel_master
 from contend.stress.board import Board, Field, WorkerPhase
-from contend.stress.masters import MULTI_MASTER_LOCKS, master_clients
+from contend.stress.masters import master_clients
+from contend.subject.loader import load_factory
+from contend.subject.multi_master import MULTI_MASTER_LOCKS
+from contend.subject.protocols import TOKEN_ATTRIBUTE, check_factory_signature, fencing_token, granted
 
 #: Families `contend stress` can drive.
 FAMILIES = ("registry", "lock")

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from contend.check.battery import catalog_subjects, run_battery, user_subject, with_capabilities
+from contend.check.battery import checks_for, run_battery
 from contend.check.framework import CheckOptions
 from contend.impl import catalog
+from contend.subject.subject import catalog_subjects, user_subject, with_capabilities
 
 FAMILIES = ("lock", "semaphore", "single_flight")
 IMPLS = [i for f in FAMILIES for i in catalog.family(f)]
@@ -30,7 +31,7 @@ def test_battery_verdict_matches_the_catalog(impl, contend_target, ns):
 
 def test_checks_that_need_a_claim_or_a_clock_are_left_out(contend_target, ns):
     subjects = {s.name: with_capabilities(s, contend_target, ns) for s in catalog_subjects(FAMILIES)}
-    names = {n: [c.name for c in s.checks()] for n, s in subjects.items()}
+    names = {n: [c.name for c in checks_for(s)] for n, s in subjects.items()}
     assert "fencing" in names["fenced"] and "fencing" not in names["token"]
     assert "skew" in names["setnx_getset"] and "skew" not in names["token"]
     assert "fifo" in names["fair_semaphore"] and "fifo" not in names["semaphore"]
@@ -48,7 +49,7 @@ def test_checks_that_need_a_claim_or_a_clock_are_left_out(contend_target, ns):
 def test_a_user_lock_gets_the_lock_battery(contend_target):
     subject = user_subject("contend.impl.locks.token:factory", "lock", contend_target)
     assert subject.family == "lock" and catalog.MUTUAL_EXCLUSION in subject.claims
-    assert [c.name for c in subject.checks()] == [
+    assert [c.name for c in checks_for(subject)] == [
         "model",
         "seed-002",
         "burst",

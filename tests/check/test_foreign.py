@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from contend.check.battery import run_battery, user_subject
+from contend.check.battery import run_battery
 from contend.check.framework import CheckOptions
 from contend.impl.catalog import (
     CRASH_LIVENESS,
@@ -21,6 +21,7 @@ from contend.impl.catalog import (
     STABLE_IDS,
     TABLES_AGREE,
 )
+from contend.subject.subject import user_subject
 
 CORRECT = [
     ("raising_lock", "lock"),

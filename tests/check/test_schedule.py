@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from contend.check.battery import Subject
 from contend.check.framework import CheckContext, CheckFailed, CheckOptions
 from contend.check.schedule import SCHEDULE
 from contend.impl.catalog import REGISTRY_PROPERTIES
 from contend.impl.registry import LuaRegistry
+from contend.subject.subject import Subject
 
 
 class MiscountingRegistry(LuaRegistry):

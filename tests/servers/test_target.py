@@ -8,7 +8,8 @@ from contend.cli import main
 from contend.errors import NamespaceInUse, TargetError
 from contend.servers.keyspace import Namespace
 from contend.servers.server import EmbeddedRedis
-from contend.servers.target import connect_url, mask_url
+from contend.servers.target import connect_url
+from contend.servers.urls import mask_url
 
 
 @pytest.mark.parametrize(

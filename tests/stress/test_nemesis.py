@@ -11,8 +11,8 @@ import pytest
 import redis
 
 from contend.errors import ContendError
+from contend.servers.deployment import Deployment
 from contend.stress.board import Board, Field, WorkerPhase
-from contend.stress.cluster import Cluster
 from contend.stress.nemesis import (
     ClientPause,
     Nemesis,
@@ -29,12 +29,12 @@ def state(pid: int) -> str:
 
 
 def make_context(
-    cluster: Cluster | None, pids: list[int], **kw
+    deployment: Deployment | None, pids: list[int], **kw
 ) -> tuple[NemesisContext, list[tuple[str, str]]]:
     events: list[tuple[str, str]] = []
     board = Board.create(multiprocessing.get_context("spawn"), max(1, len(pids)), "redis://127.0.0.1:1/0")
     ctx = NemesisContext(
-        cluster=cluster,  # type: ignore[arg-type]
+        deployment=deployment,  # type: ignore[arg-type]
         board=board,
         pids=pids,
         record=lambda f, text: events.append((f, text)),
@@ -53,8 +53,8 @@ def sleeper():
 
 
 @pytest.fixture
-def cluster():
-    c = Cluster().start()
+def deployment():
+    c = Deployment().start()
     yield c
     c.stop()
 
@@ -107,13 +107,13 @@ def test_client_pause_of_a_lock_picks_a_holder_and_waits_for_another_writer(slee
     assert state(sleeper.pid) in ("S", "R")
 
 
-def test_server_pause_sigstops_the_embedded_server(cluster):
-    ctx, events = make_context(cluster, [], fault_ms=100)
+def test_server_pause_sigstops_the_embedded_server(deployment):
+    ctx, events = make_context(deployment, [], fault_ms=100)
     fault = ServerPause(ctx)
-    client = redis.Redis.from_url(cluster.url, socket_timeout=0.2)
+    client = redis.Redis.from_url(deployment.url, socket_timeout=0.2)
     try:
         assert fault.begin()
-        assert cluster.primary is not None and state(cluster.primary.pid) == "T"
+        assert deployment.primary is not None and state(deployment.primary.pid) == "T"
         with pytest.raises(redis.TimeoutError):
             client.ping()
         fault.end()
@@ -125,8 +125,8 @@ def test_server_pause_sigstops_the_embedded_server(cluster):
 
 
 def test_server_pause_on_a_url_is_client_pause(contend_target):
-    cluster = Cluster(redis_url=contend_target.url).start()
-    ctx, events = make_context(cluster, [], fault_ms=150)
+    deployment = Deployment(redis_url=contend_target.url).start()
+    ctx, events = make_context(deployment, [], fault_ms=150)
     fault = ServerPause(ctx)
     client = contend_target.client(socket_timeout=2)
     try:
@@ -140,53 +140,53 @@ def test_server_pause_on_a_url_is_client_pause(contend_target):
     assert events[0][1] == "start: CLIENT PAUSE 150 (every client of the server waits)"
 
 
-def test_server_kill_restarts_on_the_same_port_without_the_data(cluster):
-    ctx, events = make_context(cluster, [], fault_ms=10)
-    client = redis.Redis.from_url(cluster.url)
+def test_server_kill_restarts_on_the_same_port_without_the_data(deployment):
+    ctx, events = make_context(deployment, [], fault_ms=10)
+    client = redis.Redis.from_url(deployment.url)
     client.set("k", "v")
-    assert cluster.primary is not None
-    old_pid, port = cluster.primary.pid, cluster.primary.port
+    assert deployment.primary is not None
+    old_pid, port = deployment.primary.pid, deployment.primary.port
     fault = ServerKill(ctx)
     assert fault.begin()
     assert wait_gone(old_pid)
     fault.end()
-    assert cluster.primary.port == port and cluster.primary.pid != old_pid
+    assert deployment.primary.port == port and deployment.primary.pid != old_pid
     client.connection_pool.disconnect()
     assert client.get("k") is None
     client.close()
     assert "killed with SIGKILL" in events[0][1] and "persistence off: its data is gone" in events[1][1]
-    assert set(cluster.pids()) == {old_pid, cluster.primary.pid}
+    assert set(deployment.pids()) == {old_pid, deployment.primary.pid}
 
 
 def test_failover_promotes_a_replica_that_lacks_the_acknowledged_write():
     moved: list[str] = []
-    cluster = Cluster(replica=True).start()
-    cluster.on_move = moved.append
+    deployment = Deployment(replica=True).start()
+    deployment.on_move = moved.append
     try:
-        assert cluster.primary is not None and cluster.replica is not None
-        master = redis.Redis.from_url(cluster.url)
+        assert deployment.primary is not None and deployment.replica is not None
+        master = redis.Redis.from_url(deployment.url)
         master.set("before", 1)
         master.execute_command("WAIT", 1, 2000)  # replicated
-        cluster.cut_replication()
+        deployment.cut_replication()
         assert master.set("after", 1), "the master acknowledges the write"
-        old_pid, new = cluster.promote()
+        old_pid, new = deployment.promote()
         master.close()
-        assert moved == [new.url] and cluster.primary is new
+        assert moved == [new.url] and deployment.primary is new
         assert wait_gone(old_pid)
         promoted = redis.Redis.from_url(new.url)
         assert promoted.get("before") == b"1"
         assert promoted.get("after") is None, "an acknowledged write was lost"
         assert promoted.info("replication")["role"] == "master"
         promoted.close()
-        pids = cluster.pids()
+        pids = deployment.pids()
     finally:
-        cluster.stop()
+        deployment.stop()
     for pid in pids:
         assert wait_gone(pid)
 
 
-def test_nemesis_runs_faults_in_turn_and_heals_on_demand(cluster, sleeper):
-    ctx, events = make_context(cluster, [sleeper.pid], fault_ms=30)
+def test_nemesis_runs_faults_in_turn_and_heals_on_demand(deployment, sleeper):
+    ctx, events = make_context(deployment, [sleeper.pid], fault_ms=30)
     nemesis = Nemesis(["client-pause", "server-pause"], ctx, interval=0.01)
     now = time.monotonic_ns()
     nemesis.start(now, now + 10_000_000_000)
@@ -199,12 +199,12 @@ def test_nemesis_runs_faults_in_turn_and_heals_on_demand(cluster, sleeper):
     while nemesis.active is None:
         nemesis.tick(time.monotonic_ns())
         time.sleep(0.005)
-    assert cluster.primary is not None
-    stopped = [state(sleeper.pid), state(cluster.primary.pid)]
+    assert deployment.primary is not None
+    stopped = [state(sleeper.pid), state(deployment.primary.pid)]
     assert "T" in stopped
     recorded = len(events)
     nemesis.heal()
-    assert state(sleeper.pid) != "T" and state(cluster.primary.pid) != "T"
+    assert state(sleeper.pid) != "T" and state(deployment.primary.pid) != "T"
     assert len(events) == recorded and nemesis.active is None
 
 

@@ -466,7 +466,7 @@ def test_no_fault_reasons():
     from contend.stress.nemesis import Nemesis, NemesisContext
 
     board = Board.create(multiprocessing.get_context("spawn"), 1, "redis://127.0.0.1:1/0")
-    ctx = NemesisContext(cluster=None, board=board, pids=[0], record=lambda f, t: None, lock=True)  # type: ignore[arg-type]
+    ctx = NemesisContext(deployment=None, board=board, pids=[0], record=lambda f, t: None, lock=True)  # type: ignore[arg-type]
     nemesis = Nemesis(["client-pause", "server-pause"], ctx, interval=1.0)
     assert "the first fault comes after --interval 1 s" in nemesis.why_none(
         "client-pause", ran=1.0, duration=1.0

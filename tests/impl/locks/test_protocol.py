@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from contend.check.protocols import check_factory_signature, check_object, takes_clock
 from contend.impl import catalog
 from contend.impl.locks.errors import LockNotOwnedError
 from contend.impl.locks.exists_then_set import ExistsThenSetLock
@@ -13,6 +12,7 @@ from contend.impl.locks.redis_objects import RedisObjectsLock
 from contend.impl.locks.semaphore import FairSemaphore, Semaphore
 from contend.impl.locks.set_nx_ex import SetNxExLock
 from contend.impl.locks.single_flight import ExclusiveAccess
+from contend.subject.protocols import check_factory_signature, check_object, takes_clock
 
 LOCKS = catalog.family("lock") + catalog.family("semaphore")
 FLIGHTS = catalog.family("single_flight")

@@ -1,8 +1,8 @@
-"""The servers of a stress run: an embedded primary (and, for failover, a replica), an
+"""The servers of a run (a kind of target, the one road to a server): an embedded primary (and, for failover, a replica), an
 embedded Redis Cluster (--cluster N), an embedded Sentinel group (master, replica and three
 Sentinels, for the sentinel-failover nemesis), or a --redis-url one.
 
-Every server a run starts is stopped by `Cluster.stop`; `heal` resumes any
+Every server a run starts is stopped by `Deployment.stop`; `heal` resumes any
 that a nemesis left paused.
 """
 
@@ -16,15 +16,16 @@ import redis
 
 from contend.errors import ServerError
 from contend.servers.binary import RedisBinary, find_redis_server
-from contend.servers.cluster import EmbeddedCluster
+from contend.servers.cluster import NODE_TIMEOUT_MS, EmbeddedCluster
 from contend.servers.cluster_client import SlotCheckingCluster
+from contend.servers.connect import describe_server
 from contend.servers.sentinel import EmbeddedSentinelGroup
-from contend.servers.server import EmbeddedRedis, Persistence, stop_each
-from contend.servers.target import connect_url, is_cluster_url, node_url, sentinel_master
-from contend.stress.signals import wait_stopped
+from contend.servers.server import EmbeddedRedis, Lifecycle, Persistence, stop_each
+from contend.servers.signals import wait_stopped
+from contend.servers.urls import is_cluster_url, node_url, sentinel_master
 
 
-class Cluster:
+class Deployment(Lifecycle):
     """The servers of a run: an embedded primary (and, for failover, a replica), or a --redis-url one.
 
     `on_move(url)` is called when the primary's address changes (a failover).
@@ -40,7 +41,7 @@ class Cluster:
         replica: bool = False,
         cluster: int | None = None,
         cluster_replicas: int = 0,
-        node_timeout_ms: int = 1000,
+        node_timeout_ms: int | None = 1000,
         sentinel: bool = False,
         masters: int = 0,
     ) -> None:
@@ -60,7 +61,10 @@ class Cluster:
         self.nodes: EmbeddedCluster | None = None
         if cluster is not None and self.binary is not None:
             self.nodes = EmbeddedCluster(
-                cluster, cluster_replicas, self.binary, node_timeout_ms=node_timeout_ms
+                cluster,
+                cluster_replicas,
+                self.binary,
+                node_timeout_ms=NODE_TIMEOUT_MS if node_timeout_ms is None else node_timeout_ms,
             )
 
         #: With --masters N: the lock's own masters (Redlock), apart from the counter's server.
@@ -88,13 +92,18 @@ class Cluster:
         return self.primary.url
 
     @property
+    def primary_description(self) -> str:
+        """The embedded primary in a few words ("Redis 6.2.5 at 127.0.0.1:PORT"), else the description."""
+        return self.primary.describe() if self.primary is not None else self.description
+
+    @property
     def is_cluster(self) -> bool:
         """Is the target a Redis Cluster (embedded or --redis-url redis+cluster://)?"""
         return self.nodes is not None or is_cluster_url(self.url)
 
-    def start(self) -> Cluster:
+    def start(self) -> Deployment:
         if self.redis_url:
-            self.description = connect_url(self.redis_url).description
+            self.description = describe_server(self.redis_url)
             return self
         if self.nodes is not None:
             self.nodes.start()  # stops every node it started if it fails (or Ctrl-C)
@@ -244,9 +253,9 @@ class Cluster:
                 with contextlib.suppress(ServerError, ProcessLookupError):
                     server.resume()
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 5.0) -> None:
         """Stop every server this run started (SIGCONT first: a stopped server ignores SIGTERM)."""
-        stop_each(self.started[::-1])
+        stop_each(self.started[::-1], timeout)
         if self.nodes is not None:
             self.nodes.stop()
         if self.group is not None:

@@ -1,0 +1,66 @@
+"""Loading the code under test: `package.module:factory` (or the factory itself), its signature
+checked against the protocol of its kind before any server is touched."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from contend.subject.protocols import PROTOCOLS, ProtocolError, check_factory_signature, protocol
+
+
+def load_factory(spec: str) -> Callable[..., Any]:
+    """Import `package.module:attribute` and return it; ProtocolError saying what is wrong.
+
+    The current directory is searched too (after installed packages), as `python -m` would.
+    """
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ProtocolError(f"--impl {spec!r}: expected package.module:factory, e.g. mypkg.registry:make")
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ProtocolError(
+            f"--impl {spec!r}: cannot import {module_name!r} ({exc}); is it installed, or in the "
+            "current directory or on PYTHONPATH?"
+        ) from None
+    obj: Any = module
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ProtocolError(f"--impl {spec!r}: module {module_name!r} has no attribute {attr!r}")
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ProtocolError(f"--impl {spec!r}: {attr!r} is a {type(obj).__name__}, not a callable factory")
+    return obj  # type: ignore[no-any-return]
+
+
+def user_factory(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:
+    """Import `package.module:factory` (or take the factory itself) and check its signature,
+    before any server is touched."""
+    if kind not in PROTOCOLS:
+        raise ProtocolError(f"--kind {kind!r} has no battery yet; choose one of {', '.join(PROTOCOLS)}")
+    if isinstance(spec, str):
+        factory = load_factory(spec)
+    elif callable(spec):
+        factory = spec
+    else:
+        raise ProtocolError(
+            f"the factory {spec!r} is a {type(spec).__name__}, not a callable: pass the function or "
+            f"class that makes a {kind}, called as {protocol(kind)[0]}, or 'package.module:factory'"
+        )
+    check_factory_signature(factory, kind, factory_name(spec))
+    return factory
+
+
+def factory_name(factory: str | Callable[..., Any]) -> str:
+    """How a factory is named in the table and the evidence: `package.module:factory`."""
+    if isinstance(factory, str):
+        return factory
+    module = getattr(factory, "__module__", None) or "?"
+    qualname = getattr(factory, "__qualname__", None) or getattr(factory, "__name__", None)
+    return f"{module}:{qualname or repr(factory)}"

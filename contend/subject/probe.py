@@ -1,0 +1,178 @@
+"""Finding out what the code under test offers beyond its protocol (extend, a fencing token,
+register_many, an injectable clock), whether it is code for redis.asyncio, and whether a factory
+builds an object with the protocol's methods, each within a bounded time."""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import redis
+
+from contend.servers.cluster_client import CrossSlotError
+from contend.subject.protocols import (
+    TOKEN_ATTRIBUTE,
+    TOKEN_RETURNED,
+    Capabilities,
+    ProtocolError,
+    as_token,
+    check_object,
+    granted,
+    takes_clock,
+    ttl_resolution,
+)
+
+
+def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[], Any]) -> Capabilities:
+    """What an implementation offers: `make()` builds one object (on a key nobody else uses);
+    for a lock, one acquire and release of it tell where its fencing token comes from."""
+    obj = make()
+    if kind == "registry":
+        return Capabilities(register_many=callable(getattr(obj, "register_many", None)))
+    clock = takes_clock(factory)
+    resolution = ttl_resolution(factory)
+    if kind == "single_flight":
+        return Capabilities(clock=clock, ttl_resolution_ms=resolution)
+    extend = callable(getattr(obj, "extend", None))
+    fencing = None
+    acquired = obj.acquire(blocking=False)
+    if inspect.isawaitable(acquired):
+        if inspect.iscoroutine(acquired):
+            acquired.close()
+        raise ProtocolError(
+            "acquire() returned an awaitable, but is not `async def`: contend runs its async battery "
+            "for an implementation whose protocol methods are coroutine functions; declare acquire, "
+            "release (and extend) `async def`"
+        )
+    if granted(acquired):
+        if as_token(acquired) is not None:
+            fencing = TOKEN_RETURNED
+        elif as_token(getattr(obj, "fencing_token", None)) is not None:
+            fencing = TOKEN_ATTRIBUTE
+        with contextlib.suppress(Exception):  # a refusal here says nothing about capabilities
+            obj.release()
+    return Capabilities(extend=extend, fencing=fencing, clock=clock, ttl_resolution_ms=resolution)
+
+
+def detect_async_capabilities(factory: Callable[..., Any], kind: str, url: str, key: str) -> Capabilities:
+    """`detect_capabilities` for async code: one object on a fresh redis.asyncio client (a cluster
+    client for a redis+cluster:// URL), and for a lock one acquire and release of it, run to the
+    end on a loop of their own."""
+    import asyncio
+
+    from contend.servers.target import async_client
+
+    async def probe() -> Capabilities:
+        client = async_client(url)
+        try:
+            obj = factory(client, key) if kind == "registry" else factory(client, key, 10_000)
+            if kind == "registry":
+                return Capabilities(register_many=callable(getattr(obj, "register_many", None)))
+            if kind == "single_flight":
+                return Capabilities()
+            fencing = None
+            acquired = await obj.acquire(blocking=False)
+            if granted(acquired):
+                if as_token(acquired) is not None:
+                    fencing = TOKEN_RETURNED
+                elif as_token(getattr(obj, "fencing_token", None)) is not None:
+                    fencing = TOKEN_ATTRIBUTE
+                with contextlib.suppress(Exception):
+                    await obj.release()
+            return Capabilities(extend=callable(getattr(obj, "extend", None)), fencing=fencing)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(probe())
+
+
+def is_async(factory: Callable[..., Any], kind: str) -> bool:
+    """Are the protocol's methods of what `factory` makes coroutines (code for redis.asyncio)?
+    Found on an object built with an unconnected client, nothing sent: a synchronous one first
+    (what most factories take, and one a library may keep for later), then an asyncio one for a
+    factory that refuses a synchronous client."""
+    import redis.asyncio
+
+    method = {"registry": "register", "single_flight": "call"}.get(kind, "acquire")
+    # Port 1 on the loopback: a factory that talks to its server while building reaches no one
+    # (never a Redis that happens to run on the default port).
+    for client in (redis.Redis(port=1), redis.asyncio.Redis(port=1)):
+        try:
+            obj = (
+                factory(client, "contend:probe")
+                if kind == "registry"
+                else factory(client, "contend:probe", 10_000)
+            )
+        except Exception:  # it wants another client, or something else: the battery will say what
+            continue
+        found = inspect.iscoroutinefunction(getattr(obj, method, None))
+        if found != isinstance(client, redis.asyncio.Redis):
+            _forget_scripts(obj, client)  # scripts of the wrong flavour cached for later objects
+        return found
+    return False
+
+
+def _forget_scripts(obj: Any, client: Any) -> None:
+    """Undo what building `obj` with a probe client of the other flavour cached on its classes:
+    redis-py's Lock (sync and asyncio alike) registers its scripts once per class with the first
+    client it is given, and a synchronous Script would stay there for every later async lock.
+    (Scripts of the right flavour stay: a library may guard its own cache, as python-redis-lock
+    does with a module global, and they are called with each lock's own client.)"""
+    held = [obj, *getattr(obj, "__dict__", {}).values()]  # an adapter holds the library's lock
+    for cls in {c for o in held for c in type(o).__mro__}:
+        for name, value in list(vars(cls).items()):
+            if getattr(value, "registered_client", None) is client:
+                setattr(cls, name, None)
+
+
+#: Seconds finding out an implementation's capabilities may take (one acquire and release).
+PROBE_SECONDS = 5.0
+
+
+def within(
+    probe: Callable[[], Capabilities], seconds: float = PROBE_SECONDS
+) -> tuple[Capabilities | None, BaseException | None]:
+    """Run `probe()` in a thread of its own for at most `seconds`: (what it found, what it raised);
+    (None, None) if it did not return in time (code we did not write may hang)."""
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["found"] = probe()
+        except BaseException as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=run, name="contend-probe", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    return box.get("found"), box.get("error")
+
+
+def bounded(probe: Callable[[], Capabilities], otherwise: Capabilities) -> Capabilities:
+    """`probe()`, or `otherwise` if it does not return within PROBE_SECONDS (the checks will then
+    report what hangs); a ProtocolError it raises is passed on."""
+    found, error = within(probe)
+    if isinstance(error, CrossSlotError):
+        return otherwise  # on a Redis Cluster: the checks report the keys that span slots
+    if error is not None:
+        raise error
+    return found if found is not None else otherwise
+
+
+def check_offline(factory: Callable[..., Any], kind: str, spec: str) -> None:
+    """Build one object on a client that is never connected and check it has the protocol's
+    methods, so a wrong factory is refused before a server starts. A factory that talks to the
+    server (or raises) while building is checked on the server instead (`probe`)."""
+    offline = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.1, socket_timeout=0.1)
+    try:
+        args = ("contend:offline",) if kind == "registry" else ("contend:offline", 10_000)
+        try:
+            obj = factory(offline, *args)
+        except Exception:
+            return
+        check_object(obj, kind, spec)
+    finally:
+        offline.close()

@@ -1,0 +1,159 @@
+"""The protocols the code under test meets, and the few facts contend reads off what it returns.
+
+A check tests what the protocol promises and nothing more (README: "Bring your own
+implementation"):
+
+* lock: `factory(client, key, ttl_ms)` with `acquire(blocking=True, timeout=None) -> bool` and
+  `release()`. Optional, detected and then checked: `extend(ttl_ms)`, a fencing token (the
+  int `acquire` returns instead of True, or a `fencing_token` attribute after a successful
+  acquire). A semaphore's factory also takes `limit`.
+* A `release()` or `extend()` of a lease no longer held may raise any exception or return
+  normally or False: that is a refusal. Safe release is judged by its effect on others.
+* One lock object is used by one client thread: acquire, release and extend of an object are
+  called from the same thread, so thread-local tokens work.
+* registry: `factory(client, namespace)` with `register`, `lookup`, `reverse`, `count`;
+  `register_many(names)` optional. No limit on a name's length.
+* single-flight: `factory(client, key, ttl_ms)` with `call(fn)`.
+* Bad input: `ttl_ms <= 0`, an empty key or an empty name raises (any exception) before
+  anything is written. Nothing stricter.
+* A factory that can only hold leases in whole seconds (a library taking int seconds) says
+  so with an attribute `ttl_resolution_ms = 1000`; the checks then use TTLs it can hold.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from contend.errors import ContendError
+
+#: kind -> (factory signature in words, {method: what it must do})
+PROTOCOLS: dict[str, tuple[str, dict[str, str]]] = {
+    "registry": (
+        "factory(client: redis.Redis, namespace: str)",
+        {
+            "register": "register(name) -> int",
+            "lookup": "lookup(name) -> int | None",
+            "reverse": "reverse(id) -> str | None",
+            "count": "count() -> int",
+        },
+    ),
+    "lock": (
+        "factory(client: redis.Redis, key: str, ttl_ms: int)",
+        {
+            "acquire": "acquire(blocking: bool = True, timeout: float | None = None) -> bool",
+            "release": "release() -> None",
+        },
+    ),
+    "semaphore": (
+        "factory(client: redis.Redis, key: str, ttl_ms: int, limit: int = 1)",
+        {
+            "acquire": "acquire(blocking: bool = True, timeout: float | None = None) -> bool",
+            "release": "release() -> None",
+        },
+    ),
+    "single_flight": (
+        "factory(client: redis.Redis, key: str, ttl_ms: int)",
+        {"call": "call(fn) -> the result of fn, run once across concurrent callers"},
+    ),
+}
+
+#: Where a lock's fencing token comes from.
+TOKEN_RETURNED = "acquire's return"
+TOKEN_ATTRIBUTE = "the fencing_token attribute"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an implementation offers beyond the protocol's required methods."""
+
+    extend: bool = False
+    fencing: str | None = None  # TOKEN_RETURNED, TOKEN_ATTRIBUTE or None
+    register_many: bool = False
+    clock: bool = False  # the factory takes an injectable `clock`
+    ttl_resolution_ms: int = 1  # the factory can only hold leases in multiples of this (whole seconds: 1000)
+
+    def describe(self) -> str:
+        """'extend, fencing token from acquire's return' or 'nothing optional'."""
+        parts = []
+        if self.extend:
+            parts.append("extend")
+        if self.fencing:
+            parts.append(f"fencing token from {self.fencing}")
+        if self.register_many:
+            parts.append("register_many")
+        if self.clock:
+            parts.append("an injectable clock")
+        if self.ttl_resolution_ms > 1:
+            parts.append(f"leases in steps of {self.ttl_resolution_ms} ms")
+        return ", ".join(parts) or "nothing optional"
+
+
+class ProtocolError(ContendError):
+    """A user's factory or the object it returns does not follow the protocol."""
+
+
+def check_factory_signature(factory: Callable[..., Any], kind: str, spec: str) -> None:
+    """A factory must accept the protocol's positional arguments."""
+    signature, _ = protocol(kind)
+    wanted = 2 if kind == "registry" else 3
+    try:
+        inspect.signature(factory).bind(*range(wanted))
+    except TypeError as exc:
+        raise ProtocolError(f"--impl {spec!r}: a {kind} factory is called as {signature}; {exc}") from None
+    except ValueError:
+        pass  # builtins without a signature: find out when it is called
+
+
+def check_object(obj: Any, kind: str, spec: str) -> None:
+    """The object a factory returned has every method of the protocol."""
+    signature, methods = protocol(kind)
+    missing = [text for name, text in methods.items() if not callable(getattr(obj, name, None))]
+    if missing:
+        raise ProtocolError(
+            f"--impl {spec!r}: {signature} returned a {type(obj).__name__} without "
+            + "; ".join(missing)
+            + f". A {kind} needs: "
+            + ", ".join(methods.values())
+        )
+
+
+def protocol(kind: str) -> tuple[str, dict[str, str]]:
+    if kind not in PROTOCOLS:
+        raise ProtocolError(f"unknown --kind {kind!r}; choose one of {', '.join(PROTOCOLS)}")
+    return PROTOCOLS[kind]
+
+
+def takes_clock(factory: Callable[..., Any]) -> bool:
+    """Does the factory take an injectable `clock` (a client-clock algorithm)?"""
+    try:
+        return "clock" in inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def fencing_token(lock: Any, acquired: Any, fencing: str | None) -> int | None:
+    """The fencing token of a successful acquire that returned `acquired`, if the lock has one."""
+    if fencing == TOKEN_RETURNED:
+        return as_token(acquired)
+    if fencing == TOKEN_ATTRIBUTE:
+        return as_token(getattr(lock, "fencing_token", None))
+    return None
+
+
+def granted(acquired: Any) -> bool:
+    """Did an acquire that returned `acquired` take the lease? True, or a fencing token."""
+    return acquired is not None and acquired is not False and bool(acquired)
+
+
+def as_token(value: Any) -> int | None:
+    """`value` if it can be a fencing token (an int, not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def ttl_resolution(factory: Callable[..., Any]) -> int:
+    """What the factory says its leases' granularity is (`ttl_resolution_ms`; 1 if nothing)."""
+    value = getattr(factory, "ttl_resolution_ms", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1

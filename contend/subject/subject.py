@@ -1,0 +1,172 @@
+"""The code under test as one row of a run: a catalog implementation or the user's `--impl`, with
+the properties it claims and the capabilities it was found to have. check, stress, load, the
+scoreboard and `contend.testing` all build their subjects here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from contend.impl import catalog
+from contend.servers.keyspace import Namespace
+from contend.servers.target import Target
+from contend.subject.claims import DEFAULT_CLAIMS, check_claim_names
+from contend.subject.loader import factory_name, user_factory
+from contend.subject.probe import bounded, detect_async_capabilities, detect_capabilities, is_async
+from contend.subject.protocols import Capabilities, check_object
+
+
+@dataclass(frozen=True)
+class Subject:
+    """One row of the table: an implementation and what is expected of it."""
+
+    name: str
+    family: str
+    factory: Callable[..., Any]
+    known_bad: bool = False
+    violates: frozenset[str] = frozenset()
+    summary: str = ""
+    dbs: tuple[int, ...] = ()
+    claims: frozenset[str] = frozenset()
+    capabilities: Capabilities | None = None
+    #: How the command line names this subject (for replay commands): --only NAME, or --impl ...
+    selector: tuple[str, ...] = ()
+    #: The command the selector goes with.
+    command: tuple[str, ...] = ("contend", "check")
+    #: What was added to or dropped from the defaults (--claim / --no-claim), for the table.
+    claim_changes: tuple[str, ...] = ()
+    #: Its methods are coroutines (redis.asyncio): the async battery runs.
+    asynchronous: bool = False
+    #: Why it runs on one server only ("" when it runs on a Redis Cluster too).
+    single_node: str = ""
+
+
+def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list[Subject]:
+    """Rows for the catalog's implementations of `families` (only `names` if given)."""
+    chosen = (
+        [catalog_implementation(n) for n in names]
+        if names
+        else [*catalog.IMPLEMENTATIONS, *catalog.ASYNC_IMPLEMENTATIONS]
+    )
+    return [
+        Subject(
+            impl.name,
+            impl.family,
+            impl.factory,
+            impl.known_bad,
+            impl.violates,
+            impl.summary,
+            catalog.SEED_LAYOUT_DBS if impl.name.startswith("seed_layout") else (),
+            impl.claims,
+            selector=("--only", impl.name),
+            asynchronous=impl.asynchronous,
+            single_node=impl.single_node,
+        )
+        for impl in chosen
+        if impl.family in families
+    ]
+
+
+def catalog_implementation(name: str) -> catalog.Implementation:
+    """A catalog implementation, sync or async; KeyError naming both lists otherwise."""
+    try:
+        return catalog.by_name(name)
+    except KeyError:
+        try:
+            return catalog.async_by_name(name)
+        except KeyError:
+            raise KeyError(
+                f"no implementation called {name!r}; the catalog has "
+                f"{', '.join(i.name for i in (*catalog.IMPLEMENTATIONS, *catalog.ASYNC_IMPLEMENTATIONS))}"
+            ) from None
+
+
+def user_subject(
+    spec: str | Callable[..., Any],
+    kind: str,
+    target: Target,
+    *,
+    claim: Sequence[str] = (),
+    no_claim: Sequence[str] = (),
+) -> Subject:
+    """A row for `package.module:factory` (or a factory object), after checking it follows the
+    protocol and finding out what it offers beyond it (extend, a fencing token, register_many).
+
+    A factory object is named `module:qualname`, as `--impl` would name it (whether that name
+    imports it back is for the caller to say: `contend.testing` does).
+    """
+    check_claim_names(kind, claim, "--claim")
+    check_claim_names(kind, no_claim, "--no-claim")
+    factory = user_factory(spec, kind)
+    name = factory_name(spec)
+    asynchronous = is_async(factory, kind)  # builds probe objects: once
+    if asynchronous:
+        flags = [*(f"--claim {c}" for c in claim), *(f"--no-claim {c}" for c in no_claim)]
+        probe_ns = target.namespace(client=target.client())
+        try:
+            key = probe_ns.prefix if kind == "registry" else probe_ns.key("probe")
+            found = bounded(lambda: detect_async_capabilities(factory, kind, target.url, key), Capabilities())
+        finally:
+            probe_ns.cleanup()
+            probe_ns.client.close()
+        claims = set(DEFAULT_CLAIMS[kind]) | ({catalog.FENCING} if found.fencing else set())
+        return Subject(
+            name,
+            kind,
+            factory,
+            summary="user implementation (async)",
+            claims=frozenset((claims | set(claim)) - set(no_claim)),
+            capabilities=found,
+            selector=("--impl", name, "--kind", kind, *(part for f in flags for part in f.split())),
+            claim_changes=tuple(flags),
+            asynchronous=True,
+        )
+    client = target.client()
+    ns = target.namespace(client=client)
+    try:
+
+        def make() -> Any:
+            obj = (
+                factory(client, ns.prefix) if kind == "registry" else factory(client, ns.key("probe"), 10_000)
+            )
+            check_object(obj, kind, name)
+            return obj
+
+        capabilities = bounded(lambda: detect_capabilities(factory, kind, make), Capabilities())
+    finally:
+        ns.cleanup()
+        client.close()
+    claims = set(DEFAULT_CLAIMS[kind])
+    if capabilities.fencing:
+        claims.add(catalog.FENCING)
+    claims = (claims | set(claim)) - set(no_claim)
+    flags = [*(f"--claim {c}" for c in claim), *(f"--no-claim {c}" for c in no_claim)]
+    selector = ("--impl", name, "--kind", kind, *(part for f in flags for part in f.split()))
+    return Subject(
+        name,
+        kind,
+        factory,
+        summary="user implementation",
+        claims=frozenset(claims),
+        capabilities=capabilities,
+        selector=selector,
+        claim_changes=tuple(flags),
+    )
+
+
+def with_capabilities(subject: Subject, target: Target, namespace: Namespace) -> Subject:
+    """The subject with its capabilities found out (catalog subjects are probed before their checks)."""
+    if subject.capabilities is not None:
+        return subject
+    if subject.asynchronous:  # not probed yet: no extend, token or register_many checks for async code
+        return replace(subject, capabilities=Capabilities())
+    key = namespace.key(subject.name, "probe")
+
+    def make() -> Any:
+        if subject.family == "registry":
+            return subject.factory(namespace.client, namespace.child(subject.name, "probe-registry"))
+        return subject.factory(namespace.client, key, 10_000)
+
+    found = bounded(lambda: detect_capabilities(subject.factory, subject.family, make), Capabilities())
+    return replace(subject, capabilities=found)
