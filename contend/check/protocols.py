@@ -1,8 +1,8 @@
 """The protocols a user's implementation meets, what contend detects about it, and loading one
 from `package.module:factory`.
 
-A check tests what the protocol promises and nothing more (README: "Bring your own
-implementation"):
+A check tests what the protocol promises and nothing more (docs/protocol.md, "Your own code:
+the protocol"):
 
 * lock: `factory(client, key, ttl_ms)` with `acquire(blocking=True, timeout=None) -> bool` and
   `release()`. Optional, detected and then checked: `extend(ttl_ms)`, a fencing token (the
