@@ -30,7 +30,7 @@ class ExitCode(IntEnum):
     TERMINATED = 143
 
 
-#: The table as --help and the README show it.
+#: The table as --help and docs/ci.md ("Exit codes") show it.
 TABLE: tuple[tuple[int, str], ...] = (
     (ExitCode.OK, "as expected: passed, known-bad caught, linearizable, invariants hold"),
     (ExitCode.FAILED, "a violation: not as expected, not linearizable, an invariant broken"),

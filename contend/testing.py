@@ -70,7 +70,7 @@ __all__ = [
     "run_machine",
 ]
 
-#: The kinds a factory can be checked as (the protocols of README "Bring your own implementation").
+#: The kinds a factory can be checked as (the protocols of docs/protocol.md, "Your own code: the protocol").
 KINDS: tuple[str, ...] = tuple(BATTERIES)  # single_flight; "single-flight" is accepted too
 
 

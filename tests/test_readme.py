@@ -1,21 +1,16 @@
-"""The README's two commands are the ones CI runs, and every contend command it shows parses."""
+"""The README's two commands are the ones CI runs, and the manual's getting-started page shows the
+same two. (Every contend command of the README and docs/ parses: tests/test_docs.py.)"""
 
 from __future__ import annotations
 
 import re
-import shlex
 from pathlib import Path
-
-import pytest
-
-from contend.cli import build_parser
-from contend.commands import arguments
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def setup_commands() -> list[str]:
-    text = (ROOT / "README.md").read_text()
+def setup_commands(page: Path = ROOT / "README.md") -> list[str]:
+    text = page.read_text()
     section = text.split("## Two commands", 1)[1].split("\n## ", 1)[0]
     return re.findall(r"```sh\n(.+?)\n```", section)
 
@@ -35,29 +30,14 @@ def test_ci_installs_and_tests_as_the_readme_says():
     assert re.search(rf"^{re.escape(test_command)}$", ci, re.M), f"{test_command!r} not in .ci/run"
 
 
-def readme_contend_commands() -> list[list[str]]:
-    """Every `contend …` command in the README's sh blocks, split as the shell would."""
-    text = (ROOT / "README.md").read_text()
-    commands = []
-    for block in re.findall(r"```sh\n(.*?)```", text, re.S):
-        for line in block.splitlines():
-            for part in line.split("#", 1)[0].split(" && "):
-                words = shlex.split(part)
-                if words and words[0].endswith("/contend"):
-                    commands.append(words)
-    return commands
+def test_getting_started_shows_the_readmes_two_commands():
+    assert setup_commands(ROOT / "docs" / "getting-started.md") == setup_commands()
 
 
-def test_every_contend_command_in_the_readme_parses_as_written(monkeypatch, capsys):
-    """Options and values as written exist, and none is a deprecated spelling."""
-    monkeypatch.setattr(arguments, "_warned", set())
-    commands = readme_contend_commands()
-    assert len(commands) >= 15
-    for words in commands:
-        argv = words[1:]
-        try:
-            build_parser(argv).parse_args(argv)
-        except SystemExit as exc:
-            if exc.code != 0:  # --help and --version exit 0
-                pytest.fail(f"{shlex.join(words)}: {capsys.readouterr().err}")
-    assert capsys.readouterr().err == "", "a README command uses a deprecated spelling"
+def test_ci_builds_the_manual_strictly_between_the_types_and_the_tests():
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    order = [
+        lines.index(step)
+        for step in (".venv/bin/mypy", ".venv/bin/mkdocs build --strict", ".venv/bin/pytest")
+    ]
+    assert order == sorted(order)

@@ -60,7 +60,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         help=COMMANDS["check"],
         description="Run every check of each implementation's family and print implementation × "
         "check. Correct implementations must pass; known-bad ones must be caught. With --impl, check "
-        "your own factory against the protocol of --kind (README: Bring your own implementation): what "
+        "your own factory against the protocol of --kind (docs/protocol.md): what "
         "is checked follows its claims. A failed cell names the kind of property broken: safety, "
         "liveness or hygiene. Exit 0 when every correct implementation passed and every known-bad one "
         "was caught, 1 when one did not, 3 when nothing failed but a check was inconclusive (its time "

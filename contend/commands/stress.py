@@ -55,8 +55,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--kind",
         type=family_name,
         metavar="FAMILY",
-        help=f"the protocol --impl MODULE:FACTORY follows: {kinds} (required with it; README: Bring "
-        "your own implementation)",
+        help=f"the protocol --impl MODULE:FACTORY follows: {kinds} (required with it; docs/protocol.md)",
     )
     add_renamed(
         parser,

@@ -7,8 +7,8 @@ properties after every step. They are plain RuleBasedStateMachine classes, so
 `contend.machines.family.family_machine` picks the machine for an implementation.
 
 To check your own implementation with one, subclass the family's machine and
-point it at your factory (the protocols of README "Bring your own
-implementation"); `claims` says which properties are judged besides mutual
+point it at your factory (the protocols of docs/protocol.md, "Your own
+code: the protocol"); `claims` says which properties are judged besides mutual
 exclusion (a lock's defaults are `LOCK_CLAIMS`)::
 
     from contend.machines import LOCK_CLAIMS, LockMachine

@@ -1,7 +1,7 @@
 """The protocols the code under test meets, and the few facts contend reads off what it returns.
 
-A check tests what the protocol promises and nothing more (README: "Bring your own
-implementation"):
+A check tests what the protocol promises and nothing more (docs/protocol.md, "Your own code:
+the protocol"):
 
 * lock: `factory(client, key, ttl_ms)` with `acquire(blocking=True, timeout=None) -> bool` and
   `release()`. Optional, detected and then checked: `extend(ttl_ms)`, a fencing token (the
