@@ -34,8 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
 import redis._parsers
@@ -43,10 +42,17 @@ import redis.asyncio.client
 import redis.asyncio.cluster
 import redis.asyncio.connection
 
-from contend.schedule import gate
-
-if TYPE_CHECKING:
-    from contend.schedule.scheduler import ClientHandle
+from contend.schedule.gating import (
+    BLOCKING_POPS,
+    MAX_POLL_INTERVAL,
+    POLL_INTERVAL,
+    CancelAt,
+    GatedClient,
+    current,
+    decode_packed,
+    node_of,
+    one_pass,
+)
 
 REAL_ASYNC_SLEEP = asyncio.sleep
 _originals: dict[str, Any] = {}
@@ -64,27 +70,8 @@ _DISCOVERY = (
 )
 
 
-class CancelAt(enum.Enum):
-    """Where a scheduled cancellation lands in the client's operation."""
-
-    BEFORE_SEND = "before its command is sent"
-    AFTER_SEND = "after its command is sent, while it awaits the reply"
-    SLEEPING = "while it sleeps between round trips"
-
-
-class VirtualClockLoop(asyncio.SelectorEventLoop):
-    """A client's event loop whose clock is the scheduler's virtual monotonic clock."""
-
-    def __init__(self, client: ClientHandle) -> None:
-        super().__init__()
-        self._contend_client = client
-
-    def time(self) -> float:
-        return self._contend_client.scheduler.monotonic()
-
-
 def patch() -> None:
-    """Install the patches (called by contend.schedule.gate.install, which counts references)."""
+    """Install the patches (the scheduler installs the gates, reference counted)."""
     conn_cls = redis.asyncio.connection.AbstractConnection
     _originals["send"] = conn_cls.send_packed_command
     _originals["read"] = conn_cls.read_response
@@ -112,15 +99,15 @@ def unpatch() -> None:
     asyncio.sleep = REAL_ASYNC_SLEEP
 
 
-def _scheduled() -> ClientHandle | None:
+def _scheduled() -> GatedClient | None:
     """The scheduled client whose loop runs this code, if any (not during a handshake)."""
-    client = gate.current()
+    client = current()
     if client is None or _handshaking.get() or _discovering.get():
         return None
     return client
 
 
-async def _cancel_here(client: ClientHandle, where: CancelAt) -> None:
+async def _cancel_here(client: GatedClient, where: CancelAt) -> None:
     """If the scheduler asked for a cancellation at `where`, cancel the client's operation task
     now, as a `task.cancel()` from outside would: when this code runs in that task, the
     CancelledError comes out of this await; when it runs in a task the operation awaits through
@@ -146,7 +133,7 @@ async def _gated_send(self: Any, command: Any, check_health: bool = True) -> Non
         return await _originals["send"](self, command, check_health)  # type: ignore[no-any-return]
     if client.crashed:
         raise redis.ConnectionError(f"client {client.name} crashed")
-    client.before_round_trip(gate.decode_packed(command), gate._node(self))  # blocks until its turn
+    client.before_round_trip(decode_packed(command), node_of(self))  # blocks until its turn
     # Where a real cancellation lands before the send: redis-py awaits the pool for the
     # connection first, and returns the connection, nothing sent, when cancelled there.
     await _cancel_here(client, CancelAt.BEFORE_SEND)
@@ -169,7 +156,7 @@ async def _recorded_read(self: Any, *args: Any, **kwargs: Any) -> Any:
     return reply
 
 
-async def _read_cancelled(conn: Any, client: ClientHandle, *args: Any, **kwargs: Any) -> Any:
+async def _read_cancelled(conn: Any, client: GatedClient, *args: Any, **kwargs: Any) -> Any:
     """redis-py's read_response, with the cancellation landing where a real one does while the
     reply is awaited: in its parser's read, inside read_response's own error handling (which
     drops the connection, since the reply is left unread)."""
@@ -201,7 +188,7 @@ def _ungated_discovery(original: Any) -> Any:
     crashed client's refused, as its commands are."""
 
     async def discover(self: Any, *args: Any, **kwargs: Any) -> Any:
-        client = gate.current()
+        client = current()
         if client is not None and client.crashed:
             raise redis.ConnectionError(f"client {client.name} crashed")
         token = _discovering.set(True)
@@ -218,20 +205,20 @@ async def _polled_execute(self: Any, *args: Any, **options: Any) -> Any:
     until it gets an element or the caller's timeout has passed in virtual time."""
     execute = _originals["execute"]
     name = str(args[0]).upper() if args else ""
-    if _scheduled() is None or name not in gate.BLOCKING_POPS:
+    if _scheduled() is None or name not in BLOCKING_POPS:
         return await execute(self, *args, **options)
     loop = asyncio.get_running_loop()
     timeout = float(args[-1])
     deadline = None if timeout == 0 else loop.time() + timeout
-    pause = gate.POLL_INTERVAL
+    pause = POLL_INTERVAL
     while True:
-        reply = await execute(self, *gate._one_pass(name, args[1:-1]))
+        reply = await execute(self, *one_pass(name, args[1:-1]))
         if reply is not None:
             return reply
         if deadline is not None and loop.time() >= deadline:
             return None
         await _sleep(pause if deadline is None else min(pause, deadline - loop.time()))
-        pause = min(pause * 2, gate.MAX_POLL_INTERVAL)
+        pause = min(pause * 2, MAX_POLL_INTERVAL)
 
 
 async def _sleep(delay: float, result: Any = None) -> Any:

@@ -27,9 +27,41 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from contend.schedule import gate
-from contend.schedule.async_gate import CancelAt, VirtualClockLoop
+from contend.schedule import async_gate, gate
+from contend.schedule.gating import (
+    REAL_EVENT_WAIT,
+    REAL_MONOTONIC,
+    REAL_TIME,
+    CancelAt,
+    VirtualClockLoop,
+    bind,
+)
 from contend.servers.cluster_client import disconnect
+
+_install_lock = threading.Lock()
+_installed = 0
+
+
+def install() -> None:
+    """Install both gates, the sync one and the redis.asyncio one (reference counted: one
+    `uninstall` undoes one `install`); UnsupportedRedisPy on a redis-py they were not written for."""
+    global _installed
+    with _install_lock:
+        if _installed == 0:
+            gate.check_redis_py()
+            gate.patch()
+            async_gate.patch()
+        _installed += 1
+
+
+def uninstall() -> None:
+    """Undo one `install`; the last one removes the gates."""
+    global _installed
+    with _install_lock:
+        _installed -= 1
+        if _installed == 0:
+            gate.unpatch()
+            async_gate.unpatch()
 
 
 class SchedulerError(RuntimeError):
@@ -148,9 +180,9 @@ class ClientHandle:
             raise ClientCrashed(self.name)
 
     def _loop(self) -> None:
-        gate.bind(self)
+        bind(self)
         while True:
-            gate.REAL_EVENT_WAIT(self._has_work)
+            REAL_EVENT_WAIT(self._has_work)
             self._has_work.clear()
             work = self._work
             if work is None:
@@ -221,8 +253,8 @@ class Scheduler:
         #: Of those, the seconds the clock jumped because every live client was asleep (waiting
         #: in a retry loop or a blocking call), not because the harness moved it (`advance`).
         self.waited = 0.0
-        self.wall_base = gate.REAL_TIME()
-        self.mono_base = gate.REAL_MONOTONIC()
+        self.wall_base = REAL_TIME()
+        self.mono_base = REAL_MONOTONIC()
         self.clients: list[ClientHandle] = []
         self.trace: list[TraceEntry] = []
         self.schedule: list[int] = []  # the client index of every step, for replay
@@ -232,7 +264,7 @@ class Scheduler:
         self._closed = False
         #: Called with the number of seconds when the clock jumps (not for the cost of a step).
         self.on_jump: Callable[[float], None] | None = None
-        gate.install()
+        install()
 
     # Clients and operations ------------------------------------------------------
     def add_client(self, name: str | None = None, *, connection: Any = None) -> int:
@@ -401,7 +433,7 @@ class Scheduler:
         for client in self.clients:
             client._submit(None)
         self._closed = True
-        gate.uninstall()
+        uninstall()
 
     def __enter__(self) -> Scheduler:
         return self
@@ -421,9 +453,9 @@ class Scheduler:
         with self._cv:
             self._turn = client
             self._cv.notify_all()
-            deadline = gate.REAL_MONOTONIC() + self.yield_timeout
+            deadline = REAL_MONOTONIC() + self.yield_timeout
             while self._turn is not None:
-                left = deadline - gate.REAL_MONOTONIC()
+                left = deadline - REAL_MONOTONIC()
                 if left <= 0:
                     raise SchedulerError(
                         f"client {client.name} did not reach its next round trip within "

@@ -9,7 +9,7 @@ import pytest
 import redis.asyncio
 
 from contend.schedule import ReplayChooser, Scheduler, SchedulerError
-from contend.schedule.async_gate import CancelAt
+from contend.schedule.gating import CancelAt
 
 
 def async_clients(target, scheduler, n):
