@@ -15,7 +15,7 @@ from rich.table import Table
 from contend import exitcodes
 from contend.ci.document import document
 from contend.ci.summary import append_summary
-from contend.commands.arguments import HelpFormatter, add_renamed, positive_float, positive_int
+from contend.commands.arguments import HelpFormatter, add_renamed, positive_float, positive_int, positive_ints
 from contend.commands.families import family_name
 from contend.commands.names import COMMANDS
 from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
@@ -26,14 +26,6 @@ from contend.load.workloads import USER_WORKLOADS, WORKLOADS
 from contend.report.data import SweepData, load_sweep, process_comparison_table
 from contend.servers.keyspace import new_run_id
 from contend.servers.target import open_target
-
-
-def int_list(text: str) -> list[int]:
-    """argparse type: whole numbers > 0, separated by commas."""
-    values = []
-    for part in text.split(","):
-        values.append(positive_int(part.strip()))
-    return values
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -80,10 +72,10 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="the protocol --impl follows: lock (counter and transfer workloads) or registry "
         "(registry workload); default registry, as contend check",
     )
-    parser.add_argument("--users", type=int_list, metavar="N,N,...", help="concurrent users per point")
+    parser.add_argument("--users", type=positive_ints, metavar="N,N,...", help="concurrent users per point")
     parser.add_argument(
         "--hot-keys",
-        type=int_list,
+        type=positive_ints,
         metavar="N,N,...",
         help="distinct keys fought over (1: maximal contention)",
     )

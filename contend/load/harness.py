@@ -184,14 +184,6 @@ def _workload_names(environment: Environment | None = None) -> list[str]:
     return sorted({c.workload for c in classes if isinstance(c, type) and issubclass(c, ContendUser)})
 
 
-def _whole(value: Any, option: str, hint: str) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise wl.LoadInputError(f"{option} must be a whole number > 0, got {value!r}{hint}") from None
-    return wl.check_positive(number, option, hint)
-
-
 def parsed_options(environment: Environment) -> Any:
     """Locust's parsed command line (the harness only runs where Locust parsed one)."""
     if environment.parsed_options is None:
@@ -220,8 +212,8 @@ def resolve(environment: Environment, workloads: tuple[str, ...] = ()) -> Settin
         raise wl.LoadInputError(
             f"--strategy {strategy!r} is unknown to the {', '.join(missing)} workload ({known}){hint}"
         )
-    hot_keys = _whole(options.hot_keys, "--hot-keys", " (1 is maximal contention)")
-    ttl_ms = _whole(options.ttl_ms, "--ttl-ms", " (the lease of lock strategies, in ms)")
+    hot_keys = wl.check_positive(options.hot_keys, "--hot-keys", " (1 is maximal contention)")
+    ttl_ms = wl.check_positive(options.ttl_ms, "--ttl-ms", " (the lease of lock strategies, in ms)")
     given: str = options.namespace
     old: str = getattr(options, "key_namespace", None) or ""
     if not given and old:

@@ -46,6 +46,7 @@ from contend.load.cpu import CpuSampler
 from contend.load.workloads import LoadInputError, check_positive, user_impl, user_strategy, workload
 from contend.servers.keyspace import Namespace
 from contend.servers.target import Target
+from contend.values import whole_list
 
 SWEEP_FILE = "sweep.json"
 RAW_DIR = "raw"
@@ -243,19 +244,7 @@ def make_plan(
 
 def parse_counts(text: str, option: str) -> list[int]:
     """Whole numbers > 0 separated by commas ("1,2,4"); LoadInputError names the option otherwise."""
-    parts = [part.strip() for part in str(text).split(",")]
-    if not any(parts):
-        raise LoadInputError(f"{option} needs whole numbers > 0 separated by commas, e.g. 1,2,4; got nothing")
-    values = []
-    for part in parts:
-        try:
-            value = int(part)
-        except ValueError:
-            raise LoadInputError(
-                f"{option} needs whole numbers > 0 separated by commas, e.g. 1,2,4; got {text!r}"
-            ) from None
-        values.append(check_positive(value, option))
-    return values
+    return whole_list(text, option, error=LoadInputError)
 
 
 def path_part(name: str) -> str:

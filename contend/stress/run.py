@@ -1,7 +1,7 @@
 """Multiprocess stress runs: N worker processes, faults injected, the recorded history checked.
 
 `run_stress` starts the embedded server (or connects to --redis-url), spawns
-the workers (`contend.workloads`), runs the nemesis (`contend.nemesis`) in the
+the workers (`contend.stress.workers`), runs the nemesis (`contend.stress.nemesis`) in the
 parent's main thread while they work, merges the workers' records by time into
 one history (`<out>/stress-<id>/history.jsonl`, kept for `contend history
 check`), checks it (linearizability against the family's model, plus the
