@@ -12,7 +12,9 @@ Patched, only in scheduled client threads (others pass through untouched):
 * `redis.asyncio.connection.AbstractConnection.send_packed_command`: one step per
   round trip (a command, a pipeline, a MULTI/EXEC block), as in the sync gate; the
   connection handshake is not gated (`on_connect_check_health`).
-* `AbstractConnection.read_response`: the replies, for the trace.
+* `AbstractConnection.read_response`: the replies, for the trace; a round trip marked lost is
+  run by the server, then its reply is dropped with the connection, as in the sync gate.
+* `Retry.call_with_retry` and `redis.asyncio.retry`'s sleep: followed, and virtual.
 * `redis.asyncio.client.Redis.execute_command`: blocking pops (BLPOP, BRPOP, ...) become
   polls on virtual time, as in the sync gate: the server is never left blocking.
 * A redis.asyncio cluster client's discovery of the cluster (CLUSTER SLOTS and COMMAND, on
@@ -41,6 +43,7 @@ import redis._parsers
 import redis.asyncio.client
 import redis.asyncio.cluster
 import redis.asyncio.connection
+import redis.asyncio.retry
 
 from contend.schedule.gating import (
     BLOCKING_POPS,
@@ -48,8 +51,11 @@ from contend.schedule.gating import (
     POLL_INTERVAL,
     CancelAt,
     GatedClient,
+    LostReply,
     current,
     decode_packed,
+    enter_retry_call,
+    leave_retry_call,
     node_of,
     one_pass,
 )
@@ -84,7 +90,11 @@ def patch() -> None:
     for holder, name in _DISCOVERY:
         original = _originals[f"{holder.__name__}.{name}"] = getattr(holder, name)
         setattr(holder, name, _ungated_discovery(original))
+    _originals["call_with_retry"] = redis.asyncio.retry.Retry.call_with_retry
+    redis.asyncio.retry.Retry.call_with_retry = _tracked_retry  # type: ignore[method-assign]
     asyncio.sleep = _sleep  # type: ignore[assignment]
+    # redis.asyncio's Retry sleeps between attempts with an asyncio.sleep it imported by name.
+    redis.asyncio.retry.sleep = _sleep  # type: ignore[attr-defined]
 
 
 def unpatch() -> None:
@@ -96,7 +106,9 @@ def unpatch() -> None:
     redis.asyncio.client.Redis.execute_command = _originals["execute"]  # type: ignore[method-assign]
     for holder, name in _DISCOVERY:
         setattr(holder, name, _originals[f"{holder.__name__}.{name}"])
+    redis.asyncio.retry.Retry.call_with_retry = _originals["call_with_retry"]  # type: ignore[method-assign]
     asyncio.sleep = REAL_ASYNC_SLEEP
+    redis.asyncio.retry.sleep = REAL_ASYNC_SLEEP  # type: ignore[attr-defined]
 
 
 def _scheduled() -> GatedClient | None:
@@ -133,15 +145,24 @@ async def _gated_send(self: Any, command: Any, check_health: bool = True) -> Non
         return await _originals["send"](self, command, check_health)  # type: ignore[no-any-return]
     if client.crashed:
         raise redis.ConnectionError(f"client {client.name} crashed")
-    client.before_round_trip(decode_packed(command), node_of(self))  # blocks until its turn
+    commands = decode_packed(command)
+    client.before_round_trip(commands, node_of(self))  # blocks until its turn
     # Where a real cancellation lands before the send: redis-py awaits the pool for the
     # connection first, and returns the connection, nothing sent, when cancelled there.
     await _cancel_here(client, CancelAt.BEFORE_SEND)
+    lose = client.take_lost_reply()
     await _originals["send"](self, command, check_health)
+    if lose is not None:
+        self._contend_lost = (lose, commands)  # the reply is read, then lost, by _recorded_read
 
 
 async def _recorded_read(self: Any, *args: Any, **kwargs: Any) -> Any:
     client = _scheduled()
+    lost = getattr(self, "_contend_lost", None)
+    if lost is not None:
+        self._contend_lost = None
+        if client is not None:
+            await _lose_reply(self, client, lost[0], lost[1], args, kwargs)
     try:
         if client is not None and client.cancel_at is CancelAt.AFTER_SEND:
             reply = await _read_cancelled(self, client, *args, **kwargs)
@@ -154,6 +175,31 @@ async def _recorded_read(self: Any, *args: Any, **kwargs: Any) -> Any:
     if client is not None:
         client.record_reply(reply)
     return reply
+
+
+async def _lose_reply(
+    conn: Any, client: GatedClient, kind: LostReply, commands: list[list[str]], args: Any, kwargs: Any
+) -> None:
+    """The server has run the round trip: read every reply it sends (so its effect is complete),
+    then drop the connection and raise what redis-py raises when a reply never arrives."""
+    replies: list[Any] = []
+    for _ in range(max(1, len(commands))):
+        try:
+            replies.append(await _originals["read"](conn, *args, **kwargs))
+        except redis.ResponseError as exc:
+            replies.append(exc)
+    client.reply_lost(kind, commands, replies)
+    await conn.disconnect()
+    raise kind.error(commands)
+
+
+async def _tracked_retry(self: Any, do: Any, fail: Any, *args: Any, **kwargs: Any) -> Any:
+    """redis.asyncio's Retry.call_with_retry, noting which retry call the code runs inside."""
+    token = enter_retry_call()
+    try:
+        return await _originals["call_with_retry"](self, do, fail, *args, **kwargs)
+    finally:
+        leave_retry_call(token)
 
 
 async def _read_cancelled(conn: Any, client: GatedClient, *args: Any, **kwargs: Any) -> Any:

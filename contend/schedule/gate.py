@@ -7,7 +7,13 @@ unmodified code, third-party libraries included:
   single command, a whole pipeline, a MULTI/EXEC block): the thread yields to
   the scheduler there and goes on only when granted a turn. The connection
   handshake (HELLO, AUTH, SELECT, CLIENT SETINFO) is not gated.
-* `AbstractConnection.read_response` records the replies for the trace.
+* `AbstractConnection.read_response` records the replies for the trace. For a round trip the
+  scheduler marks lost (`Scheduler.step(i, lose=...)`), it reads every reply the server sends,
+  so the server has run the whole round trip, then drops the connection and raises what
+  redis-py raises when a reply never arrives (ConnectionError, or TimeoutError).
+* `Retry.call_with_retry` is followed, and `redis.retry`'s sleep is virtual: after a lost
+  reply, the client's own retry settings resend as they would in production, and the trace
+  says whether redis-py's Retry or the code itself sent the round trip again.
 * `Pipeline._execute_pipeline`, when the scheduler splits pipelines, sends a
   plain (non-transactional) pipeline one command at a time: one step each, as
   the server may interleave other clients between them.
@@ -48,6 +54,7 @@ from typing import Any
 import redis
 import redis.client
 import redis.connection
+import redis.retry
 
 from contend.errors import ContendError
 from contend.schedule.gating import (
@@ -59,8 +66,12 @@ from contend.schedule.gating import (
     REAL_PERF_COUNTER,
     REAL_SLEEP,
     REAL_TIME,
+    GatedClient,
+    LostReply,
     current,
     decode_packed,
+    enter_retry_call,
+    leave_retry_call,
     node_of,
     one_pass,
 )
@@ -127,6 +138,10 @@ def patch() -> None:
     redis.client.PubSub.parse_response = _polled_pubsub  # type: ignore[method-assign]
     concurrent.futures.ThreadPoolExecutor.submit = _inline_submit  # type: ignore[method-assign]
     threading.Event.wait = _event_wait  # type: ignore[method-assign]
+    _originals["call_with_retry"] = redis.retry.Retry.call_with_retry
+    redis.retry.Retry.call_with_retry = _tracked_retry  # type: ignore[method-assign]
+    # redis-py's Retry sleeps between attempts with a `sleep` it imported by name: virtual too.
+    redis.retry.sleep = _sleep  # type: ignore[assignment]
     _originals["thread_start"] = threading.Thread.start
     threading.Thread.start = _thread_start  # type: ignore[method-assign]
     time.sleep = _sleep  # type: ignore[assignment]
@@ -147,6 +162,8 @@ def unpatch() -> None:
     redis.client.PubSub.parse_response = _originals["pubsub"]  # type: ignore[method-assign]
     concurrent.futures.ThreadPoolExecutor.submit = _originals["submit"]  # type: ignore[method-assign]
     threading.Event.wait = REAL_EVENT_WAIT  # type: ignore[method-assign]
+    redis.retry.Retry.call_with_retry = _originals["call_with_retry"]  # type: ignore[method-assign]
+    redis.retry.sleep = REAL_SLEEP  # type: ignore[attr-defined]
     threading.Thread.start = _originals["thread_start"]  # type: ignore[method-assign]
     time.sleep = REAL_SLEEP
     time.monotonic = REAL_MONOTONIC
@@ -171,16 +188,27 @@ def _gated_send(self: Any, command: Any, check_health: bool = True) -> Any:
             # a dead process sends nothing, and its connection is gone.
             raise redis.ConnectionError(f"client {client.name} crashed")
         node = node_of(self)
-        client.before_round_trip(decode_packed(command), node)
+        commands = decode_packed(command)
+        client.before_round_trip(commands, node)
         if node and node in client.unreachable:
             error = redis.ConnectionError(f"{client.name} is cut off from {node} (a network partition)")
             client.record_reply(error)
             raise error
+        lose = client.take_lost_reply()
+        sent = _originals["send"](self, command, check_health)
+        if lose is not None:
+            self._contend_lost = (lose, commands)  # the reply is read, then lost, by _recorded_read
+        return sent
     return _originals["send"](self, command, check_health)
 
 
 def _recorded_read(self: Any, *args: Any, **kwargs: Any) -> Any:
     client = current()
+    lost = getattr(self, "_contend_lost", None)
+    if lost is not None:
+        self._contend_lost = None
+        if client is not None:
+            _lose_reply(self, client, lost[0], lost[1], args, kwargs)
     try:
         reply = _originals["read"](self, *args, **kwargs)
     except redis.ResponseError as exc:
@@ -190,6 +218,31 @@ def _recorded_read(self: Any, *args: Any, **kwargs: Any) -> Any:
     if client is not None and not _in_handshake():
         client.record_reply(reply)
     return reply
+
+
+def _lose_reply(
+    conn: Any, client: GatedClient, kind: LostReply, commands: list[list[str]], args: Any, kwargs: Any
+) -> None:
+    """The server has run the round trip: read every reply it sends (so its effect is complete),
+    then drop the connection and raise what redis-py raises when a reply never arrives."""
+    replies: list[Any] = []
+    for _ in range(max(1, len(commands))):
+        try:
+            replies.append(_originals["read"](conn, *args, **kwargs))
+        except redis.ResponseError as exc:
+            replies.append(exc)
+    client.reply_lost(kind, commands, replies)
+    conn.disconnect()
+    raise kind.error(commands)
+
+
+def _tracked_retry(self: Any, do: Any, fail: Any, *args: Any, **kwargs: Any) -> Any:
+    """redis-py's Retry.call_with_retry, noting which retry call the code runs inside."""
+    token = enter_retry_call()
+    try:
+        return _originals["call_with_retry"](self, do, fail, *args, **kwargs)
+    finally:
+        leave_retry_call(token)
 
 
 def _ungated_handshake(self: Any, *args: Any, **kwargs: Any) -> Any:

@@ -7,10 +7,27 @@ nor the scheduler: the scheduler installs both (`contend.schedule.scheduler`).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import enum
 import threading
 import time
 from typing import Any, Protocol
+
+import redis
+
+
+class LostReply(enum.Enum):
+    """How a reply is lost after the server ran the round trip: what the client then sees."""
+
+    CONNECTION = "ConnectionError"  # the connection dropped (a network fault, the server's side closed)
+    TIMEOUT = "TimeoutError"  # the client gave up waiting (socket_timeout) and dropped the connection
+
+    def error(self, commands: list[list[str]]) -> Exception:
+        """The exception redis-py raises in this case, naming what the server had already run."""
+        what = "; ".join(" ".join(cmd[:2]) for cmd in commands[:3]) + (" …" if len(commands) > 3 else "")
+        if self is LostReply.TIMEOUT:
+            return redis.TimeoutError(f"Timeout reading from socket (contend: the reply to {what} was lost)")
+        return redis.ConnectionError(f"Connection closed by server. (contend: the reply to {what} was lost)")
 
 
 class SchedulerView(Protocol):
@@ -40,6 +57,10 @@ class GatedClient(Protocol):
     @property
     def crashed(self) -> bool: ...
 
+    def take_lost_reply(self) -> LostReply | None: ...
+
+    def reply_lost(self, kind: LostReply, commands: list[list[str]], replies: list[Any]) -> None: ...
+
     def before_round_trip(self, commands: list[list[str]], node: str = "") -> None: ...
 
     def record_reply(self, reply: Any) -> None: ...
@@ -60,6 +81,28 @@ REAL_MONOTONIC = time.monotonic
 REAL_TIME = time.time
 REAL_PERF_COUNTER = time.perf_counter
 REAL_EVENT_WAIT = threading.Event.wait
+
+
+#: The redis-py `Retry.call_with_retry` call this code runs inside (a new object per call), so a
+#: resend after a lost reply can be told apart: redis-py's own retry resends inside the call in
+#: which the error was raised; code that catches the error and tries again makes a new call.
+_retry_call: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+    "contend_retry_call", default=None
+)
+
+
+def retry_call() -> object | None:
+    """The redis-py retry call under way in this thread or task, if any."""
+    return _retry_call.get()
+
+
+def enter_retry_call() -> contextvars.Token[object | None]:
+    """A redis-py retry call begins (the gates wrap `Retry.call_with_retry` with this)."""
+    return _retry_call.set(object())
+
+
+def leave_retry_call(token: contextvars.Token[object | None]) -> None:
+    _retry_call.reset(token)
 
 
 def current() -> GatedClient | None:

@@ -342,3 +342,84 @@ def test_a_redis_py_the_gate_was_not_written_for_is_refused(version):
 
 def test_the_installed_redis_py_is_supported():
     gate.check_redis_py()  # what CI installs is inside the range pyproject.toml pins
+
+
+# A reply lost after the server ran the round trip ---------------------------------------------
+def _run(s, index, lose):
+    s.step(index, lose=lose)
+    while index in s.runnable():
+        s.step(index)
+    return s.clients[index].outcome
+
+
+@pytest.mark.parametrize(
+    ("kind", "raised"),
+    [(gating.LostReply.CONNECTION, redis.ConnectionError), (gating.LostReply.TIMEOUT, redis.TimeoutError)],
+)
+def test_a_lost_reply_leaves_the_effect_on_the_server_and_an_error_in_the_client(
+    contend_target, ns, kind, raised
+):
+    (conn,) = clients(contend_target, 1)  # from_url: redis-py's Retry resends nothing
+    key = ns.key("n")
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+        s.start(0, lambda: conn.incr(key), "incr")
+        outcome = _run(s, 0, kind)
+        trace = s.format_trace()
+    assert isinstance(outcome.error, raised) and "was lost" in str(outcome.error)
+    assert contend_target.client().get(key) == b"1"  # the server ran it once
+    assert f"INCRBY {key} 1  →  1  ✗ reply lost: the client saw {kind.value}" in trace
+
+
+def test_a_lost_transaction_reply_is_resent_by_the_clients_retry_and_runs_twice(contend_target, ns):
+    """redis-py's Retry resends MULTI/EXEC after a lost reply: the trace says who resent it."""
+    from redis.backoff import ExponentialWithJitterBackoff
+    from redis.retry import Retry
+
+    conn = redis.Redis.from_url(contend_target.url, retry=Retry(ExponentialWithJitterBackoff(1, 0.01), 3))
+    conn.ping()
+    key = ns.key("m")
+
+    def transfer():
+        with conn.pipeline() as pipe:
+            pipe.incr(key)
+            return pipe.execute()
+
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+        s.start(0, transfer, "tx")
+        outcome = _run(s, 0, gating.LostReply.TIMEOUT)
+        resent = [step for step in s.trace if step.resend_of is not None]
+    assert outcome.value == [2]  # the code saw the resend's reply, not a lost one
+    assert contend_target.client().get(key) == b"2"  # the transaction ran twice
+    assert len(resent) == 1 and resent[0].resent_by.startswith("redis-py's Retry")
+    assert s.trace[resent[0].resend_of].lost == "TimeoutError"
+
+
+def test_code_that_catches_a_lost_reply_and_sends_again_is_named_as_the_sender(contend_target, ns):
+    (conn,) = clients(contend_target, 1)
+    key = ns.key("n")
+
+    def incr_until_answered():
+        for _ in range(3):
+            try:
+                return conn.incr(key)
+            except redis.ConnectionError:
+                continue
+        return None
+
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+        s.start(0, incr_until_answered, "incr")
+        outcome = _run(s, 0, gating.LostReply.CONNECTION)
+        (resent,) = [step for step in s.trace if step.resend_of is not None]
+    assert outcome.value == 2 and resent.resent_by == "the code"
+
+
+def test_only_a_round_trip_can_lose_its_reply(contend_target, ns):
+    (conn,) = clients(contend_target, 1)
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+        s.start(0, lambda: time.sleep(1), "sleep")
+        with pytest.raises(SchedulerError, match="no round trip to lose"):
+            s.step(0, lose=gating.LostReply.CONNECTION)
