@@ -100,6 +100,7 @@ class LockMachine(ScheduledMachine):
         self.tokens: list[int] = []
         self.crashed_holders: set[int] = set()
         self.crashed_at: dict[int, float] = {}  # crashed holder -> jumped time of its crash
+        self.lost_acquires: set[int] = set()  # acquires that lost a reply and raised (counted as crashed)
         self.skew_total = 0.0  # every clock jump so far, added up
         self.skews = 0  # clock jumps so far
         self.skews_at_start: dict[int, int] = {}  # client → clock jumps before its acquire began
@@ -289,6 +290,12 @@ class LockMachine(ScheduledMachine):
         if client.operation.startswith("acquire"):
             # An exception from acquire is a refusal (the protocol says acquire returns a
             # bool, and what happened instead is judged by its effect on the others).
+            if self.indeterminate(index):
+                # It lost a reply and raised: it may hold a lease it does not know of, as after a
+                # crash, and that lease must end with its TTL (crash liveness, at the end).
+                self.lost_acquires.add(index)
+                self.crashed(index)
+                return
             if outcome.error is None and granted(outcome.value):
                 if FIFO in self.claims:
                     self.check_order(index)
@@ -497,9 +504,14 @@ class LockMachine(ScheduledMachine):
             self.longest_lease + self.skew_total + 0.001, note="the crashed holder's TTL passes"
         )
         if not self.probe_acquires():
+            what = (
+                "an acquire lost its reply and raised"
+                if self.crashed_holders <= self.lost_acquires
+                else "a holder crashed"
+            )
             self.fail(
                 CRASH_LIVENESS,
-                f"a holder crashed; after its {self.longest_lease:g} s TTL the lock still cannot be taken "
+                f"{what}; after its {self.longest_lease:g} s TTL the lock still cannot be taken "
                 f"(left behind under {self.key})",
             )
 
