@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contend.exitcodes import ExitCode
-from contend.history.checker import Linearizability, Verdict, check_calls
+from contend.history.checker import check_calls
 from contend.history.invariants import (
     Invariant,
     Violation,
@@ -29,6 +29,7 @@ from contend.history.invariants import (
     registry_ids,
 )
 from contend.history.records import Call, Record
+from contend.history.verdict import Linearizability, Verdict
 from contend.models.base import Model, Op, partition_by_key
 from contend.models.cas_register import ALIASES as CAS_ALIASES
 from contend.models.cas_register import CasRegisterModel

@@ -92,6 +92,10 @@ class Call:
         """The model's view: f, input, observed output (UNKNOWN for info), key, process."""
         return Op(self.f, self.value, self.output, self.key, self.process)
 
+    def where(self) -> str:
+        """`line N` of its invocation in the file read, else `record N`."""
+        return _at(self.invoke)
+
     def describe(self) -> str:
         """`process f(key, value) → output`, as a person reads it."""
         arg = show(self.value)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from contend.history.checker import Linearizability, check_calls
+from contend.history.checker import check_calls
 from contend.history.models import LockRunModel
+from contend.history.verdict import Linearizability
 from tests.history.helpers import by_time, history, hold
 
 
