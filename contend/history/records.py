@@ -156,8 +156,10 @@ def make_record(fields: dict[str, Any], index: int, line: int | None, source: st
 
 
 def _jsonable(v: Any) -> Any:
-    if isinstance(v, tuple | list | set | frozenset):
+    if isinstance(v, tuple | list):
         return [_jsonable(x) for x in v]
+    if isinstance(v, set | frozenset):  # JSON has no set: a list, in an order that does not vary
+        return sorted((_jsonable(x) for x in v), key=repr)
     if isinstance(v, dict):
         return {str(k): _jsonable(x) for k, x in v.items()}
     if v is UNKNOWN:
@@ -292,4 +294,6 @@ def show(v: Any, limit: int = 40) -> str:
     text = repr(v) if not isinstance(v, str) else v
     if isinstance(v, list | tuple):
         text = "[" + " ".join(show(x, limit) for x in v) + "]"
+    elif isinstance(v, set | frozenset):
+        text = "#{" + " ".join(sorted(show(x, limit) for x in v)) + "}"
     return text if len(text) <= limit else text[: limit - 1] + "…"

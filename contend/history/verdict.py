@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from contend.history.edn import edn_text
 from contend.history.records import Call, Record
 from contend.models.base import Op
 
@@ -184,4 +185,4 @@ def _plain(v: Any) -> Any:
         return [_plain(x) for x in v]
     if isinstance(v, str | int | float | bool) or v is None:
         return v
-    return repr(v)
+    return repr(v) if isinstance(v, dict) else edn_text(v)
