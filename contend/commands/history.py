@@ -53,8 +53,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         description="Check each FILE (native JSONL, Jepsen EDN maps one per line, or jepsen.util log "
         "lines) against a sequential model, partition by partition, plus the model's linear-time "
         "invariants. The JSONL format: docs/HISTORY.md.\n\n"
-        "Strict by default: an operation the model does not know is an error (exit 2), and a "
-        "history in which nothing could be checked never passes.\n\n"
+        "Strict where it matters: an operation the model does not know is an error (exit 2), and "
+        "so is a file that is not a history. A history in which no operation took effect (each "
+        "failed, ended in info or never completed) is linearizable, as Jepsen's checkers and "
+        "Porcupine have it; one with no client operation at all (an empty file, nemesis events "
+        "only) is linearizable with a warning that nothing was checked, or exit 2 with "
+        "--require-ops.\n\n"
         "Exit 0 linearizable (and every invariant holds), 1 not linearizable or an invariant "
         "broken, 2 bad input, 3 unknown (the time budget ran out). With several files, one line "
         "each and the worst exit code: 1, then 2, then 3, then 0.",
@@ -83,6 +87,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--lenient",
         action="store_true",
         help="skip operations the model does not know (and say how many) instead of refusing the file",
+    )
+    check.add_argument(
+        "--require-ops",
+        action="store_true",
+        help="a history with no client operation (an empty file, nemesis events only) is an error "
+        "(exit 2) instead of a pass with a warning",
     )
     check.add_argument("--format", choices=FORMATS, help="the files' format (default: guessed per file)")
     add_ci_options(check, "the verdict of every file", bare_json=True)
@@ -125,6 +135,7 @@ class FileResult:
     lenient_skipped: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
+    warning: str | None = None
 
     def verdict_word(self) -> str:
         """linearizable, not-linearizable, invariant-broken (the search passed, or was skipped, and
@@ -169,6 +180,8 @@ class FileResult:
         }
         if self.lenient_skipped:
             doc["lenient_skipped"] = self.lenient_skipped
+        if self.warning is not None:
+            doc["warning"] = self.warning
         if self.error is not None:
             doc["error"] = self.error
         return doc
@@ -195,6 +208,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 raise
         result.seconds = time.perf_counter() - began
         results.append(result)
+        if result.warning is not None:
+            err.print(f"[yellow]warning: {escape(result.warning)}[/]", soft_wrap=True)
         if len(files) > 1:
             style = {0: "green", 1: "bold red", 2: "red", 3: "yellow"}[result.code]
             out.print(f"[{style}]{escape(result.line())}[/]", soft_wrap=True)
@@ -284,6 +299,7 @@ def check_file(path: Path, args: argparse.Namespace) -> FileResult:
         lenient=args.lenient,
         all_partitions=args.all_partitions,
         linear_only=args.linear_only,
+        require_ops=args.require_ops,
         options=Options(lease_expiry=args.lease_expiry, ttl_ms=args.ttl_ms, may_refuse=args.may_refuse),
     )
     return FileResult(
@@ -293,6 +309,7 @@ def check_file(path: Path, args: argparse.Namespace) -> FileResult:
         checked.violations,
         checked.invariants,
         lenient_skipped=checked.lenient_skipped,
+        warning=checked.warning,
     )
 
 

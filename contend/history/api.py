@@ -27,6 +27,8 @@ class Checked:
     violations: list[Violation] = field(default_factory=list)
     invariants: list[str] = field(default_factory=list)
     lenient_skipped: dict[str, int] = field(default_factory=dict)
+    #: Said on stderr beside the verdict: the history held no client operation, so nothing was checked.
+    warning: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -43,11 +45,16 @@ def check_file(
     lenient: bool = False,
     all_partitions: bool = False,
     linear_only: bool = False,
+    require_ops: bool = False,
     options: Options | None = None,
 ) -> Checked:
     """Read, pair and check the history at `path` against the model named `model` (a key of
     HISTORY_MODELS); `fmt` jsonl, edn or log (default: guessed). Raises HistoryError, naming the
-    file and the line, for bad input."""
+    file and the line, for bad input.
+
+    As Jepsen's checkers and Porcupine have it, a history in which no operation took effect is
+    linearizable, and so is one with no client operation at all (an empty file, nemesis events
+    only), with a warning that nothing was checked; `require_ops` makes that an error."""
     path = Path(path)
     options = options or Options()
     records = read_history(path, fmt)
@@ -64,9 +71,20 @@ def check_file(
             f"accepts {', '.join(entry.operations)}. Rename them, choose another --model, or pass "
             "--lenient to skip them"
         )
+    warning = None
+    if not paired.calls:
+        nemesis = f" (only {len(paired.nemesis)} nemesis event(s))" if paired.nemesis else ""
+        if require_ops:
+            raise HistoryError(
+                f"{path}: no client operation to check{nemesis}, and --require-ops refuses a history "
+                "that checks nothing"
+            )
+        warning = (
+            f"{path}: no client operation{nemesis}: nothing was checked (--require-ops makes this exit 2)"
+        )
     if unknown:
         calls = [c for c in calls if c.f in entry.operations]
-    if not calls:
+    if not calls and paired.calls:
         raise HistoryError(
             f"{path}: nothing to check: none of its {len(paired.calls)} operation(s) is one the "
             f"{entry.name} model accepts ({', '.join(entry.operations)})"
@@ -89,10 +107,11 @@ def check_file(
             timeout=timeout,
             all_partitions=all_partitions,
             search=not linear_only,
+            require_effect=False,
         )
     except HistoryError as exc:
         raise HistoryError(named(path, str(exc))) from None
-    return Checked(verdict, violations, check.invariant_names, unknown)
+    return Checked(verdict, violations, check.invariant_names, unknown, warning)
 
 
 def counted(names: dict[str, int]) -> str:

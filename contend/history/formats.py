@@ -34,24 +34,33 @@ def read_history(path: str | Path, fmt: str | None = None) -> list[Record]:
 
 
 def guess_format(name: str, text: str) -> str:
-    """jsonl, edn or log, from the file name's suffix, else from the first non-blank line."""
+    """jsonl, edn or log, from the file name's suffix, else from the first line that is neither
+    blank nor an EDN comment (a blank file is an empty history in any format)."""
     lower = name.lower()
     for suffix, fmt in ((".jsonl", "jsonl"), (".ndjson", "jsonl"), (".json", "jsonl"), (".edn", "edn")):
         if lower.endswith(suffix):
             return fmt
+    edn_comment = False
     for line in text.splitlines():
         s = line.strip()
         if not s:
             continue
         if "jepsen.util" in s:
             return "log"
-        if s.startswith("{:") or s.startswith("[") or s.startswith("#"):
+        if s.startswith(";"):
+            edn_comment = True
+            continue
+        if re.match(r"\{\s*:|[\[(#]", s):
             return "edn"
         if s.startswith("{"):
             return "jsonl"
         break
     if lower.endswith(".log"):
         return "log"
+    if edn_comment:
+        return "edn"
+    if not text.strip():
+        return "jsonl"
     raise HistoryError(
         f"{name}: cannot tell the format: expected JSONL objects, EDN maps ({{:process 0, :type :invoke …}}) "
         "or jepsen.util log lines; pass the format explicitly"
@@ -105,7 +114,7 @@ def parse_jsonl(text: str, source: str = "<jsonl>") -> list[Record]:
         except fastjsonschema.JsonSchemaValueException as exc:
             raise HistoryError(f"{source}:{lineno}: {_schema_message(exc)}") from None
         records.append(make_record(obj, len(records), lineno, source))
-    return _finish(records, source)
+    return records
 
 
 #: The JSON Schema of one JSONL record (documented in docs/HISTORY.md).
@@ -201,11 +210,11 @@ def parse_log(text: str, source: str = "<log>") -> list[Record]:
                 error = error_text
         fields = {"process": process, "type": kind_text[1:], "f": f_text[1:], "value": value, "error": error}
         records.append(make_record(fields, len(records), lineno, source))
-    if not records:
+    if not records and text.strip() and "jepsen.util" not in text:  # not a Jepsen log at all
         raise HistoryError(
             f"{source}: expected jepsen.util log lines such as `INFO  jepsen.util - 3\\t:invoke\\t:read\\tnil`, found none"
         )
-    return _finish(records, source)
+    return records
 
 
 def _space_columns(rest: str, where: str) -> list[str]:
@@ -219,12 +228,6 @@ def _space_columns(rest: str, where: str) -> list[str]:
         reason = str(exc).removeprefix(f"{where}: ")
         raise HistoryError(f"{where}: expected an EDN value, got {head[2].strip()!r} ({reason})") from None
     return [head[0], head[1], head[2][:cut], head[2][cut:]]
-
-
-def _finish(records: list[Record], source: str) -> list[Record]:
-    if not records:
-        raise HistoryError(f"{source}: the history is empty")
-    return records
 
 
 def _edn_scalar(text: str, where: str, expected: str) -> Any:

@@ -261,6 +261,22 @@ def pair(records: Sequence[Record]) -> Paired:
     return Paired(calls, nemesis, given)
 
 
+def outcomes(calls: Sequence[Call]) -> dict[str, int]:
+    """How the calls ended: ok (took effect), failed (did not), info (may have), pending (never
+    completed: may have, as Jepsen's and Porcupine's checkers read it)."""
+    counts = {"ok": 0, "failed": 0, "info": 0, "pending": 0}
+    for c in calls:
+        counts["failed" if c.status == "fail" else "pending" if c.completion is None else c.status] += 1
+    return counts
+
+
+def took_no_effect(calls: Sequence[Call]) -> str:
+    """`1 pending, 6 failed`: how the calls that did not surely take effect ended."""
+    counts = outcomes(calls)
+    names = {"pending": "pending", "info": "ended in info", "failed": "failed"}
+    return ", ".join(f"{counts[k]} {name}" for k, name in names.items() if counts[k])
+
+
 def _timed(records: Sequence[Record]) -> bool:
     """Do the client records carry times? All or none of them must (HistoryError otherwise)."""
     with_time = without = None

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contend.history.edn import edn_text
-from contend.history.records import Call, Record
+from contend.history.records import Call, Record, outcomes, took_no_effect
 from contend.models.base import Op
 
 
@@ -108,8 +108,20 @@ class Verdict:
         ]
         return min(bad, key=lambda c: (c.end if c.end is not None else c.start, c.id)) if bad else None
 
+    @property
+    def took_effect(self) -> int:
+        """Operations that surely took effect (ok)."""
+        return sum(1 for c in self.calls if c.status == "ok")
+
     def summary(self) -> str:
         """One line: the verdict, what it covers and what was left undecided."""
+        if not self.calls:
+            return f"{self.outcome.value}: no client operation, nothing was checked; model {self.model}"
+        if not self.took_effect:
+            return (
+                f"{self.outcome.value}: 0 of {len(self.calls)} operations took effect; "
+                f"{took_no_effect(self.calls)}; model {self.model}"
+            )
         text = (
             f"{self.outcome.value}: {self.operations} operations in {self.checked} partition(s), "
             f"model {self.model}, {self.seconds:.2f} s"
@@ -136,6 +148,8 @@ class Verdict:
             "outcome": self.outcome.value,
             "model": self.model,
             "operations": self.operations,
+            "took_effect": self.took_effect,
+            "outcomes": outcomes(self.calls),
             "partitions_checked": self.checked,
             "partitions_decided": self.decided,
             "partitions_open": self.open,

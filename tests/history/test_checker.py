@@ -250,3 +250,29 @@ def test_generated_histories():
     v = check_history(reg, RegistryByNameModel(), timeout=10)
     assert v.outcome is Linearizability.LINEARIZABLE and v.checked > 100
     assert registry_ids(pair(reg).calls) == []
+
+
+def test_a_history_in_which_nothing_took_effect_is_linearizable():
+    """Knossos drops failed operations and leaves out those that may never have happened; so does
+    the search, and with nothing left the history is linearizable (no partition searched)."""
+    failed_and_pending = ops((0, "write", 5, "fail", 0, 10), (1, "cas", [0, 1], "info", 20, None))
+    v = verdict(failed_and_pending)
+    assert v.outcome is Linearizability.LINEARIZABLE and v.checked == 0 and v.took_effect == 0
+    assert (
+        v.summary()
+        == "linearizable: 0 of 2 operations took effect; 1 ended in info, 1 failed; model cas-register"
+    )
+    assert v.to_json()["outcomes"] == {"ok": 0, "failed": 1, "info": 1, "pending": 0}
+    nothing = check_history([], CasRegisterModel())
+    assert nothing.outcome is Linearizability.LINEARIZABLE and nothing.summary().startswith(
+        "linearizable: no client operation, nothing was checked"
+    )
+
+
+def test_operations_that_took_effect_but_none_the_model_searches_decide_nothing():
+    from contend.history.checker import NothingToCheck
+    from contend.history.models import LockRunModel
+
+    records = [Record(0, "invoke", "incr", "c", None, 0, 0), Record(0, "ok", "incr", "c", 1, 1, 1)]
+    with pytest.raises(NothingToCheck, match="none of the 1 operation"):
+        check_history(records, LockRunModel())

@@ -173,3 +173,24 @@ def test_guess_format():
 def test_read_history_missing_file(tmp_path):
     with pytest.raises(HistoryError, match="cannot read history"):
         read_history(tmp_path / "nope.jsonl")
+
+
+def test_an_empty_history_is_read_as_no_records_but_other_text_is_not_a_history():
+    assert parse_jsonl("", "h.jsonl") == [] == parse_jsonl("\n  \n", "h.jsonl")
+    assert parse_edn("; nothing yet\n", "h.edn") == [] == parse_edn("[]", "h.edn") == parse_edn("()", "h.edn")
+    assert (
+        parse_log("", "h.log") == [] == parse_log("INFO  jepsen.util - Relative time begins now\n", "h.log")
+    )
+    with pytest.raises(HistoryError, match="found none"):
+        parse_log("hello\n", "h.log")
+    assert guess_format("h.txt", "  \n") == "jsonl" and guess_format("h.txt", "; comment\n(") == "edn"
+    assert guess_format("h.txt", "{ :process 0}") == "edn" and guess_format("h.txt", "(\n{:a 1})") == "edn"
+
+
+def test_edn_record_literals_read_as_their_maps_and_lines_are_each_maps_own():
+    records = parse_edn(
+        "[#jepsen.history.Op{:index 0, :time 5, :type :invoke, :process 0, :f :read, :value nil}\n"
+        " {:index 1,\n  :time 6, :type :ok, :process 0, :f :read, :value 2r11}]\n",
+        "h.edn",
+    )
+    assert [(r.type, r.value, r.line) for r in records] == [("invoke", None, 1), ("ok", 3, 2)]
