@@ -50,7 +50,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "check",
         help="is the history linearizable with respect to a model?",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Check each FILE (native JSONL, Jepsen EDN maps one per line, or jepsen.util log "
+        description="Check each FILE (native JSONL, Jepsen EDN: maps one per line or one vector or list of "
+        "them, or jepsen.util log "
         "lines) against a sequential model, partition by partition, plus the model's linear-time "
         "invariants. The JSONL format: docs/HISTORY.md.\n\n"
         "Strict where it matters: an operation the model does not know is an error (exit 2), and "
