@@ -176,7 +176,7 @@ class _Reader:
                         line += token.count("\n")
                     value = token[1:-1]
                     if "\\" in value:
-                        value = _unescape(value)
+                        value = self.unescape(value, line)
                 elif first == ":":
                     if len(token) == 1:
                         self.fail(line, "expected a keyword name after ':'")
@@ -313,7 +313,7 @@ class _Reader:
         self.fail(line, f"expected a character such as \\a, \\newline or \\u00e9, got {token!r}")
         return ""
 
-    def atom(self, token: str, at: int) -> Any:
+    def atom(self, token: str, line: int) -> Any:
         """A symbol, nil, true, false or a number other than a plain integer."""
         if token == "nil":
             return None
@@ -339,32 +339,59 @@ class _Reader:
                     raise ValueError
                 return sign * int(m.group(7), radix)
             except ValueError:
-                self.fail(at, f"expected a number, got {token!r} (radix {radix})")
+                self.fail(line, f"expected a number, got {token!r} (radix {radix})")
         if _FLOAT.match(token):
             if token.endswith("M"):
                 try:
                     return Decimal(token[:-1])
                 except InvalidOperation:
-                    self.fail(at, f"expected a number, got {token!r}")
+                    self.fail(line, f"expected a number, got {token!r}")
             return float(token)
         m = _RATIO.match(token)
         if m and int(m.group(2)):
             return Fraction(int(m.group(1)), int(m.group(2)))
-        self.fail(at, f"expected a number, got {token!r}")
+        self.fail(line, f"expected a number, got {token!r}")
 
-    def tag(self, tag: str, value: Any, at: int) -> Any:
+    def tag(self, tag: str, value: Any, line: int) -> Any:
         """`#inst "…"` a datetime, `#uuid "…"` a UUID, any other tag a Tagged value."""
         if tag == "inst":
             moment = _instant(value) if isinstance(value, str) else None
             if moment is None:
-                self.fail(at, f'expected #inst "an RFC 3339 time", got {edn_text(value)}')
+                self.fail(line, f'expected #inst "an RFC 3339 time", got {edn_text(value)}')
             return moment
         if tag == "uuid":
             try:
                 return uuid.UUID(value)
             except (TypeError, ValueError, AttributeError):
-                self.fail(at, f'expected #uuid "a UUID", got {edn_text(value)}')
+                self.fail(line, f'expected #uuid "a UUID", got {edn_text(value)}')
         return Tagged(tag, value)
+
+    def unescape(self, body: str, line: int) -> str:
+        """A string's body with its escapes read (a newline, a quote, \\u00e9, octal \\101)."""
+        out: list[str] = []
+        i = 0
+        while i < len(body):
+            c = body[i]
+            if c != "\\":
+                out.append(c)
+                i += 1
+                continue
+            nxt = body[i + 1]
+            if nxt == "u":
+                digits = body[i + 2 : i + 6]
+                if not re.fullmatch(r"[0-9a-fA-F]{4}", digits):
+                    self.fail(line, f"expected four hex digits after \\u in a string, got {digits!r}")
+                out.append(chr(int(digits, 16)))
+                i += 6
+            elif nxt in "01234567":
+                octal = re.match(r"[0-7]{1,3}", body[i + 1 :])
+                assert octal is not None
+                out.append(chr(int(octal.group(), 8)))
+                i += 1 + len(octal.group())
+            else:
+                out.append(_ESCAPES.get(nxt, nxt))
+                i += 2
+        return "".join(out)
 
     def fail(self, line: int, message: str) -> Any:
         where = f"{self.source}:{line}" if "\n" in self.text else self.source
@@ -388,30 +415,6 @@ def _namespaced(namespace: str, key: str) -> str:
     if "/" not in key or key == "/":
         return f"{namespace}/{key}"
     return key[2:] if key.startswith("_/") else key
-
-
-def _unescape(body: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c != "\\":
-            out.append(c)
-            i += 1
-            continue
-        nxt = body[i + 1]
-        if nxt == "u":
-            out.append(chr(int(body[i + 2 : i + 6], 16)))
-            i += 6
-        elif nxt in "01234567":
-            digits = re.match(r"[0-7]{1,3}", body[i + 1 :])
-            assert digits is not None
-            out.append(chr(int(digits.group(), 8)))
-            i += 1 + len(digits.group())
-        else:
-            out.append(_ESCAPES.get(nxt, nxt))
-            i += 2
-    return "".join(out)
 
 
 def _instant(text: str) -> datetime.datetime | None:

@@ -150,7 +150,7 @@ _values = st.recursive(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, derandomize=True)
 @given(_values)
 def test_edn_text_reads_back_as_the_same_value(value):
     assert read_one(edn_text(value), "x") == value
@@ -161,3 +161,28 @@ def test_edn_text_writes_keys_as_keywords_and_other_strings_as_strings():
         edn_text({"process": "nemesis", "a b": [None, True, 1.5]})
         == '{:process "nemesis", "a b" [nil true 1.5]}'
     )
+
+
+#: Pieces of EDN and of what is not: arbitrary text made of them reads or is one HistoryError.
+_PIECES = st.sampled_from(
+    [
+        *'{}[]()#_:;"\\ ,\n0123456789abxNMr/.-+^@~`!?*',
+        "#inst",
+        "#uuid",
+        "\\u",
+        "#:ns",
+        "##Inf",
+        '#"',
+        "\\u00",
+        "2r",
+    ]
+)
+
+
+@settings(max_examples=500, deadline=None, derandomize=True)
+@given(st.lists(_PIECES, max_size=30).map("".join))
+def test_any_text_reads_or_is_one_error_naming_where(text):
+    try:
+        list(read_values(text, "h.edn"))
+    except HistoryError as exc:
+        assert str(exc).startswith("h.edn")
