@@ -43,11 +43,11 @@ from redis.crc import key_slot
 from contend.ci.document import document
 from contend.errors import ContendError
 from contend.exitcodes import ExitCode
-from contend.history.checker import Linearizability, Verdict
 from contend.history.formats import write_jsonl
 from contend.history.invariants import Violation
 from contend.history.models import HistoryCheck, exit_code, history_check
 from contend.history.records import Call, Record, make_record, pair
+from contend.history.verdict import Linearizability, Verdict
 from contend.impl.catalog import IMPLEMENTATIONS, SEED_LAYOUT_DBS, Implementation, by_name
 from contend.servers.cluster import check_cluster_option
 from contend.servers.deployment import Deployment
