@@ -17,6 +17,14 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def non_negative_int(text: str) -> int:
+    """argparse type: a whole number >= 0."""
+    try:
+        return positive_whole(text, "") if text.strip() != "0" else 0
+    except BadValue:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}") from None
+
+
 def positive_float(text: str) -> float:
     """argparse type: a number > 0 (contend.values.positive_number)."""
     try:

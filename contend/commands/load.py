@@ -24,8 +24,9 @@ from contend.exitcodes import ExitCode
 from contend.load import sweep as sw
 from contend.load.workloads import USER_WORKLOADS, WORKLOADS
 from contend.report.data import SweepData, load_sweep, process_comparison_table
-from contend.servers.keyspace import new_run_id
+from contend.servers.keyspace import Namespace, new_run_id
 from contend.servers.target import open_target
+from contend.subject.probe import try_once
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -69,8 +70,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--kind",
         type=family_name,
         metavar="FAMILY",
-        help="the protocol --impl follows: lock (counter and transfer workloads) or registry "
-        "(registry workload); default registry, as contend check",
+        help="the protocol --impl follows, needed with --impl: lock (counter and transfer workloads) "
+        "or registry (registry workload)",
     )
     parser.add_argument("--users", type=positive_ints, metavar="N,N,...", help="concurrent users per point")
     parser.add_argument(
@@ -144,7 +145,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise sw.SweepError(f"{dest} already holds a sweep; pick another --out")
     points = plan.points()
     with open_target(args.redis_url, args.redis_server) as target:
-        namespace = target.namespace(args.namespace or f"contend:{new_run_id()}").prefix
+        space = target.namespace(args.namespace or f"contend:{new_run_id()}")
+        namespace = space.prefix
+        if plan.impl:  # code that cannot take one step would be measured doing nothing
+            _try_user_impl(plan, space)
         procs = ",".join(map(str, plan.processes))
         out.print(
             escape(
@@ -204,6 +208,19 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         ),
     )
     return code
+
+
+def _try_user_impl(plan: sw.Plan, space: Namespace) -> None:
+    """One object of the user's implementation, built and (a lock) acquired once on the server;
+    ContendError (exit 2) when that cannot work. What it wrote goes with the namespace."""
+    from contend.load.workloads import user_impl
+
+    impl = user_impl(plan.impl, plan.kind)
+    where = space.child("probe") if impl.kind == "registry" else space.key("probe")
+    try:
+        try_once(impl.factory, impl.kind, impl.spec, space.client, where)
+    finally:
+        space.cleanup()
 
 
 def summary_table(result: sw.Sweep) -> Table:

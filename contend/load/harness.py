@@ -130,7 +130,7 @@ def _add_options(parser: Any) -> None:
         "--kind",
         default="",
         env_var="CONTEND_KIND",
-        help="the protocol --impl follows: lock or registry (default registry, as contend check)",
+        help="the protocol --impl follows, needed with --impl: lock or registry",
     )
     parser.add_argument(
         "--hot-keys",
@@ -249,7 +249,11 @@ def _user_impl(options: Any, strategy: str, names: list[str]) -> wl.UserImpl | N
         raise wl.LoadInputError(
             f"--impl {spec} and --strategy {strategy}: choose one (--impl runs your implementation as the strategy)"
         )
-    impl = wl.user_impl(spec, kind or "registry")
+    if not kind:
+        raise wl.LoadInputError(
+            f"--impl {spec} needs --kind: the protocol it follows (lock or registry: what contend load runs)"
+        )
+    impl = wl.user_impl(spec, kind)
     wrong = [n for n in names if n not in impl.workloads]
     if wrong:
         files = ",".join(f"loadtests/{n}.py" for n in impl.workloads)

@@ -176,7 +176,7 @@ def make_plan(
 ) -> Plan:
     """The quick (or --full) sweep with any of its parts replaced; LoadInputError on bad input.
 
-    With `impl` the user's implementation (of `kind`, default registry) is the only strategy, in
+    With `impl` the user's implementation (of `kind`, which it needs) is the only strategy, in
     every workload its kind runs in unless `workloads` narrows them."""
     defaults = FULL_WORKLOADS if full else QUICK_WORKLOADS
     chosen = list(dict.fromkeys(workloads)) if workloads else list(FULL_WORKLOADS if full else QUICK_DEFAULT)
@@ -192,7 +192,11 @@ def make_plan(
                 f"--impl {impl} and --strategy {', '.join(strategies)}: choose one "
                 "(--impl runs your implementation as the strategy)"
             )
-        user = user_impl(impl, kind or "registry")
+        if not kind:
+            raise LoadInputError(
+                f"--impl {impl} needs --kind: the protocol it follows (lock or registry: what contend load runs)"
+            )
+        user = user_impl(impl, kind)
         family = user.kind
         for name in chosen if workloads else user.workloads:
             workload(name).accept(user)

@@ -48,13 +48,17 @@ from contend.schedule.scheduler import schedule_expression
 from contend.servers.keyspace import Namespace
 from contend.servers.target import Target
 
-#: Connected clients left by finished examples, per server URL: an example takes
-#: them instead of connecting anew (a connect costs more than a whole step).
-_idle_connections: dict[str, list[redis.Redis]] = {}
+#: Connected clients left by finished examples, per server URL and client settings: an example
+#: takes them instead of connecting anew (a connect costs more than a whole step).
+_idle_connections: dict[tuple[str, int], list[redis.Redis]] = {}
+
+
+def _pool_key(target: Target) -> tuple[str, int]:
+    return target.url, target.client_retries
 
 
 def _take_connection(target: Target) -> redis.Redis:
-    idle = _idle_connections.setdefault(target.url, [])
+    idle = _idle_connections.setdefault(_pool_key(target), [])
     if idle:
         return idle.pop()
     conn = target.client()
@@ -391,7 +395,7 @@ class ScheduledMachine(RuleBasedStateMachine):
             self.ns.cleanup()
             for conn in [*self.connections, self.admin]:
                 if isinstance(conn, (redis.Redis, redis.cluster.RedisCluster)):  # not an async one
-                    _idle_connections.setdefault(self.target.url, []).append(conn)
+                    _idle_connections.setdefault(_pool_key(self.target), []).append(conn)
 
     def finish_all(self, max_steps: int = 5_000) -> None:
         """Run every client to the end of its operation, the current one first."""

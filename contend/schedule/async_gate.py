@@ -53,12 +53,12 @@ from contend.schedule.gating import (
     GatedClient,
     LostReply,
     current,
-    decode_packed,
     enter_retry_call,
     leave_retry_call,
     node_of,
     one_pass,
 )
+from contend.servers.payload import decode_packed
 
 REAL_ASYNC_SLEEP = asyncio.sleep
 _originals: dict[str, Any] = {}

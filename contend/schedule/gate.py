@@ -69,12 +69,12 @@ from contend.schedule.gating import (
     GatedClient,
     LostReply,
     current,
-    decode_packed,
     enter_retry_call,
     leave_retry_call,
     node_of,
     one_pass,
 )
+from contend.servers.payload import decode_packed
 
 #: This thread's state inside the gate: in a connection's handshake, or in a real (not virtual) wait.
 _flags = threading.local()

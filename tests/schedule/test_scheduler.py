@@ -20,6 +20,7 @@ from contend.schedule import (
     gating,
 )
 from contend.schedule.scheduler import compress, schedule_expression
+from contend.servers.payload import decode_packed
 
 
 def clients(target, n):
@@ -327,10 +328,10 @@ def test_pubsub_waits_are_virtual(contend_target, ns):
 
 
 def test_the_gate_reads_what_a_round_trip_sends():
-    assert gating.decode_packed([b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"]) == [["GET", "k"]]
+    assert decode_packed([b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"]) == [["GET", "k"]]
     conn = redis.connection.Connection()
     packed = conn.pack_commands([("MULTI",), ("SET", "k", "v", "NX"), ("EXEC",)])
-    assert gating.decode_packed(packed) == [["MULTI"], ["SET", "k", "v", "NX"], ["EXEC"]]
+    assert decode_packed(packed) == [["MULTI"], ["SET", "k", "v", "NX"], ["EXEC"]]
 
 
 @pytest.mark.parametrize("version", ["5.3.1", "8.2.0", "9.0.0", "garbage"])
