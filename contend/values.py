@@ -1,5 +1,5 @@
-"""One validator per kind of value a user gives: a whole number > 0, a number > 0, a list of
-whole numbers > 0. The command line (argparse types), `contend load`'s plan and the Locust
+"""One validator per kind of value a user gives: a whole number > 0, a number > 0, a share
+from 0 to 1, a list of whole numbers > 0. The command line (argparse types), `contend load`'s plan and the Locust
 harness all ask these, so a bad value gets the same words wherever it is caught."""
 
 from __future__ import annotations
@@ -34,6 +34,17 @@ def positive_number(value: Any, option: str, hint: str = "", error: type[Contend
         number = float("nan")
     if isinstance(value, bool) or not number > 0:
         raise error(f"{_named(option)}must be a number > 0, got {value!r}{hint}")
+    return number
+
+
+def share_of_one(value: Any, option: str, error: type[ContendError] = BadValue) -> float:
+    """`value` (a number, or text of one) from 0 to 1; `error` naming `option` otherwise."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        number = float("nan")
+    if isinstance(value, bool) or not 0 <= number <= 1:
+        raise error(f"{_named(option)}must be a share from 0 to 1 (0.5: half), got {value!r}")
     return number
 
 

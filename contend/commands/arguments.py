@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from contend.values import BadValue, positive_number, positive_whole, whole_list
+from contend.values import BadValue, positive_number, positive_whole, share_of_one, whole_list
 
 
 def positive_int(text: str) -> int:
@@ -29,6 +29,14 @@ def positive_float(text: str) -> float:
     """argparse type: a number > 0 (contend.values.positive_number)."""
     try:
         return positive_number(text, "")
+    except BadValue as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def share(text: str) -> float:
+    """argparse type: a share from 0 to 1 (contend.values.share_of_one)."""
+    try:
+        return share_of_one(text, "")
     except BadValue as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -15,13 +15,21 @@ from rich.table import Table
 from contend import exitcodes
 from contend.ci.document import document
 from contend.ci.summary import append_summary
-from contend.commands.arguments import HelpFormatter, add_renamed, positive_float, positive_int, positive_ints
+from contend.commands.arguments import (
+    HelpFormatter,
+    add_renamed,
+    positive_float,
+    positive_int,
+    positive_ints,
+    share,
+)
 from contend.commands.families import family_name
 from contend.commands.names import COMMANDS
 from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
 from contend.commands.progress import Reporter
 from contend.exitcodes import ExitCode
 from contend.load import sweep as sw
+from contend.load.metrics import MAX_FAILED_SHARE
 from contend.load.workloads import USER_WORKLOADS, WORKLOADS
 from contend.report.data import SweepData, load_sweep, process_comparison_table
 from contend.servers.keyspace import Namespace, new_run_id
@@ -43,8 +51,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         f"(watch, lock_first, lua) at {','.join(map(str, sw.QUICK_USERS))} users and "
         f"{','.join(map(str, sw.QUICK_HOT_KEYS))} hot keys for {sw.QUICK_SECONDS:g} s each; --full sweeps "
         f"every workload and strategy at {','.join(map(str, sw.FULL_USERS))} users for "
-        f"{sw.FULL_SECONDS:g} s each. Exit 0 when every run kept its invariant, 1 when one broke or "
-        f"crashed, 2 on bad input. Strategies: {strategies}. With --impl MODULE:FACTORY --kind "
+        f"{sw.FULL_SECONDS:g} s each. Exit 0 when every run kept its invariant and committed, 1 when "
+        "one broke its invariant, crashed, committed nothing or failed more than --max-failed-share of "
+        f"its operations, 2 on bad input. Strategies: {strategies}. With --impl MODULE:FACTORY --kind "
         f"{' or '.join(USER_WORKLOADS)}, your own implementation is the one strategy: a lock protects the "
         "counter and transfer read-modify-writes, a registry takes the registry workload's registrations.",
         formatter_class=HelpFormatter,
@@ -112,6 +121,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="lease of the lock strategies (default %(default)s)",
     )
     parser.add_argument(
+        "--max-failed-share",
+        type=share,
+        default=MAX_FAILED_SHARE,
+        metavar="F",
+        help="a point fails when more than this share of its operations failed or raised (default "
+        "%(default)s); a point that committed nothing fails whatever the share",
+    )
+    parser.add_argument(
         "--out",
         type=Path,
         metavar="DIR",
@@ -137,6 +154,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         ceiling_seconds=args.ceiling_duration,
         impl=args.impl,
         kind=args.kind,
+        max_failed_share=args.max_failed_share,
     )
     sw.loadtests_dir()
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -173,7 +191,12 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         out.print(processes_table(load_sweep(dest / sw.RAW_DIR)))
     broken = [p for p in result.points if not p["ok"]]
     for p in broken:
-        why = "invariant broken" if not p["invariant_ok"] else f"Locust exited {p['exit_code']}"
+        if not p["invariant_ok"]:
+            why = "invariant broken"
+        elif not p.get("progress_ok", True):
+            why = "run failed"
+        else:
+            why = f"Locust exited {p['exit_code']}"
         tail = sw.broken_because(dest / sw.RAW_DIR, p)
         err.print(
             f"[red]{escape(p['workload'])}/{escape(p['strategy'])} {p['users']} users {p['hot_keys']} hot keys:[/] "
@@ -193,7 +216,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         report |= {"html": str(built.html), "markdown": str(built.markdown)}
         append_summary(built.summary)
     code = ExitCode.FAILED if broken else ExitCode.OK
-    verdict = f"{len(broken)} point(s) broken" if broken else "every invariant held"
+    verdict = f"{len(broken)} point(s) broken" if broken else "every invariant held, every point committed"
     write_document(
         args.json,
         document(

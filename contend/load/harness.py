@@ -25,6 +25,10 @@ files whose names start with "_", so this one is not a locustfile itself.)
   own). A broken invariant, or a worker whose final tally never came, makes
   Locust exit with code 1 (contend.exitcodes: the same code as a violation in
   every contend command).
+* No run passes on nothing: a workload in which no operation committed, or in
+  which more than --max-failed-share (default 0.5) of the finished operations
+  failed or raised, fails the run too (exit 1, the reason logged and in
+  --contend-json). Operations cut short by the end of the run are not failures.
 * --master/--worker across hosts: the workers get the master's options with the
   spawn message; a --master that remote workers may join needs --redis-url
   (the embedded server listens on 127.0.0.1 only).
@@ -58,12 +62,13 @@ from contend.errors import ContendError
 from contend.exitcodes import ExitCode
 from contend.load import workloads as wl
 from contend.load.instrument import counting_client, round_trips
-from contend.load.metrics import OperationMetrics, Tally, bucket_ms
+from contend.load.metrics import MAX_FAILED_SHARE, OperationMetrics, Tally, bucket_ms
 from contend.load.tallies import REPORT_KEY, Collector, Merged, Snapshot
 from contend.servers.deployment import Deployment
 from contend.servers.keyspace import Namespace, new_run_id
 from contend.servers.target import connect_url
 from contend.servers.urls import mask_url
+from contend.values import share_of_one
 
 log = logging.getLogger("contend")
 
@@ -147,6 +152,13 @@ def _add_options(parser: Any) -> None:
         help="lease of the locks taken by lock strategies, in ms (default 10000)",
     )
     parser.add_argument(
+        "--max-failed-share",
+        default=MAX_FAILED_SHARE,
+        env_var="CONTEND_MAX_FAILED_SHARE",
+        help="fail the run (exit 1) when more than this share of its operations failed or raised "
+        f"(default {MAX_FAILED_SHARE:g}); a run in which nothing committed fails whatever the share",
+    )
+    parser.add_argument(
         "--namespace",
         default="",
         env_var="CONTEND_NAMESPACE",
@@ -173,6 +185,7 @@ class Settings:
     ttl_ms: int
     workloads: tuple[str, ...]
     impl: wl.UserImpl | None = None  # --impl: the user's implementation is the strategy
+    max_failed_share: float = MAX_FAILED_SHARE
 
     def prefix(self, workload: str) -> str:
         return f"{self.namespace}:{workload}"
@@ -214,6 +227,9 @@ def resolve(environment: Environment, workloads: tuple[str, ...] = ()) -> Settin
         )
     hot_keys = wl.check_positive(options.hot_keys, "--hot-keys", " (1 is maximal contention)")
     ttl_ms = wl.check_positive(options.ttl_ms, "--ttl-ms", " (the lease of lock strategies, in ms)")
+    max_failed = share_of_one(
+        getattr(options, "max_failed_share", MAX_FAILED_SHARE), "--max-failed-share", error=wl.LoadInputError
+    )
     given: str = options.namespace
     old: str = getattr(options, "key_namespace", None) or ""
     if not given and old:
@@ -232,6 +248,7 @@ def resolve(environment: Environment, workloads: tuple[str, ...] = ()) -> Settin
         ttl_ms,
         tuple(names),
         impl,
+        float(max_failed),
     )
 
 
@@ -413,7 +430,7 @@ class Coordinator:
             if not pending:
                 break
             for worker in sorted(pending - asked):
-                runner.send_message(STOP_MESSAGE, None, client_id=worker)
+                runner.send_message(STOP_MESSAGE, {"run": self.collector.run}, client_id=worker)
             asked |= pending
             gevent.sleep(0.05)
 
@@ -431,14 +448,25 @@ class Coordinator:
                     client, settings.prefix(name), settings.hot_keys, tally, impl=settings.impl
                 )
                 lines = list(verdict.lines) + problems
-                ok = verdict.ok and not problems
-                self.results[name] = {"ok": ok, "lines": lines, "tally": tally}
-                if ok:
+                invariant_ok = verdict.ok and not problems
+                # No run passes on nothing: a point that committed nothing, or mostly failed.
+                stalled = tally.progress_problems(settings.max_failed_share)
+                ok = invariant_ok and not stalled
+                self.results[name] = {
+                    "ok": ok,
+                    "invariant_ok": invariant_ok,
+                    "lines": lines + stalled,
+                    "tally": tally,
+                }
+                if invariant_ok:
                     log.info("contend %s/%s: invariant holds: %s", name, settings.strategy, lines[0])
                 else:
-                    self.broken = True
                     for line in lines:
                         log.error("contend %s/%s: INVARIANT BROKEN: %s", name, settings.strategy, line)
+                for line in stalled:
+                    log.error("contend %s/%s: RUN FAILED: %s", name, settings.strategy, line)
+                if not ok:
+                    self.broken = True
             if self.broken:
                 environment.process_exit_code = INVARIANT_BROKEN
             Namespace(client, settings.namespace).cleanup()
@@ -489,7 +517,12 @@ def _cleanup(settings: Settings) -> None:
 def _brief(result: dict[str, Any]) -> str:
     tally: Tally = result["tally"]
     s = tally.summary()
-    parts = [f"{tally.commits} commits", f"{tally.failed} failed", f"{tally.unknown} cut short"]
+    parts = [
+        f"{tally.commits} commits",
+        f"{tally.failed} failed",
+        f"{tally.unknown - tally.cut_short} raised",
+        f"{tally.cut_short} cut short",
+    ]
     if s["retries_per_commit"] is not None:
         parts.append(f"{s['retries_per_commit']:.2f} retries/commit")
     if s["lock_wait_mean_ms"] is not None:
@@ -498,7 +531,9 @@ def _brief(result: dict[str, Any]) -> str:
         )
     if s["jain_index"] is not None:
         parts.append(f"Jain {s['jain_index']:.3f} over {s['users']} users")
-    verdict = "invariant holds" if result["ok"] else "INVARIANT BROKEN"
+    verdict = "invariant holds" if result.get("invariant_ok", result["ok"]) else "INVARIANT BROKEN"
+    if result.get("invariant_ok") and not result["ok"]:
+        verdict += " but the run FAILED (nothing committed, or too many failures)"
     return f"{verdict}; " + ", ".join(parts)
 
 
@@ -514,6 +549,7 @@ def _write_summary(path: Path, environment: Environment, coordinator: Coordinato
         duration = (entry.last_request_timestamp or 0) - (entry.start_time or 0)
         workloads[name] = {
             "ok": result["ok"],
+            "invariant_ok": result["invariant_ok"],
             "verdict": result["lines"],
             "locust": {
                 "requests": entry.num_requests,
@@ -535,6 +571,7 @@ def _write_summary(path: Path, environment: Environment, coordinator: Coordinato
         "strategy": settings.strategy,
         "hot_keys": settings.hot_keys,
         "ttl_ms": settings.ttl_ms,
+        "max_failed_share": settings.max_failed_share,
         "users": getattr(environment.parsed_options, "num_users", None),
         "workers": coordinator.workers,
         "namespace": settings.namespace,
@@ -623,19 +660,39 @@ def _send_report(runner: WorkerRunner) -> None:
 
 
 def _on_stop_request(environment: Environment, msg: Any, **_: Any) -> None:
-    """A worker asked by the master to stop its users and send its final tally."""
+    """A worker asked by the master to stop its users and send its final tally.
+
+    The run is this worker's once its spawn message fired test_start (PROCESS.stopped is None),
+    whatever Locust's state says: a master whose run time ends while the worker is still busy
+    sends the stop right behind the spawn, so the worker handles it before its spawning
+    greenlet has run (Locust's state is still "ready", or "stopped" from the run before). Such
+    a worker must stop too, or the spawning greenlet starts users that run until "quit".
+    """
     runner = environment.runner
     assert isinstance(runner, WorkerRunner)
-    if runner.state not in (STATE_INIT, STATE_STOPPED):
-        runner.stop()  # fires test_stop, which sends the final report
+    run = msg.data.get("run") if isinstance(msg.data, dict) else None
+    if PROCESS.stopped is None and PROCESS.settings is not None and run in (None, PROCESS.run):
+        spawning = runner.spawning_greenlet
+        if spawning is not None and not spawning.ready():
+            spawning.kill(block=True)  # before it starts users (Locust's stop does this from "ready" on)
+        if runner.state == STATE_STOPPED:
+            PROCESS.stop()  # runner.stop() would return at once: no test_stop, no final report
+            _send_report(runner)
+        else:
+            runner.stop()  # fires test_stop, which sends the final report
     else:
-        _send_report(runner)
+        _send_report(runner)  # stopped already (or not this run yet): the final report again
 
 
 @events.init.add_listener
 def _on_init(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         environment.runner.register_message(STOP_MESSAGE, _on_stop_request)
+    # gevent's loop keeps the time of its last iteration, and it has not iterated since the hub
+    # was made at import: Locust sets its --run-time timer (gevent.spawn_later) from that stale
+    # time, so on a machine slow to import Locust a 2 s run ended 0.1 s after it began, before
+    # any user ran (seen here: "Run time limit set to 2 seconds", then "reached" 0.1 s later).
+    gevent.get_hub().loop.update_now()
 
 
 @events.report_to_master.add_listener
@@ -736,7 +793,7 @@ class ContendUser(User):
             error, unknown = exc, True
         except BaseException:  # the user is being stopped mid-operation
             step.round_trips = round_trips(self.redis) - before
-            self.tally.record(self.user_id, step, unknown=True)
+            self.tally.record(self.user_id, step, cut_short=True)
             raise
         elapsed_ms = (time.perf_counter() - start) * 1000
         step.round_trips = round_trips(self.redis) - before

@@ -12,6 +12,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+#: A load run fails when more than this share of its finished operations failed or raised (the
+#: default of --max-failed-share): its rate would measure the code's errors, not its throughput.
+MAX_FAILED_SHARE = 0.5
+
 
 def bucket_ms(response_time: float) -> float:
     """A response time in ms rounded to 3 significant digits, never finer than 1 µs.
@@ -130,6 +134,7 @@ class Tally:
     declined: int = 0
     failed: int = 0
     unknown: int = 0
+    cut_short: int = 0  # of the unknown: cut short by the end of the run, not failed by the code
     retries: int = 0
     round_trips: int = 0
     lock_wait: Distribution = field(default_factory=Distribution)
@@ -143,10 +148,20 @@ class Tally:
         self.per_user.setdefault(user_id, 0)
 
     def record(
-        self, user_id: str, step: OperationMetrics, *, failed: bool = False, unknown: bool = False
+        self,
+        user_id: str,
+        step: OperationMetrics,
+        *,
+        failed: bool = False,
+        unknown: bool = False,
+        cut_short: bool = False,
     ) -> None:
-        """Add one finished (or cut-short, `unknown`) operation."""
+        """Add one finished operation: committed, `failed` (no effect), `unknown` (it raised and may
+        have taken effect), or `cut_short` (stopped mid-way by the end of the run; unknown too)."""
         self.requests += 1
+        if cut_short:
+            self.cut_short += 1
+            unknown = True
         self.retries += step.retries
         self.round_trips += step.round_trips
         if step.lock_wait is not None:
@@ -168,7 +183,16 @@ class Tally:
             self.failed += 1
 
     def merge(self, other: Tally) -> None:
-        for name in ("requests", "commits", "declined", "failed", "unknown", "retries", "round_trips"):
+        for name in (
+            "requests",
+            "commits",
+            "declined",
+            "failed",
+            "unknown",
+            "cut_short",
+            "retries",
+            "round_trips",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.processes += other.processes
         self.lock_wait.merge(other.lock_wait)
@@ -179,6 +203,30 @@ class Tally:
             entry = self.per_key.setdefault(key, [0, 0])
             entry[0] += ok
             entry[1] += maybe
+
+    @property
+    def failed_share(self) -> float | None:
+        """The share of finished operations that failed or raised (cut-short ones left out);
+        None when none finished."""
+        finished = self.requests - self.cut_short
+        return (self.failed + self.unknown - self.cut_short) / finished if finished > 0 else None
+
+    def progress_problems(self, max_failed_share: float) -> list[str]:
+        """Why the run measured nothing worth a figure: no commit at all, or more than
+        `max_failed_share` of the operations failed (empty when neither)."""
+        failing = self.failed + self.unknown - self.cut_short
+        counts = f"{self.requests} operation(s): {self.failed} failed, {self.unknown - self.cut_short} raised"
+        if self.cut_short:
+            counts += f", {self.cut_short} cut short at the end"
+        share = self.failed_share
+        if self.commits == 0:
+            return [f"no operation committed ({counts}); a run that commits nothing measures nothing"]
+        if share is not None and share > max_failed_share:
+            return [
+                f"{failing} of {self.requests - self.cut_short} operations failed ({share:.0%}, more than "
+                f"the {max_failed_share:.0%} allowed by --max-failed-share; {counts})"
+            ]
+        return []
 
     def key_counts(self, key: str) -> tuple[int, int]:
         """(committed delta, unknown operations) of one key."""
@@ -194,6 +242,7 @@ class Tally:
             "declined": self.declined,
             "failed": self.failed,
             "unknown": self.unknown,
+            "cut_short": self.cut_short,
             "retries": self.retries,
             "round_trips": self.round_trips,
             "lock_wait": self.lock_wait.to_json(),
@@ -213,6 +262,7 @@ class Tally:
             declined=int(data["declined"]),
             failed=int(data["failed"]),
             unknown=int(data["unknown"]),
+            cut_short=int(data.get("cut_short", 0)),
             retries=int(data["retries"]),
             round_trips=int(data["round_trips"]),
             lock_wait=Distribution.from_json(data["lock_wait"]),
@@ -230,6 +280,8 @@ class Tally:
             "declined": self.declined,
             "failed": self.failed,
             "unknown": self.unknown,
+            "cut_short": self.cut_short,
+            "failed_share": self.failed_share,
             "retries": self.retries,
             "round_trips": self.round_trips,
             "retries_per_commit": self.retries / self.commits if self.commits else None,

@@ -360,7 +360,9 @@ class CounterWorkload(LoadWorkload):
                 problems.append(f"{key} is {value} but {ok} increments succeeded{extra}: {what}")
         if problems:
             return InvariantResult(False, tuple(problems))
-        cut = f" ({tally.unknown} cut short at the end)" if tally.unknown else ""
+        cut = (
+            f" ({tally.unknown} of unknown outcome: raised, or cut short at the end)" if tally.unknown else ""
+        )
         return InvariantResult(
             True,
             (

@@ -13,6 +13,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
+from contend.load.metrics import MAX_FAILED_SHARE
 from contend.load.workloads import WORKLOADS
 from contend.report import plots
 from contend.report.data import (
@@ -22,6 +23,7 @@ from contend.report.data import (
     Crossover,
     NotASweep,
     SweepData,
+    SweepRow,
     _x,
     crossovers,
     find_raw,
@@ -161,6 +163,7 @@ def focus_table(data: SweepData) -> tuple[int | None, int | None, Table]:
                     workload,
                     strategy + ("" if r.ok else " ✗"),
                     _fmt(r.committed_per_s, ",.0f"),
+                    _pct(r.failed_share),
                     _x(r.of_ceiling),
                     _x(r.committed_per_s / best if best and r.committed_per_s is not None else None),
                     _fmt(r.retries_per_commit),
@@ -177,6 +180,7 @@ def focus_table(data: SweepData) -> tuple[int | None, int | None, Table]:
             "workload",
             "strategy",
             "commits/s",
+            "failed",
             "× ceiling",
             "× best one-round-trip",
             "retries/commit",
@@ -188,7 +192,7 @@ def focus_table(data: SweepData) -> tuple[int | None, int | None, Table]:
             "client CPU",
         ),
         tuple(rows),
-        "llrrrrrrrrrr",
+        "llrrrrrrrrrrr",
     )
     return users, hot, table
 
@@ -248,7 +252,7 @@ def report_blocks(data: SweepData, made: dict[str, list[Path]], dest: Path) -> l
         blocks.append(Para(f"**{len(broken)} of {len(data.all_rows)} runs failed** (✗ in the plots):"))
         blocks.append(
             Table(
-                ("workload", "strategy", "users", "hot keys", "processes", "Locust exit code"),
+                ("workload", "strategy", "users", "hot keys", "processes", "why", "commits", "failed"),
                 tuple(
                     (
                         r.workload,
@@ -256,7 +260,9 @@ def report_blocks(data: SweepData, made: dict[str, list[Path]], dest: Path) -> l
                         str(r.users),
                         str(r.hot_keys),
                         str(r.processes),
-                        str(r.exit_code),
+                        r.why,
+                        str(r.commits),
+                        f"{r.failures} ({_pct(r.failed_share)})",
                     )
                     for r in broken
                 ),
@@ -266,7 +272,20 @@ def report_blocks(data: SweepData, made: dict[str, list[Path]], dest: Path) -> l
         blocks.append(
             Para(
                 f"All {len(data.all_rows)} runs kept their invariant (counters equal the successful "
-                "increments, transfers conserve the total, registry ids unique and gap-free)."
+                "increments, transfers conserve the total, registry ids unique and gap-free) and "
+                "committed operations; a run fails when it commits nothing, or when more than "
+                f"{_pct(data.meta.get('plan', {}).get('max_failed_share', MAX_FAILED_SHARE))} of its "
+                "operations fail (`--max-failed-share`)."
+            )
+        )
+    failing = [r for r in data.rows if r.failures]
+    if failing:
+        blocks.append(
+            Para(
+                "Failed operations (gave up after the retries or the lock timeout, or raised), per "
+                "strategy over the whole sweep: "
+                + " · ".join(_failures_of(data, workload, strategy) for workload, strategy in _pairs(failing))
+                + "."
             )
         )
 
@@ -338,6 +357,22 @@ POINT_COLUMNS = (
     "server_cpu",
     "machine_cpu",
 )
+
+
+def _pairs(rows: list[SweepRow]) -> list[tuple[str, str]]:
+    return list(dict.fromkeys((r.workload, r.strategy) for r in rows))
+
+
+def _failures_of(data: SweepData, workload: str, strategy: str) -> str:
+    rows = [r for r in data.rows if (r.workload, r.strategy) == (workload, strategy)]
+    failures, requests = sum(r.failures for r in rows), sum(r.requests for r in rows)
+    commits = sum(r.commits for r in rows)
+    share = _pct(failures / requests if requests else None)
+    return f"{workload}/{strategy} {failures:,} of {requests:,} ({share}; {commits:,} commits)"
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}" if value == 0 or value >= 0.01 else "<1%"
 
 
 def write_points(data: SweepData, path: Path) -> Path:

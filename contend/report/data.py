@@ -60,6 +60,24 @@ class SweepRow:
     processes: int = 1  # Locust processes of the run
     server_cpu: float | None = None  # the server's CPU seconds per second of the run
     machine_cpu: float | None = None  # the busy share of all the machine's cores (anyone's processes)
+    invariant_ok: bool = True
+    progress_ok: bool = True  # something committed, and at most the allowed share failed
+
+    @property
+    def failed_share(self) -> float | None:
+        """Locust's failed requests (the operation failed or raised) over all its requests."""
+        return self.failures / self.requests if self.requests else None
+
+    @property
+    def why(self) -> str:
+        """Why the point failed, in a few words ("" when it did not)."""
+        if self.ok:
+            return ""
+        if not self.invariant_ok:
+            return "invariant broken"
+        if not self.progress_ok:
+            return "nothing committed" if not self.commits else "too many failures"
+        return f"Locust exited {self.exit_code}"
 
     @property
     def of_ceiling(self) -> float | None:
@@ -197,6 +215,8 @@ def _row(raw: Path, point: dict[str, Any], ceilings: dict[tuple[int, int], float
         processes=processes,
         server_cpu=point.get("server_cpu"),
         machine_cpu=point.get("machine_cpu"),
+        invariant_ok=bool(point.get("invariant_ok", point.get("ok"))),
+        progress_ok=bool(point.get("progress_ok", True)),
     )
 
 

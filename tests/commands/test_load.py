@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 #: Users' implementations (tests/fixtures), importable from the repository's top directory.
 LOCK = "tests.fixtures.foreign.redispy_lock:make"
 RACY_REGISTRY = "tests.fixtures.user_registry:make_racy"
+REFUSING_REGISTRY = "tests.fixtures.user_registry:make_refusing"
 
 
 @pytest.mark.parametrize(
@@ -30,8 +31,14 @@ RACY_REGISTRY = "tests.fixtures.user_registry:make_racy"
         (["--impl", LOCK, "--kind", "lock", "--strategy", "watch"], "and --strategy watch: choose one"),
         (["--impl", LOCK, "--kind", "lock", "--workload", "registry"], "runs in the counter and transfer"),
         (["--impl", LOCK, "--kind", "semaphore"], "not a semaphore; check it with contend check --impl"),
-        (["--impl", LOCK], "a registry factory is called as factory(client: redis.Redis, namespace: str)"),
-        (["--impl", "tests.fixtures.user_registry:wrong_arity"], "too many positional arguments"),
+        (
+            ["--impl", LOCK, "--kind", "registry"],
+            "a registry factory is called as factory(client: redis.Redis, namespace: str)",
+        ),
+        (
+            ["--impl", "tests.fixtures.user_registry:wrong_arity", "--kind", "registry"],
+            "too many positional arguments",
+        ),
         (["--kind", "lock"], "--kind lock names the protocol of --impl"),
         (["--processes", "0"], "--processes must be a whole number > 0, got 0"),
         (["--processes", "1,-2"], "--processes must be a whole number > 0, got -2"),
@@ -150,6 +157,31 @@ def test_a_racy_users_registry_fails_the_sweep(contend_target, tmp_path, capsys,
 
 
 @pytest.mark.slow
+def test_a_sweep_in_which_nothing_commits_fails_and_the_report_says_why(
+    contend_target, tmp_path, capsys, monkeypatch
+):
+    """Every register() raises: the registry is empty and consistent, yet the point measured nothing."""
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "run"
+    code = main(
+        [
+            "load", "--redis-url", contend_target.url, "--out", str(out),
+            "--impl", REFUSING_REGISTRY, "--kind", "registry",
+            "--users", "2", "--hot-keys", "1", "--duration", "1", "--ceiling-duration", "0.3", "--processes", "1",
+        ]
+    )  # fmt: skip
+    printed = capsys.readouterr()
+    assert code == 1, printed.err
+    (point,) = json.loads((out / "raw" / "sweep.json").read_text())["points"]
+    assert point["invariant_ok"] and not point["progress_ok"] and not point["ok"]
+    assert "run failed: no operation committed" in printed.err
+    report = (out / "report.md").read_text()
+    assert "**1 of 1 runs failed**" in report and "| nothing committed | 0 |" in report
+    assert "All 1 runs kept their invariant" not in report
+    assert f"registry/{REFUSING_REGISTRY} " in report and "(100%; 0 commits)" in report
+
+
+@pytest.mark.slow
 def test_a_sweep_over_process_counts_compares_them_in_one_run(contend_target, tmp_path, capsys):
     """Each point at 1 and 2 Locust processes, the raw ceiling per count, and the comparison."""
     out = tmp_path / "run"
@@ -157,7 +189,7 @@ def test_a_sweep_over_process_counts_compares_them_in_one_run(contend_target, tm
         [
             "load", "--redis-url", contend_target.url, "--out", str(out),
             "--workload", "counter", "--strategy", "incr", "--users", "2", "--hot-keys", "1",
-            "--duration", "1", "--ceiling-duration", "0.3", "--processes", "2,1",
+            "--duration", "3", "--ceiling-duration", "0.3", "--processes", "2,1",
         ]
     )  # fmt: skip
     printed = capsys.readouterr()

@@ -24,6 +24,7 @@ LOCK = "tests.fixtures.foreign.redispy_lock:make"
 MUTANT_LOCK = "tests.fixtures.foreign.check_then_set_lock:make"
 REGISTRY = "tests.fixtures.user_registry:make"
 RACY_REGISTRY = "tests.fixtures.user_registry:make_racy"
+REFUSING_REGISTRY = "tests.fixtures.user_registry:make_refusing"
 
 
 def locust(
@@ -201,6 +202,50 @@ def test_a_users_registry_is_judged_by_the_registry_invariant(contend_target, ns
         assert any("the ids are not gap-free" in line for line in workload["verdict"])
     else:
         assert workload["contend"]["commits"] > 100
+    assert ns.count() == 0
+
+
+@pytest.mark.slow
+def test_a_run_that_commits_nothing_fails_with_the_reason(contend_target, ns, tmp_path):
+    """Every register() raises: the invariant holds trivially, but 0 commits/s is no result."""
+    summary = tmp_path / "summary.json"
+    done = locust(
+        *headless("registry.py", users=2, seconds=1), "--redis-url", contend_target.url, "--namespace", ns.prefix,
+        "--impl", REFUSING_REGISTRY, "--kind", "registry", "--contend-json", str(summary),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "RUN FAILED: no operation committed" in done.stderr
+    result = json.loads(summary.read_text())
+    (workload,) = result["workloads"].values()
+    assert not result["ok"] and not workload["ok"] and workload["invariant_ok"]
+    assert workload["contend"]["commits"] == 0 and workload["contend"]["failed_share"] == 1.0
+    assert any("no operation committed" in line for line in workload["verdict"])
+    assert ns.count() == 0
+
+
+@pytest.mark.slow
+def test_a_stop_that_overtakes_the_spawn_still_gets_every_final_tally(contend_target, ns, tmp_path):
+    """Workers still busy when the 1 s run time ends (forced: blocked until the master stops)
+    handle the master's stop before Locust's spawning greenlet ran. They must stop and report at
+    once: before, they started their users anyway, ran until the master gave up 60 s later, and
+    the run failed with "no final tally from 2 of 2 load-generating process(es)"."""
+    summary = tmp_path / "summary.json"
+    started = time.monotonic()
+    done = locust(
+        "-f", "tests/fixtures/late_spawn_locustfile.py", "--headless", "--processes", "2",
+        "-u", "2", "-r", "2", "-t", "1s", "--redis-url", contend_target.url, "--namespace", ns.prefix,
+        "--strategy", "incr", "--contend-json", str(summary), timeout=55,
+        env={"LATE_SPAWN_MARKER": str(tmp_path / "stopping")},
+    )  # fmt: skip
+    assert "no final tally" not in done.stderr, done.stderr[-2000:]
+    result = json.loads(summary.read_text())
+    assert len(result["generators"]) == 2  # both workers' final tallies merged
+    (workload,) = result["workloads"].values()
+    assert workload["invariant_ok"], workload["verdict"]
+    # Stopped before any user started: nothing committed, which fails the run (exit 1), for that reason.
+    assert workload["contend"]["commits"] == 0 and done.returncode == 1
+    assert any("no operation committed" in line for line in workload["verdict"])
+    assert time.monotonic() - started < 55
     assert ns.count() == 0
 
 

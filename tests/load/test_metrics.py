@@ -56,3 +56,25 @@ def test_distribution_percentiles_in_ms():
     assert d.count == 4 and d.max == 0.05
     assert d.percentile_ms(0.5) == 0.2
     assert Distribution.from_json(d.to_json()) == d
+
+
+def test_a_tally_that_committed_nothing_or_mostly_failed_is_no_result():
+    tally = Tally("counter", "watch")
+    assert tally.progress_problems(0.5) == [
+        "no operation committed (0 operation(s): 0 failed, 0 raised); a run that commits nothing measures nothing"
+    ]
+    committed = OperationMetrics(committed=True, deltas={"k": 1})
+    for _ in range(4):
+        tally.record("u1", committed)
+    for _ in range(5):
+        tally.record("u1", OperationMetrics(), failed=True)
+    tally.record("u1", OperationMetrics(), unknown=True)
+    tally.record("u1", OperationMetrics(), cut_short=True)  # the run's end, not the code's failure
+    assert tally.failed_share == 0.6 and tally.cut_short == 1 and tally.unknown == 2
+    (problem,) = tally.progress_problems(0.5)
+    assert problem.startswith(
+        "6 of 10 operations failed (60%, more than the 50% allowed by --max-failed-share"
+    )
+    assert tally.progress_problems(0.6) == []
+    again = Tally.from_json(tally.to_json())
+    assert (again.cut_short, again.failed_share) == (1, 0.6)
