@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any, TextIO
 
-from rich.console import Console
 from rich.markup import escape
 
 from contend import __version__, exitcodes, interrupt
 from contend.commands.arguments import HelpFormatter
+from contend.commands.console import make_console
 from contend.commands.names import COMMANDS
 from contend.commands.outputs import write_failure
 from contend.errors import ContendError
@@ -22,18 +20,8 @@ from contend.exitcodes import ExitCode
 
 #: Subcommands, each a module of contend.commands with add_parser(sub, common) and run(args, out, err).
 
-#: Width for logs and pipes (CI): wide enough that result tables are not cut to "caug…".
-#: A terminal, or $COLUMNS, keeps its own width.
-LOG_WIDTH = 160
-
-
-def _console(stream: TextIO, **kwargs: Any) -> Console:
-    wide = not stream.isatty() and "COLUMNS" not in os.environ
-    return Console(highlight=False, width=LOG_WIDTH if wide else None, **kwargs)
-
-
-stdout = _console(sys.stdout)
-stderr = _console(sys.stderr, stderr=True)
+stdout = make_console(sys.stdout)
+stderr = make_console(sys.stderr, stderr=True)
 
 
 def _namespace_prefix(text: str) -> str:

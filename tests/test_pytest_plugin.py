@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from hypothesis import settings
 
@@ -72,3 +75,13 @@ def test_the_plugin_registers_the_profiles_and_loads_none(pytester, monkeypatch,
 def test_this_repository_defaults_to_contend_ci():
     """conftest.py loads contend-ci unless --hypothesis-profile says otherwise."""
     assert settings.get_current_profile_name() in PROFILES
+
+
+@pytest.mark.slow
+def test_the_documented_contend_namespace_example_runs_as_written(pytester):
+    """docs/TESTING.md's example of the fixture, run verbatim in a suite of its own."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "TESTING.md").read_text()
+    (example,) = re.findall(r"<!-- contend-namespace-example -->\n```python\n(.*?)```", text, re.S)
+    pytester.makepyfile(test_example=example)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "0")
+    result.assert_outcomes(passed=1)

@@ -57,6 +57,23 @@ ASYNC_BATTERIES: dict[str, list[Check]] = {
 }
 
 
+def judges(check: Check, subject: Subject) -> bool:
+    """Can `check` catch what the known-bad `subject` breaks? (The schedule judges every property.)"""
+    return not check.prop or check.prop in subject.violates
+
+
+def unjudged(subject: Subject, only: Iterable[str]) -> tuple[str, ...]:
+    """With a narrowed check list: the family's checks that judge what the known-bad `subject`
+    breaks, when none of them is in `only` (empty when one is, or for a correct subject)."""
+    wanted = set(only)
+    if not wanted or not subject.known_bad:
+        return ()
+    judging = [c for c in checks_for(subject) if judges(c, subject)]
+    if any(c.name in wanted for c in judging):
+        return ()
+    return tuple(c.name for c in judging) or ("none of its family's checks",)
+
+
 def checks_for(subject: Subject, only: Iterable[str] = ()) -> list[Check]:
     """The family's checks that apply to `subject` (some need a claim or a capability)."""
     wanted = set(only)
@@ -83,6 +100,9 @@ class ResultRow:
     results: list[CheckResult] = field(default_factory=list)
     #: Why its checks did not run here (a single-node implementation on a Redis Cluster).
     skipped: str = ""
+    #: A narrowed run (--check): the names of the family's checks that judge what a known-bad
+    #: implementation breaks, none of which ran ("not run" rather than NOT CAUGHT); empty otherwise.
+    unjudged_by: tuple[str, ...] = ()
 
     @property
     def failed(self) -> list[CheckResult]:
@@ -97,7 +117,9 @@ class ResultRow:
         if self.skipped:
             return "skipped"
         if self.subject.known_bad:
-            return "caught" if self.failed else "NOT CAUGHT"
+            if self.failed:
+                return "caught"
+            return "not run" if self.unjudged_by else "NOT CAUGHT"
         if self.failed:
             kinds = sorted({r.kind for r in self.failed})
             return f"FAIL ({', '.join(kinds)})"
@@ -105,7 +127,7 @@ class ResultRow:
 
     @property
     def as_expected(self) -> bool:
-        return self.verdict in ("pass", "caught", "skipped")
+        return self.verdict in ("pass", "caught", "skipped", "not run")
 
 
 def run_battery(
@@ -136,7 +158,7 @@ def run_battery(
             rows.append(ResultRow(subject, skipped=subject.single_node))
             continue
         subject = with_capabilities(subject, target, run_namespace)
-        row = ResultRow(subject)
+        row = ResultRow(subject, unjudged_by=unjudged(subject, only_checks))
         rows.append(row)
         for check in checks_for(subject, only_checks):
             if stop is not None and stop.is_set():

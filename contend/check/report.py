@@ -77,6 +77,9 @@ def junit_cases(rows: Sequence[ResultRow]) -> list[Case]:
             total = sum(r.seconds for r in row.results)
             if row.failed:
                 cases.append(Case(cls, "caught", total, Outcome.PASSED))
+            elif row.unjudged_by:
+                why = f"not run: the checks that judge what it breaks ({', '.join(row.unjudged_by)}) were not chosen"
+                cases.append(Case(cls, "caught", total, Outcome.SKIPPED, why, why))
             elif row.verdict != INCONCLUSIVE:
                 why = f"{row.subject.name} is known-bad and no check caught it"
                 cases.append(Case(cls, "caught", total, Outcome.FAILURE, why, why))
@@ -168,9 +171,13 @@ def _family_table(rows: Sequence[ResultRow], title: str) -> Any:
         for name in checks:
             r = by_check.get(name)
             cells.append("" if r is None else _cell(r.status, r.kind, row.subject.known_bad))
-        style = {"pass": "green", "caught": "yellow", "inconclusive": "yellow", "skipped": "dim"}.get(
-            row.verdict, "bold red"
-        )
+        style = {
+            "pass": "green",
+            "caught": "yellow",
+            "inconclusive": "yellow",
+            "skipped": "dim",
+            "not run": "dim",
+        }.get(row.verdict, "bold red")
         label = escape(row.subject.name) + (" [dim](known-bad)[/]" if row.subject.known_bad else "")
         table.add_row(label, row.subject.family.replace("_", "-"), *cells, f"[{style}]{row.verdict}[/]")
     return table

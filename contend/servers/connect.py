@@ -39,11 +39,23 @@ def describe_server(url: str) -> str:
         ) from None
     except redis.ResponseError as exc:
         raise TargetError(f"Redis at {masked} answered INFO with an error: {exc}") from None
+    except redis.RedisError as exc:  # InvalidResponse: something answers, but not in Redis's protocol
+        raise not_redis(masked, exc) from None
     finally:
         client.close()
     product = "Valkey" if "valkey_version" in info else "Redis"
     version = info.get("valkey_version") or info.get("redis_version", "?")
     return f"{product} {version} at {masked}"
+
+
+def not_redis(masked: str, exc: Exception) -> TargetError:
+    """The one line for a server that answers, but not as Redis does (a web server's "HTTP/1.1
+    400 Bad Request", say)."""
+    reason = str(exc).splitlines()[0].rstrip(".") if str(exc) else type(exc).__name__
+    return TargetError(
+        f"what answers at {masked} is not Redis ({type(exc).__name__}: {reason}); check the port "
+        "(Redis listens on 6379 by default), or drop --redis-url to use the embedded server"
+    )
 
 
 def _describe_cluster(url: str) -> str:
@@ -66,6 +78,8 @@ def _describe_cluster(url: str) -> str:
         state = client.cluster_info().get("cluster_state")
         info = client.info("server", target_nodes=redis.cluster.RedisCluster.RANDOM)
         masters = len(client.get_primaries())
+    except (redis.RedisError, redis.exceptions.RedisClusterException) as exc:
+        raise not_redis(masked, exc) from None
     finally:
         client.close()
     if state != "ok":

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from contend.check.battery import checks_for, run_battery
+from contend.check.battery import ResultRow, checks_for, run_battery, unjudged
 from contend.check.framework import CheckOptions
 from contend.impl import catalog
 from contend.subject.subject import catalog_subjects, user_subject, with_capabilities
@@ -59,3 +59,23 @@ def test_a_user_lock_gets_the_lock_battery(contend_target):
         "bad-input",
         "schedule",
     ]
+
+
+def test_a_narrowed_run_says_not_run_for_a_known_bad_whose_judging_checks_were_left_out(contend_target, ns):
+    """--check bad-input on the lock family: the known-bad locks break mutual exclusion, which
+    bad-input does not judge; they are "not run", as expected, not NOT CAUGHT."""
+    subjects = catalog_subjects(["lock"], ["setnx_getset", "token"])
+    rows = run_battery(contend_target, subjects, CheckOptions(), ns, only_checks=["bad-input"])
+    verdicts = {row.subject.name: (row.verdict, row.as_expected) for row in rows}
+    assert verdicts == {"setnx_getset": ("not run", True), "token": ("pass", True)}
+    (bad,) = [row for row in rows if row.subject.known_bad]
+    assert "schedule" in bad.unjudged_by and "bad-input" not in bad.unjudged_by
+
+
+def test_a_narrowed_run_that_ran_a_judging_check_still_says_not_caught():
+    """Whether a check judges a known-bad's broken property decides "not run"; the schedule judges all."""
+    (bad,) = catalog_subjects(["lock"], ["setnx_getset"])
+    assert unjudged(bad, ["bad-input"]) and not unjudged(bad, ["bad-input", "schedule"])
+    assert unjudged(bad, []) == ()  # the whole battery: NOT CAUGHT stays NOT CAUGHT
+    assert ResultRow(bad).verdict == "NOT CAUGHT"
+    assert ResultRow(bad, unjudged_by=("burst",)).verdict == "not run"
