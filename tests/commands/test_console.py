@@ -22,7 +22,8 @@ def wide_table(title: str) -> Table:
     return table
 
 
-def test_a_piped_table_is_printed_whole_one_record_per_line():
+def test_a_piped_table_is_printed_whole_one_record_per_line(monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)  # $COLUMNS would ask for a terminal's width
     sink = io.StringIO()
     console = make_console(sink, file=sink)
     assert isinstance(console, PipeConsole)  # a StringIO is no terminal
