@@ -22,6 +22,7 @@ from contend.impl.locks import (
     incr_counter,
     lock_with_timeout,
     redis_objects,
+    redlock,
     semaphore,
     set_nx_ex,
     setnx_del,
@@ -147,6 +148,9 @@ class Implementation:
     #: Why it runs on one server only (not on a Redis Cluster), or "" when it runs on a cluster:
     #: every command, script and transaction of it names keys of one hash slot.
     single_node: str = ""
+    #: It spans this many independent masters (0: one server); its factory then takes the list of
+    #: their clients: factory(clients, key, ttl_ms).
+    masters: int = 0
 
     @property
     def known_bad(self) -> bool:
@@ -309,6 +313,18 @@ ASYNC_IMPLEMENTATIONS: tuple[Implementation, ...] = (
         "async_check_then_set", "registry", async_check_then_set.factory, "registry",
         "redis.asyncio HGET, INCR, HSETNX, HSETNX at separate awaits (naive's twin)",
         "seed 000", _ALL_REGISTRY, _RACY, asynchronous=True,
+    ),
+)  # fmt: skip
+
+
+#: Locks that span independent masters (`contend check --masters N`). Kept out of IMPLEMENTATIONS:
+#: their factories take the list of the masters' clients, not one client.
+MULTI_MASTER_IMPLEMENTATIONS: tuple[Implementation, ...] = (
+    Implementation(
+        "redlock", "lock", redlock.Redlock, "lease",
+        "Redlock as published: SET NX PX on each master, quorum N//2+1, validity TTL - elapsed - drift; "
+        "release and extend on every master",
+        "antirez", LEASE_CLAIMS, masters=5,
     ),
 )  # fmt: skip
 
