@@ -180,6 +180,8 @@ _THREE_DBS = "uses databases 15, 14 and 13; a Redis Cluster has database 0 only"
 _RACY = frozenset({NO_SPURIOUS_ERRORS, GAP_FREE, TABLES_AGREE})
 _FLIGHT = SINGLE_FLIGHT_PROPERTIES
 
+# The expiry-time locks (SETNX/GETSET) compute the expiry they write before a round trip that may
+# come after a stall: a grant then carries a lease that had already run out (stale-grant).
 IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         "naive", "registry", reg.NaiveRegistry, "registry",
@@ -219,17 +221,17 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         "setnx_getset", "lock", setnx_getset.factory, "lease",
         "SETNX an expiry time; GET, GETSET to take an expired one; DEL (seed 002's Mutex)",
-        "seed 002", LEASE_CLAIMS, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE}),
+        "seed 002", LEASE_CLAIMS, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE, STALE_GRANT}),
     ),
     Implementation(
         "redis_objects", "lock", redis_objects.factory, "lease",
         "redis-objects' lock: SETNX/GET/GETSET expiry times; DEL only if not expired",
-        "seed 004", LEASE_CLAIMS, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE}),
+        "seed 004", LEASE_CLAIMS, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE, STALE_GRANT}),
     ),
     Implementation(
         "setnx_del", "lock", setnx_del.factory, "lease",
         "SETNX an expiry time; an expired lock is DELeted, then SETNX again",
-        "seed 004", LEASE_CLAIMS, frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE}),
+        "seed 004", LEASE_CLAIMS, frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, STALE_GRANT}),
     ),
     Implementation(
         "set_nx_ex", "lock", set_nx_ex.factory, "lease",
