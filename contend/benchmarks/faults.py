@@ -46,7 +46,13 @@ MUTANTS = (
     Case("foreign.lease_sleeper_lock", "lock", "schedule", frozenset({"progress"})),
     Case("foreign.early_release_flight", "single_flight", "schedule", frozenset({"runs-once"})),
     Case("foreign.rerun_flight", "single_flight", "schedule", frozenset({"runs-once"})),
-    Case("masters.half_quorum_lock", "lock", "schedule", frozenset({"mutual-exclusion"}), masters=3),
+    Case(
+        "masters.half_quorum_lock",
+        "lock",
+        "schedule",
+        frozenset({"mutual-exclusion", "stale-grant"}),
+        masters=3,
+    ),
     Case(
         "masters.ageless_redlock",
         "lock",

@@ -66,7 +66,7 @@ def run(module: str, checks: list[str]):
 @pytest.mark.parametrize(
     ("module", "checks", "broken"),
     [
-        ("half_quorum_lock", ["schedule"], {MUTUAL_EXCLUSION}),
+        ("half_quorum_lock", ["schedule"], {MUTUAL_EXCLUSION, STALE_GRANT}),
         ("ageless_redlock", ["schedule"], {STALE_GRANT, MUTUAL_EXCLUSION}),
         ("blind_release_redlock", ["expiry"], {SAFE_RELEASE}),
         ("any_extend_redlock", ["schedule"], {STALE_GRANT, MUTUAL_EXCLUSION, SAFE_RELEASE}),
