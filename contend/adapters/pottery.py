@@ -98,3 +98,15 @@ def over_masters(other_urls: Sequence[str]) -> Callable[[redis.Redis, str, int],
 
     factory.__name__ = f"pottery_over_{1 + len(other_urls)}_masters"
     return factory
+
+
+FIDELITY = "auto_release_time is seconds sent as int(t * 1000) ms, and the seconds given truncate back to ttl_ms exactly"
+
+
+def fidelity(client: redis.Redis, key: str) -> str:
+    lock = factory(client, key, 1501)
+    assert lock.acquire(blocking=False), "a free lock was not acquired"
+    pttl = client.pttl(f"redlock:{key}")
+    lock.release()
+    assert 1401 < pttl <= 1501, f"ttl_ms=1501 gave PTTL {pttl} ms"
+    return f"ttl_ms=1501 → PTTL {pttl} ms on redlock:<key>"

@@ -52,3 +52,17 @@ class RedisPyLock:
 def factory(client: redis.Redis, key: str, ttl_ms: int) -> RedisPyLock:
     """The lock-protocol factory."""
     return RedisPyLock(client, key, ttl_ms)
+
+
+FIDELITY = (
+    "timeout is seconds sent as int(timeout * 1000) ms, and the seconds given truncate back to ttl_ms exactly"
+)
+
+
+def fidelity(client: redis.Redis, key: str) -> str:
+    lock = factory(client, key, 1501)
+    assert lock.acquire(blocking=False), "a free lock was not acquired"
+    pttl = client.pttl(key)
+    lock.release()
+    assert 1401 < pttl <= 1501, f"ttl_ms=1501 gave PTTL {pttl} ms"
+    return f"ttl_ms=1501 → PTTL {pttl} ms"

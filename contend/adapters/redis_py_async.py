@@ -52,3 +52,17 @@ class AsyncRedisPyLock:
 def factory(client: redis.asyncio.Redis, key: str, ttl_ms: int) -> AsyncRedisPyLock:
     """The lock-protocol factory."""
     return AsyncRedisPyLock(client, key, ttl_ms)
+
+
+FIDELITY = (
+    "timeout is seconds sent as int(timeout * 1000) ms, and the seconds given truncate back to ttl_ms exactly"
+)
+
+
+async def fidelity_async(client: redis.asyncio.Redis, key: str) -> str:
+    lock = factory(client, key, 1501)
+    assert await lock.acquire(blocking=False), "a free lock was not acquired"
+    pttl = await client.pttl(key)
+    await lock.release()
+    assert 1401 < pttl <= 1501, f"ttl_ms=1501 gave PTTL {pttl} ms"
+    return f"ttl_ms=1501 → PTTL {pttl} ms"

@@ -70,3 +70,17 @@ def never_expire_factory(client: redis.Redis, key: str, ttl_ms: int) -> Sherlock
 
 
 factory.ttl_resolution_ms = 1000  # type: ignore[attr-defined]
+
+
+FIDELITY = (
+    "expire is whole seconds (its script's EXPIRE takes integers) and only whole-second TTLs are asked for"
+)
+
+
+def fidelity(client: redis.Redis, key: str) -> str:
+    lock = factory(client, key, 3000)
+    assert lock.acquire(blocking=False), "a free lock was not acquired"
+    ttl = client.ttl(key)
+    lock.release()
+    assert ttl == 3, f"ttl_ms=3000 gave TTL {ttl} s"
+    return f"ttl_ms=3000 → expire=3 → TTL {ttl} s"

@@ -8,11 +8,15 @@ could not decide, `pass` otherwise; a property the library does not claim is not
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
+
+import redis.asyncio
 
 from contend.check.battery import ASYNC_BATTERIES, BATTERIES, ResultRow, run_battery
 from contend.check.framework import FAIL, INCONCLUSIVE, CheckOptions, CheckResult
@@ -42,6 +46,12 @@ class LibraryResult:
     skipped: str = ""  # why the row did not run (the library is not installed)
     row: ResultRow | None = None
     seconds: float = 0.0
+    #: The adapter's fidelity: its one-line reason, what its probe saw, and the error if it failed.
+    fidelity: str = ""
+    fidelity_seen: str = ""
+    fidelity_error: str = ""
+    #: What was printed by the code under test and counted, not shown (contend.check.noise).
+    noise: str = ""
 
     @property
     def properties(self) -> list[str]:
@@ -72,6 +82,8 @@ class LibraryResult:
 
     def surprises(self) -> list[str]:
         """Every verdict that differs from the recorded expectation, in words."""
+        if self.fidelity_error:
+            return [f"{self.library.key} · adapter fidelity: {self.fidelity_error}"]
         if self.row is None:
             return []
         found = [
@@ -100,13 +112,13 @@ def subject_for(library: Library, factory: Callable[..., object]) -> Subject:
     """The battery's row for a library: its claims, and how `contend scoreboard` replays it."""
     return Subject(
         library.key,
-        "lock",
+        library.family,
         factory,
         summary=library.title,
         claims=library.claims,
         selector=("--lib", library.key),
         command=("contend", "scoreboard"),
-        asynchronous=is_async(factory, "lock"),
+        asynchronous=is_async(factory, library.family),
     )
 
 
@@ -116,7 +128,7 @@ def checks_for(library: Library, replay: str | None) -> list[str]:
         return [SCHEDULE.name]
     return [
         c.name
-        for c in (*BATTERIES["lock"], *ASYNC_BATTERIES["lock"])
+        for c in (*BATTERIES[library.family], *ASYNC_BATTERIES[library.family])
         if c.name not in SKIPPED_CHECKS and c.prop != BAD_INPUT
     ]
 
@@ -152,9 +164,14 @@ def run_library(
     interrupted row keeps its checks so far). A row whose library is missing is skipped, with
     the reason."""
     result = result or LibraryResult(library)
+    if library.not_run:
+        result.skipped = library.not_run
+        return result
     try:
         result.version = library.version()
-        library.load()  # imports the library: a missing one is skipped before servers start
+        module = (
+            library.adapter_module()
+        )  # imports the library: a missing one is skipped before servers start
     except LibraryMissing as exc:
         result.skipped = str(exc)
         return result
@@ -165,6 +182,10 @@ def run_library(
             client = spanning.client()
             run_ns = spanning.namespace(namespace, client=client)
             try:
+                if not options.replay:
+                    check_fidelity(module, spanning, run_ns.key(library.key, "fidelity"), result)
+                    if result.fidelity_error:
+                        return result
                 run_battery(
                     spanning,
                     [subject_for(library, library.factory(spanning.also))],
@@ -182,6 +203,37 @@ def run_library(
         result.row = rows[0] if rows else None
         result.seconds = time.perf_counter() - started
     return result
+
+
+def check_fidelity(module: Any, target: Target, key: str, result: LibraryResult) -> None:
+    """Run the adapter's fidelity probe (`fidelity(client, key)` or `fidelity_async`): what it saw,
+    or why the adapter is not faithful to the library's units and defaults."""
+    result.fidelity = getattr(module, "FIDELITY", "")
+    probe = getattr(module, "fidelity", None)
+    probe_async = getattr(module, "fidelity_async", None)
+    if not result.fidelity or (probe is None and probe_async is None):
+        result.fidelity_error = f"{module.__name__} has no FIDELITY reason and probe"
+        return
+    try:
+        if probe is not None:
+            client = target.client()
+            try:
+                result.fidelity_seen = probe(client, key)
+            finally:
+                client.close()
+        else:
+            result.fidelity_seen = asyncio.run(_probe_async(probe_async, target.url, key))
+    except Exception as exc:
+        result.fidelity_error = f"{type(exc).__name__}: {exc}"
+
+
+async def _probe_async(probe: Any, url: str, key: str) -> str:
+    client = redis.asyncio.Redis.from_url(url)
+    try:
+        seen: str = await probe(client, key)
+        return seen
+    finally:
+        await client.aclose()
 
 
 def run_scoreboard(
