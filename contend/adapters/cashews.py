@@ -65,9 +65,11 @@ class CashewsLock:
         return await poll_async(lambda: self._enter(False), blocking, timeout)
 
     async def release(self) -> None:
-        entered, self.entered = self.entered, None
-        if entered is not None:
-            await entered.__aexit__(None, None, None)
+        # Kept until the exit is done: a release that was cancelled can be called again, and
+        # then leaves the context manager as cashews does (a finished one does nothing).
+        if self.entered is not None:
+            await self.entered.__aexit__(None, None, None)
+            self.entered = None
 
 
 def factory(client: redis.asyncio.Redis, key: str, ttl_ms: int) -> CashewsLock:

@@ -20,6 +20,8 @@ import redlock  # type: ignore[import-not-found,import-untyped]
 from contend.adapters.polling import poll
 from contend.adapters.units import check_lease
 
+#: A non-blocking try is one `acquire()` with one try, whose failed try still sleeps up to
+#: `retry_delay` ms: 1 ms for it instead of its default 200.
 FIDELITY = "ttl is redlock's own unit (milliseconds), passed unchanged; its tries and delays are its defaults"
 
 
@@ -28,7 +30,7 @@ class RedlockLock:
 
     def __init__(self, client: redis.Redis, key: str, ttl_ms: int) -> None:
         check_lease(key, ttl_ms)
-        self.once = redlock.RedLock(key, connection_details=[client], ttl=ttl_ms, retry_times=1)
+        self.once = redlock.RedLock(key, connection_details=[client], ttl=ttl_ms, retry_times=1, retry_delay=1)
         self.retrying = redlock.RedLock(key, connection_details=[client], ttl=ttl_ms)
         self.holder: redlock.RedLock | None = None
 

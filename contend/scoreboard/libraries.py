@@ -16,7 +16,7 @@ from importlib import metadata
 from typing import Any
 
 from contend.errors import ContendError
-from contend.impl.catalog import CLOCK_SKEW_SAFE, CRASH_LIVENESS, MUTUAL_EXCLUSION, SAFE_RELEASE
+from contend.impl.catalog import MUTUAL_EXCLUSION, SAFE_RELEASE
 from contend.subject.claims import LOCK_CLAIMS
 
 INSTALL_HINT = "pip install 'contend[libs]', or run without --environment current"
@@ -94,9 +94,6 @@ class Library:
         return made(list(other_urls)) if self.masters > 1 else made
 
 
-_SERVER_SIDE = frozenset({MUTUAL_EXCLUSION, SAFE_RELEASE, CRASH_LIVENESS, CLOCK_SKEW_SAFE})
-#: Locks whose release deletes the key whoever holds it: they do not claim safe release.
-_UNGUARDED_RELEASE = frozenset({MUTUAL_EXCLUSION, CRASH_LIVENESS, CLOCK_SKEW_SAFE})
 
 LIBRARIES: tuple[Library, ...] = (
     Library(
@@ -277,7 +274,6 @@ LIBRARIES: tuple[Library, ...] = (
         "celery-once Redis backend",
         "celery-once",
         "contend.adapters.celery_once:factory",
-        claims=_UNGUARDED_RELEASE,
         configuration="`raise_or_lock(key, timeout=ttl)` then `clear_lock(key)`, whole seconds",
         requirements=("celery-once==3.0.1",),
         quotes=(
@@ -302,7 +298,6 @@ LIBRARIES: tuple[Library, ...] = (
         "celery-singleton Redis backend",
         "celery-singleton",
         "contend.adapters.celery_singleton:factory",
-        claims=_UNGUARDED_RELEASE,
         configuration="`lock(key, task_id, expiry=ttl)` then `unlock(key)`, whole seconds",
         requirements=("celery-singleton==0.3.1",),
         quotes=(
