@@ -16,7 +16,7 @@ from importlib import metadata
 from typing import Any
 
 from contend.errors import ContendError
-from contend.impl.catalog import MUTUAL_EXCLUSION, SAFE_RELEASE
+from contend.impl.catalog import CLOCK_SKEW_SAFE, MUTUAL_EXCLUSION, SAFE_RELEASE
 from contend.subject.claims import LOCK_CLAIMS
 
 INSTALL_HINT = "pip install 'contend[libs]', or run without --environment current"
@@ -41,7 +41,7 @@ class Library:
     key: str  # what --lib takes
     title: str  # the library and its configuration, in words
     distribution: str  # on PyPI, for the version
-    adapter: str  # module:function in contend.adapters
+    adapter: str  # module:function in contend.adapters ("" for a row that is not run)
     claims: frozenset[str] = LOCK_CLAIMS
     #: Servers the lock spans (Redlock's masters): the others are embedded servers of their own.
     masters: int = 1
@@ -198,6 +198,47 @@ LIBRARIES: tuple[Library, ...] = (
         configuration='`RedisLock(name, client=client, expire=None)`: the README\'s "never expire locks"',
         requirements=("sherlock==0.4.1",),
         quotes=(Quote("never expire locks", "README.rst (expire=None)"),),
+    ),
+    Library(
+        "portalocker",
+        "portalocker RedisLock (Pub/Sub)",
+        "portalocker",
+        "contend.adapters.portalocker:factory",
+        claims=frozenset({MUTUAL_EXCLUSION, SAFE_RELEASE, CLOCK_SKEW_SAFE}),
+        configuration="`RedisLock(name, connection=client)`, `acquire(timeout=0, fail_when_locked=True)` "
+        "for a try: no lease",
+        requirements=("portalocker[redis]==4.4.2",),
+        not_run="not judged: its lock is a Pub/Sub subscription with no lease, kept by a reader thread of "
+        "its own and decided by answers awaited in real time (`unavailable_timeout`, 1 s), so contend's "
+        "lease model does not apply (its model check expires leases portalocker does not have) and the "
+        "scheduler does not control it (on the same schedule it behaved differently: Hypothesis's "
+        "FlakyStrategyDefinition; 8 clients × 25 locked increments did not finish in 30 s). The "
+        "adapter (contend/adapters/portalocker.py, with `interrupt_on_lost=False`: by default a lost "
+        "lock raises KeyboardInterrupt in the main thread) is kept for trying it by hand",
+        quotes=(
+            Quote(
+                "`RedisLock` keeps the lock in a *subscription* rather than in a key. A holder subscribes "
+                "to the lock channel and a background thread keeps reading from it, so ownership is a "
+                "property of a live connection.",
+                "portalocker/redis.py",
+            ),
+            Quote("Shared readers hold the lock together, an exclusive writer holds it alone.", "portalocker/redis.py"),
+        ),
+    ),
+    Library(
+        "aioredlock",
+        "aioredlock Aioredlock (asyncio)",
+        "aioredlock",
+        "",
+        requirements=("aioredlock==0.7.3",),
+        quotes=(
+            Quote(
+                "The asyncio redlock algorithm implementation", "README.rst (aioredlock)"
+            ),
+        ),
+        not_run="not judged: aioredlock talks to Redis through aioredis 1.3 (its own connections and "
+        "protocol parser), not redis-py, and contend's scheduler, crashes and cancellations act on "
+        "redis-py's connections; aioredis 1.3 is archived (its successor is redis.asyncio)",
     ),
     Library(
         "walrus",
