@@ -30,7 +30,9 @@ class RedlockLock:
 
     def __init__(self, client: redis.Redis, key: str, ttl_ms: int) -> None:
         check_lease(key, ttl_ms)
-        self.once = redlock.RedLock(key, connection_details=[client], ttl=ttl_ms, retry_times=1, retry_delay=1)
+        self.once = redlock.RedLock(
+            key, connection_details=[client], ttl=ttl_ms, retry_times=1, retry_delay=1
+        )
         self.retrying = redlock.RedLock(key, connection_details=[client], ttl=ttl_ms)
         self.holder: redlock.RedLock | None = None
 

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contend.impl.catalog import MUTUAL_EXCLUSION
+from contend.impl.catalog import CRASH_LIVENESS, MUTUAL_EXCLUSION, SAFE_RELEASE
 
-#: The versions the expectations were recorded with (the scoreboard says when another is installed).
-RECORDED_WITH: dict[str, str] = {
-    "redis": "8.1.0",
-    "python-redis-lock": "4.0.1",
-    "pottery": "3.0.1",
-    "sherlock": "0.4.1",
-}
+#: The redis-py the expectations were recorded with (the other libraries' versions are pinned in
+#: contend.scoreboard.libraries; the scoreboard says when another one ran).
+RECORDED_WITH: dict[str, str] = {"redis": "8.1.0"}
+
+#: What a finding says when the library's tracker has nothing on it.
+NOT_IN_TRACKER = "not found in the tracker"
 
 
 @dataclass(frozen=True)
@@ -34,6 +33,13 @@ class Finding:
     explanation: str  # one paragraph
     documented: bool  # the library's documentation says so (a limitation, not a bug)
     reproduction: str  # path of the standalone reproduction under tests/
+    #: Whether the library's tracker knows it: the issue or PR, or NOT_IN_TRACKER (with what is related).
+    tracker: str = NOT_IN_TRACKER
+
+    @property
+    def anchor(self) -> str:
+        """The id of its section in the report (the same in GitHub, MkDocs and the HTML page)."""
+        return f"finding-{self.library}-{self.prop}"
 
 
 FINDINGS: tuple[Finding, ...] = (
@@ -50,6 +56,85 @@ FINDINGS: tuple[Finding, ...] = (
         "comparison.)",
         documented=False,
         reproduction="tests/scoreboard/reproductions/sherlock_no_expiry.py",
+        tracker=f"{NOT_IN_TRACKER} (the never-expiring path came with "
+        "https://github.com/py-sherlock/sherlock/pull/37, which meant locks without expiry to last)",
+    ),
+    Finding(
+        "celery-once",
+        SAFE_RELEASE,
+        "celery_once/backends/redis.py: `Redis.clear_lock` (`self.redis.delete(key)`), which "
+        "`QueueOnce.after_return` (celery_once/tasks.py) calls when a task ends",
+        "The lock is taken with redis-py's token-checked `Lock`, but released with a plain DEL. A "
+        "task that runs past its `timeout` (the README's fall back: the lock clears after it) has "
+        "lost its lock; a second run of the task is queued and locks; when the first run ends, "
+        "`clear_lock` deletes the second run's lock, and a third run is queued while the second "
+        "still runs: two runs at once, which is what celery-once exists to prevent. Releasing "
+        "through the `Lock` it acquired with (its token) would leave the successor's lock alone.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/celery_once_clear_lock.py",
+        tracker=f"{NOT_IN_TRACKER} (cameronmaske/celery-once; the same pattern in Celery's own "
+        "cookbook is https://github.com/celery/celery/issues/2926)",
+    ),
+    Finding(
+        "celery-singleton",
+        SAFE_RELEASE,
+        "celery_singleton/backends/redis.py: `RedisBackend.unlock` (`self.redis.delete(lock)`), "
+        "which `Singleton.release_lock` calls from `on_success` and `on_failure`",
+        "The lock is `SET lock task_id NX EX expiry` and the unlock a plain DEL, though the lock "
+        "holds the task id. A task that runs past its `lock_expiry` lets a duplicate lock and "
+        "start; when the first ends, `unlock` deletes the duplicate's lock and a third copy is "
+        "queued while the second runs. Deleting only when the value is the task's own id (a "
+        "compare-and-delete script) would leave the successor's lock alone.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/celery_singleton_unlock.py",
+        tracker=f"{NOT_IN_TRACKER} (steinitzu/celery-singleton)",
+    ),
+    Finding(
+        "cashews",
+        CRASH_LIVENESS,
+        "cashews/backends/interface.py: `Backend.lock`, whose `finally: await self.unlock(key, "
+        "identifier)` is not shielded from cancellation",
+        "`lock()` is an async context manager that unlocks in a `finally`. A task cancelled while "
+        "that unlock waits for a connection (a request timeout, a shutdown) never sends it: the "
+        "context manager is finished and cannot be left again, so the key stays until `expire` "
+        "runs out with nobody able to release it, the way redis-py's asyncio lock did before "
+        "its issue #3847 was fixed. Shielding the unlock (or retrying it) would free the lock "
+        "at once.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/cashews_cancelled_unlock.py",
+        tracker=f"{NOT_IN_TRACKER} (Krukov/cashews)",
+    ),
+    Finding(
+        "redis-semaphore",
+        CRASH_LIVENESS,
+        "redis_semaphore/__init__.py: `Semaphore._exists_or_init` (and `current_time`)",
+        "An acquire first runs `GETSET <ns>:EXISTS ok` and, if it was the first, creates the "
+        "tokens (`_init`). A client that dies between the two leaves EXISTS without a TTL and no "
+        "tokens: every later acquire sees EXISTS, creates nothing and finds no token, for ever; "
+        "`stale_client_timeout` cannot help, since no token was grabbed. Separately, "
+        "`current_time` joins the server's seconds and microseconds as strings, so 5123 µs reads "
+        "as 0.5123 s: a crashed holder's token can come back up to a second late (the model "
+        "check's finding).",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/redis_semaphore_crash.py",
+        tracker="related, maybe the same: https://github.com/bluele/redis-semaphore/issues/15 "
+        "(open: after a crash a new process cannot acquire although stale_client_timeout "
+        "passed); the Ruby original's https://github.com/dv/redis-semaphore/issues/49 shows the "
+        "same state (EXISTS, no AVAILABLE)",
+    ),
+    Finding(
+        "dramatiq",
+        SAFE_RELEASE,
+        "dramatiq/rate_limits/concurrent.py: `ConcurrentRateLimiter._release` (`backend.decr` of "
+        "the one shared counter, dramatiq/rate_limits/backends/redis.py)",
+        "Holders have no identity: the limiter is one counter whose key expires `ttl` ms after "
+        "its last change, and a release decrements it whoever took the slot. With limit 1 (the "
+        'docstring\'s "distributed mutex"), a holder that runs past `ttl` loses the key, a second '
+        "holder sets it to 1, the first one's release takes it back to 0, and a third is "
+        "admitted while the second still holds the slot.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/dramatiq_late_release.py",
+        tracker=f"{NOT_IN_TRACKER} (Bogdanp/dramatiq)",
     ),
 )
 
@@ -122,6 +207,65 @@ LIMITATIONS: dict[str, tuple[tuple[str, bool], ...]] = {
         ("a blocking acquire's `timeout` counts retries, not time", False),
     ),
     "sherlock-no-expiry": (("no fencing token", True),),
+    "walrus": (
+        ("no fencing token, no extend, no acquire timeout", True),
+        ('the event list of each lock "persists indefinitely" unless `clear()` removes it', True),
+    ),
+    "redlock-py": (
+        ("no fencing token, no extend", True),
+        ("validity is read off `time.time()`, the wall clock, which contend's clock checks move", False),
+        (
+            "a quorum reached with some servers failing raises MultipleRedlockException and leaves "
+            "the keys it set until their TTL (`Redlock.lock`)",
+            False,
+        ),
+    ),
+    "redlock": (
+        ("no fencing token, no extend", True),
+        ("validity is read off `datetime.utcnow()`, the wall clock", False),
+    ),
+    "redis-lock-py": (
+        ("no fencing token", True),
+        (
+            "`extend(n)` adds n seconds to what is left (`TTL` + n, whole seconds, so up to a second "
+            "less than asked): not contend's extend, not judged",
+            False,
+        ),
+    ),
+    "redis-lock-py-spin": (("no fencing token", True),),
+    "celery-once": (
+        ("no fencing token, no extend", True),
+        ("one Redis client per process, made from the settings' URL (a module global)", False),
+    ),
+    "celery-singleton": (
+        ("no fencing token, no extend, no blocking acquire (a duplicate is refused)", True),
+        ("without `lock_expiry` (the default) the lock never expires", True),
+    ),
+    "cashews": (
+        ("no fencing token, no extend, no acquire timeout", True),
+        (
+            "with errors suppressed (the default), a lock whose server does not answer is entered "
+            'without being held: "if redis unavailable ... we will have a brake lock"',
+            True,
+        ),
+    ),
+    "redis-semaphore": (
+        ("no fencing token, no extend", True),
+        (
+            "tokens are the numbers 0..count-1, not a fresh value per grant, so a holder cannot tell "
+            "its grant from a later one of the same token",
+            False,
+        ),
+        (
+            "a waiter blocked in BLPOP does not reclaim stale tokens: only an acquire that starts "
+            "does (`release_stale_locks`)",
+            False,
+        ),
+    ),
+    "dramatiq": (
+        ("no fencing token, no extend, no blocking acquire (the actor is retried)", True),
+        ("every acquire and release resets the counter's TTL: one busy key never expires", False),
+    ),
 }
 
 

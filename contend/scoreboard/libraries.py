@@ -94,7 +94,6 @@ class Library:
         return made(list(other_urls)) if self.masters > 1 else made
 
 
-
 LIBRARIES: tuple[Library, ...] = (
     Library(
         "redis-py",
@@ -222,7 +221,10 @@ LIBRARIES: tuple[Library, ...] = (
                 "property of a live connection.",
                 "portalocker/redis.py",
             ),
-            Quote("Shared readers hold the lock together, an exclusive writer holds it alone.", "portalocker/redis.py"),
+            Quote(
+                "Shared readers hold the lock together, an exclusive writer holds it alone.",
+                "portalocker/redis.py",
+            ),
         ),
     ),
     Library(
@@ -231,11 +233,7 @@ LIBRARIES: tuple[Library, ...] = (
         "aioredlock",
         "",
         requirements=("aioredlock==0.7.3",),
-        quotes=(
-            Quote(
-                "The asyncio redlock algorithm implementation", "README.rst (aioredlock)"
-            ),
-        ),
+        quotes=(Quote("The asyncio redlock algorithm implementation", "README.rst (aioredlock)"),),
         not_run="not judged: aioredlock talks to Redis through aioredis 1.3 (its own connections and "
         "protocol parser), not redis-py, and contend's scheduler, crashes and cancellations act on "
         "redis-py's connections; aioredis 1.3 is archived (its successor is redis.asyncio)",

@@ -10,9 +10,11 @@ standard error instead, so it cannot break the stream.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import sys
+from collections.abc import Callable
 from typing import IO, Any
 
 from contend import interrupt
@@ -44,6 +46,10 @@ def row_json(result: LibraryResult) -> dict[str, Any]:
     }
 
 
+def _emit_result(emit: Callable[..., None], row: str, subject: Any, result: CheckResult) -> None:
+    emit("result", row=row, result=result_json(result))
+
+
 def serve(request: dict[str, Any], events: IO[str]) -> None:
     """Run the request's rows, writing events to `events`."""
 
@@ -66,9 +72,7 @@ def serve(request: dict[str, Any], events: IO[str]) -> None:
                         target,
                         options,
                         redis_server=request.get("redis_server"),
-                        on_result=lambda s, r, key=library.key: emit(
-                            "result", row=key, result=result_json(r)
-                        ),
+                        on_result=functools.partial(_emit_result, emit, library.key),
                         stop=interrupt.STOP,
                         result=result,
                         namespace=request.get("namespace"),
