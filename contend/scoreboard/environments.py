@@ -63,11 +63,18 @@ class Environment:
 
     requirements: tuple[str, ...]
     root: Path
+    #: Add the redis-py contend drives (False only for environments without Redis in them).
+    with_redis: bool = True
+
+    @property
+    def installs(self) -> tuple[str, ...]:
+        """What pip is asked for: the requirements, and redis-py in the range contend drives."""
+        return (*self.requirements, redis_requirement()) if self.with_redis else self.requirements
 
     @property
     def path(self) -> Path:
-        """scoreboard/py3.X/<first requirement>-<digest of them all>."""
-        wanted = "\n".join((*self.requirements, redis_requirement()))
+        """scoreboard/py3.X/<first requirement>-<digest of what it installs>."""
+        wanted = "\n".join(self.installs)
         digest = hashlib.sha256(wanted.encode()).hexdigest()[:10]
         slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.requirements[0]) if self.requirements else "none"
         python = f"py{sys.version_info.major}.{sys.version_info.minor}"
@@ -102,8 +109,7 @@ class Environment:
             "--no-warn-conflicts",
             "--target",
             str(building),
-            *self.requirements,
-            redis_requirement(),
+            *self.installs,
         ]
         try:
             done = subprocess.run(
@@ -119,11 +125,7 @@ class Environment:
             raise EnvironmentFailed(
                 f"pip install {' '.join(self.requirements)} failed: {pip_reason(done.stderr)}"
             )
-        made = Environment(self.requirements, self.root)
-        marker = {
-            "requirements": [*self.requirements, redis_requirement()],
-            "python": sys.version.split()[0],
-        }
+        marker: dict[str, object] = {"requirements": list(self.installs), "python": sys.version.split()[0]}
         try:
             building.rename(self.path)
         except OSError:  # another process finished the same environment first
@@ -131,7 +133,7 @@ class Environment:
             if self.ready:
                 return self.path
             raise
-        marker["distributions"] = made.distributions()  # type: ignore[assignment]
+        marker["distributions"] = self.distributions()
         (self.path / MARKER).write_text(json.dumps(marker, indent=1) + "\n")
         return self.path
 
@@ -149,5 +151,4 @@ def worker_environ(path: Path | None) -> dict[str, str]:
     env = dict(os.environ)
     if path is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(path), *filter(None, [env.get("PYTHONPATH")])])
-    env["PYTHONNOUSERSITE"] = "1"  # the user's site-packages would shadow nothing we chose
     return env

@@ -26,8 +26,6 @@ def reproduce(url: str, key: str) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    seen = reproduce(
-        sys.argv[1] if len(sys.argv) > 1 else "redis://127.0.0.1:6379/0", f"singleton-{uuid.uuid4().hex}"
-    )
+    seen = reproduce((sys.argv[1:] or ["redis://127.0.0.1:6379/0"])[0], f"singleton-{uuid.uuid4().hex}")
     print(seen)
     sys.exit(0 if all(seen.values()) else 1)

@@ -20,14 +20,11 @@ import redis_semaphore
 def reproduce(url: str, key: str) -> dict[str, object]:
     """What a second client gets, well after the first one died."""
     client = redis.Redis.from_url(url)
-    first = redis_semaphore.Semaphore(
-        client, count=2, namespace=key, stale_client_timeout=0.2, blocking=False
-    )
+    options = {"count": 2, "namespace": key, "stale_client_timeout": 0.2, "blocking": False}
+    first = redis_semaphore.Semaphore(client, **options)
     client.getset(first.check_exists_key, first.exists_val)  # its first command, then it dies
     time.sleep(0.5)  # more than stale_client_timeout
-    second = redis_semaphore.Semaphore(
-        client, count=2, namespace=key, stale_client_timeout=0.2, blocking=False
-    )
+    second = redis_semaphore.Semaphore(client, **options)
     try:
         second.acquire()
         acquired = True
@@ -37,8 +34,6 @@ def reproduce(url: str, key: str) -> dict[str, object]:
 
 
 if __name__ == "__main__":
-    seen = reproduce(
-        sys.argv[1] if len(sys.argv) > 1 else "redis://127.0.0.1:6379/0", f"sem-{uuid.uuid4().hex}"
-    )
+    seen = reproduce((sys.argv[1:] or ["redis://127.0.0.1:6379/0"])[0], f"sem-{uuid.uuid4().hex}")
     print(seen)
     sys.exit(0 if seen == {"exists_ttl": -1, "second_acquired": False} else 1)
