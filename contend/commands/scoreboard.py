@@ -99,12 +99,6 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     )
     parser.add_argument("--no-write", action="store_true", help="print the table only, write no report")
     parser.add_argument(
-        "--docs-page",
-        type=Path,
-        metavar="FILE",
-        help="also write the report as a page of the manual (docs/scoreboard-results.md)",
-    )
-    parser.add_argument(
         "--replay",
         metavar="VERSION:BLOB",
         help="run the schedule check on one recorded example (printed with a counterexample) "
@@ -254,7 +248,7 @@ def _summary(
         if result.skipped:
             out.print(f"[yellow]skipped[/] {escape(result.skipped)}", soft_wrap=True)
     if not args.no_write and interrupted is None and not args.replay:
-        written = render.write(board, args.out, command, args.docs_page)
+        written = render.write(board, args.out, command)
         out.print(escape("report: " + ", ".join(str(p) for p in written)), soft_wrap=True)
     code, verdict, headline = _verdict(board, args)
     if args.replay:

@@ -29,8 +29,9 @@ from contend.scoreboard.run import LibraryResult, Scoreboard, subject_for
 from contend.servers.target import Target
 from contend.subject.subject import Subject
 
-#: Rows run at once by default: each worker is mostly waiting (leases, Redis), two cores serve three.
-DEFAULT_JOBS = 3
+#: Rows run at once by default: each worker mostly waits (leases, Redis), but its real-time checks
+#: need the machine not to stall them: two at once on two cores.
+DEFAULT_JOBS = 2
 #: A worker that says nothing for this long is stopped (a library hung outside every check's budget).
 SILENT_SECONDS = 600.0
 

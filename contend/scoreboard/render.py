@@ -266,20 +266,15 @@ def markdown_summary(board: Scoreboard, verdict: str) -> str:
     return markdown(parts, images=False)
 
 
-def write(board: Scoreboard, out_dir: Path, command: str, docs_page: Path | None = None) -> list[Path]:
-    """report.md and index.html in `out_dir` (created if need be), and the manual's page if asked."""
+def write(board: Scoreboard, out_dir: Path, command: str) -> list[Path]:
+    """report.md and index.html in `out_dir` (created if need be)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     parts = blocks(board, command)
     md = out_dir / "report.md"
     md.write_text(markdown(parts))
-    written = [md]
-    if docs_page is not None:
-        docs_page.parent.mkdir(parents=True, exist_ok=True)
-        docs_page.write_text(markdown(parts))
-        written.append(docs_page)
     page = out_dir / "index.html"
     page.write_text(linked(html_page("contend scoreboard", parts)))
-    return [*written, page]
+    return [md, page]
 
 
 def slug(text: str) -> str:

@@ -12,6 +12,7 @@ import asyncio
 import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import redis.asyncio
@@ -54,7 +55,7 @@ def probe_here(lib: Library, url: str, key: str) -> str:
 @pytest.mark.parametrize("lib", ADAPTED, ids=lambda lib: lib.key)
 def test_every_adapter_states_its_fidelity_in_one_line(lib):
     source = importlib.util.find_spec(lib.adapter.split(":")[0]).origin
-    text = open(source).read()
+    text = Path(source).read_text()
     assert "\nFIDELITY = " in text and ("def fidelity(" in text or "def fidelity_async(" in text)
 
 
