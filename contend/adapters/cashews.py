@@ -38,7 +38,7 @@ def backend(client: redis.asyncio.Redis) -> Any:
     """cashews's Redis backend, its defaults, on a client of contend's connection pool."""
     made = CashewsRedis("redis://unused")
     made._client = SafeRedis(connection_pool=client.connection_pool)
-    made._Redis__is_init = True
+    made._Redis__is_init = True  # type: ignore[attr-defined]  # its name-mangled "initialised" flag
     return made
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contend.impl.catalog import CRASH_LIVENESS, MUTUAL_EXCLUSION, SAFE_RELEASE
+from contend.impl.catalog import CRASH_LIVENESS, MUTUAL_EXCLUSION, NO_SPURIOUS_ERRORS, SAFE_RELEASE
 
 #: The redis-py the expectations were recorded with (the other libraries' versions are pinned in
 #: contend.scoreboard.libraries; the scoreboard says when another one ran).
@@ -123,6 +123,23 @@ FINDINGS: tuple[Finding, ...] = (
         "same state (EXISTS, no AVAILABLE)",
     ),
     Finding(
+        "pottery-nextid",
+        NO_SPURIOUS_ERRORS,
+        "pottery/nextid.py: `NextID.__next__` (its `num_tries` loop over the `__current_id` getter "
+        "and setter)",
+        "A draw reads the current id from a majority of masters, then sets current + 1 with a "
+        "script that only moves the id forward; when another draw moved it first, the set is "
+        "refused, counted as QuorumNotAchieved and tried again, `num_tries` (3) times in all. "
+        "With 8 clients drawing at once from one healthy server, over a third of the draws "
+        "raised QuorumNotAchieved (the ids handed out were distinct and increasing). Its "
+        'docstring promises IDs produced "safely and reliably" and describes QuorumNotAchieved '
+        "as not achieving a quorum of masters, not as losing a race; retrying a lost race "
+        "without a bound (it cannot make the id go backwards) would remove the error.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/pottery_nextid_contention.py",
+        tracker=f"{NOT_IN_TRACKER} (brainix/pottery)",
+    ),
+    Finding(
         "dramatiq",
         SAFE_RELEASE,
         "dramatiq/rate_limits/concurrent.py: `ConcurrentRateLimiter._release` (`backend.decr` of "
@@ -207,6 +224,13 @@ LIMITATIONS: dict[str, tuple[tuple[str, bool], ...]] = {
         ("a blocking acquire's `timeout` counts retries, not time", False),
     ),
     "sherlock-no-expiry": (("no fencing token", True),),
+    "pottery-nextid": (
+        ("\"there may be 'holes' in the sequence of IDs\" (ids are not 1..n: gap-free is not claimed)", True),
+        (
+            "judged by a burst of clients only: the scheduler's state machines have no ID-generator family yet",
+            False,
+        ),
+    ),
     "walrus": (
         ("no fencing token, no extend, no acquire timeout", True),
         ('the event list of each lock "persists indefinitely" unless `clear()` removes it', True),

@@ -16,9 +16,17 @@ from importlib import metadata
 from typing import Any
 
 from contend.errors import ContendError
-from contend.impl.catalog import CLOCK_SKEW_SAFE, MUTUAL_EXCLUSION, SAFE_RELEASE
+from contend.impl.catalog import (
+    CLOCK_SKEW_SAFE,
+    MUTUAL_EXCLUSION,
+    NO_SPURIOUS_ERRORS,
+    SAFE_RELEASE,
+    UNIQUE_IDS,
+)
 from contend.subject.claims import LOCK_CLAIMS
 
+#: The family of ID generators (contend.scoreboard.ids): `next()` only, no names.
+ID_FAMILY = "id_generator"
 INSTALL_HINT = "pip install 'contend[libs]', or run without --environment current"
 
 
@@ -46,7 +54,7 @@ class Library:
     #: Servers the lock spans (Redlock's masters): the others are embedded servers of their own.
     masters: int = 1
     configuration: str = ""
-    #: The battery that judges it: lock, semaphore, registry or single_flight.
+    #: The battery that judges it: lock, semaphore, registry, single_flight, or ID_FAMILY.
     family: str = "lock"
     #: What its environment installs (pinned); () for redis-py itself, contend's own dependency.
     requirements: tuple[str, ...] = ()
@@ -173,6 +181,25 @@ LIBRARIES: tuple[Library, ...] = (
             Quote(
                 "Redlock is a distributed lock ... a majority of Redis masters",
                 "pottery/redlock.py (Redlock, abridged)",
+            ),
+        ),
+    ),
+    Library(
+        "pottery-nextid",
+        "pottery NextID, 1 master",
+        "pottery",
+        "contend.adapters.pottery_nextid:factory",
+        claims=frozenset({UNIQUE_IDS, NO_SPURIOUS_ERRORS}),
+        family=ID_FAMILY,
+        configuration="`NextID(key=name, masters={client})`, `next(ids)`: ID allocation without names "
+        "(not the registry protocol, which it does not offer)",
+        requirements=("pottery==3.0.1",),
+        quotes=(
+            Quote("Distributed Redis-powered monotonically increasing ID generator.", "pottery/nextid.py"),
+            Quote(
+                "This algorithm safely and reliably produces monotonically increasing IDs across threads, "
+                "processes, and even machines, without a single point of failure.",
+                "pottery/nextid.py (NextID)",
             ),
         ),
     ),

@@ -22,6 +22,8 @@ from contend.check.schedule import SCHEDULE
 from contend.impl.catalog import PROPERTY_DESCRIPTIONS, PROPERTY_KINDS
 from contend.report.render import Block, Code, Heading, Para, Table, html_page, markdown
 from contend.scoreboard.expected import LIMITATIONS, RECORDED_WITH, Finding
+from contend.scoreboard.ids import CHECK_PROPS
+from contend.scoreboard.libraries import ID_FAMILY
 from contend.scoreboard.run import FAIL_V, INCONCLUSIVE_V, NOT_CLAIMED, PASS_V, LibraryResult, Scoreboard
 
 
@@ -186,7 +188,13 @@ def library_blocks(result: LibraryResult) -> list[Block]:
             Table(
                 ("check", "property", "status", "seconds", "what it found"),
                 tuple(
-                    (r.check, r.prop or _judges(r.check), r.status, f"{r.seconds:.1f}", _one_line(r))
+                    (
+                        r.check,
+                        r.prop or _judges(r.check, lib.family),
+                        r.status,
+                        f"{r.seconds:.1f}",
+                        _one_line(r),
+                    )
                     for r in result.row.results
                 ),
                 "lllrl",
@@ -239,11 +247,13 @@ def finding_blocks(finding: Finding) -> list[Block]:
     ]
 
 
-def _judges(check: str) -> str:
+def _judges(check: str, family: str) -> str:
     """The property a check is about (the schedule check judges every claimed one)."""
     if check == SCHEDULE.name:
         return "every claimed one"
-    return next((c.prop for c in BATTERIES["lock"] if c.name == check), "")
+    if family == ID_FAMILY:
+        return CHECK_PROPS.get(check, "")
+    return next((c.prop for c in BATTERIES.get(family, BATTERIES["lock"]) if c.name == check), "")
 
 
 def _one_line(r: CheckResult) -> str:

@@ -23,7 +23,8 @@ from contend.check.framework import FAIL, INCONCLUSIVE, CheckOptions, CheckResul
 from contend.check.schedule import SCHEDULE
 from contend.impl.catalog import BAD_INPUT, PROGRESS
 from contend.scoreboard.expected import Finding, expected_failures
-from contend.scoreboard.libraries import Library, LibraryMissing
+from contend.scoreboard.ids import CHECK_PROPS, run_id_checks
+from contend.scoreboard.libraries import ID_FAMILY, Library, LibraryMissing
 from contend.servers.binary import find_redis_server
 from contend.servers.server import EmbeddedRedis
 from contend.servers.target import Target
@@ -56,7 +57,8 @@ class LibraryResult:
     @property
     def properties(self) -> list[str]:
         """The properties judged for this row: its claims, then those judged always."""
-        return [*sorted(self.library.claims), *(p for p in ALWAYS if p not in self.library.claims)]
+        always = () if self.library.family == ID_FAMILY else ALWAYS  # judged by the state machines
+        return [*sorted(self.library.claims), *(p for p in always if p not in self.library.claims)]
 
     def failures(self, prop: str) -> list[CheckResult]:
         """The failed checks that name `prop` as the property broken."""
@@ -68,6 +70,8 @@ class LibraryResult:
         if self.failures(prop):
             return FAIL_V
         about = [r for r in self.row.results if r.check == SCHEDULE.name or r.prop == prop]
+        if self.library.family == ID_FAMILY:  # no schedule check: each check judges its property
+            about = [r for r in self.row.results if CHECK_PROPS.get(r.check) == prop or r.prop == prop]
         if not about or any(r.status == INCONCLUSIVE for r in about):
             return INCONCLUSIVE_V
         return PASS_V
@@ -118,7 +122,7 @@ def subject_for(library: Library, factory: Callable[..., object]) -> Subject:
         claims=library.claims,
         selector=("--lib", library.key),
         command=("contend", "scoreboard"),
-        asynchronous=is_async(factory, library.family),
+        asynchronous=library.family != ID_FAMILY and is_async(factory, library.family),
     )
 
 
@@ -186,16 +190,23 @@ def run_library(
                     check_fidelity(module, spanning, run_ns.key(library.key, "fidelity"), result)
                     if result.fidelity_error:
                         return result
-                run_battery(
-                    spanning,
-                    [subject_for(library, library.factory(spanning.also))],
-                    options,
-                    run_ns,
-                    on_result,
-                    only_checks=checks_for(library, options.replay),
-                    stop=stop,
-                    rows=rows,
-                )
+                subject = subject_for(library, library.factory(spanning.also))
+                if library.family == ID_FAMILY:
+                    rows.append(ResultRow(subject))
+                    rows[0].results += run_id_checks(
+                        spanning, subject.factory, options, run_ns, subject, on_result, stop
+                    )
+                else:
+                    run_battery(
+                        spanning,
+                        [subject],
+                        options,
+                        run_ns,
+                        on_result,
+                        only_checks=checks_for(library, options.replay),
+                        stop=stop,
+                        rows=rows,
+                    )
             finally:
                 run_ns.cleanup()
                 client.close()

@@ -40,6 +40,7 @@ SEEN = {
     },
     "redis_semaphore_crash": {"exists_ttl": -1, "second_acquired": False},
     "cashews_cancelled_unlock": {"ttl_left": 60, "b_acquired": False},
+    "pottery_nextid_contention": {"all_ids_distinct": True, "some_draws_raised": True},
 }
 LIBRARY_OF = {
     "sherlock_no_expiry": "sherlock",
@@ -48,6 +49,7 @@ LIBRARY_OF = {
     "dramatiq_late_release": "dramatiq",
     "redis_semaphore_crash": "redis_semaphore",
     "cashews_cancelled_unlock": "cashews",
+    "pottery_nextid_contention": "pottery",
 }
 
 
