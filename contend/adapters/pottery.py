@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 import redis
 from pottery import Redlock  # type: ignore[import-not-found,import-untyped]
 
+from contend.adapters.fidelity import lease_probe
 from contend.adapters.units import check_lease, seconds_truncated_to
 
 
@@ -104,9 +105,5 @@ FIDELITY = "auto_release_time is seconds sent as int(t * 1000) ms, and the secon
 
 
 def fidelity(client: redis.Redis, key: str) -> str:
-    lock = factory(client, key, 1501)
-    assert lock.acquire(blocking=False), "a free lock was not acquired"
-    pttl = client.pttl(f"redlock:{key}")
-    lock.release()
-    assert 1401 < pttl <= 1501, f"ttl_ms=1501 gave PTTL {pttl} ms"
-    return f"ttl_ms=1501 → PTTL {pttl} ms on redlock:<key>"
+    """What the library left on the server for a lease taken through the adapter."""
+    return lease_probe(factory, client, key, 1501, f"redlock:{key}")

@@ -31,6 +31,7 @@ import time
 import redis
 import redis_lock  # type: ignore[import-not-found,import-untyped]
 
+from contend.adapters.fidelity import lease_probe
 from contend.adapters.units import check_lease, whole_seconds
 
 #: How long a release's wake-up signal waits for a waiter (its `signal_expire`, ms; default 1000).
@@ -90,9 +91,5 @@ FIDELITY = "expire is whole seconds (the library calls int(expire)) and only who
 
 
 def fidelity(client: redis.Redis, key: str) -> str:
-    lock = factory(client, key, 3000)
-    assert lock.acquire(blocking=False), "a free lock was not acquired"
-    ttl = client.ttl(f"lock:{key}")
-    lock.release()
-    assert ttl == 3, f"ttl_ms=3000 gave TTL {ttl} s"
-    return f"ttl_ms=3000 → expire=3 → TTL {ttl} s on lock:<key>"
+    """What the library left on the server for a lease taken through the adapter."""
+    return lease_probe(factory, client, key, 3000, f"lock:{key}", seconds=True)

@@ -19,6 +19,7 @@ from typing import Any
 import redis
 import redlock  # type: ignore[import-not-found,import-untyped]
 
+from contend.adapters.fidelity import lease_probe
 from contend.adapters.polling import poll
 from contend.adapters.units import check_lease
 
@@ -64,9 +65,5 @@ def factory(client: redis.Redis, key: str, ttl_ms: int) -> RedlockPyLock:
 
 
 def fidelity(client: redis.Redis, key: str) -> str:
-    lock = factory(client, key, 1500)
-    assert lock.acquire(blocking=False), "a free lock was not acquired"
-    pttl = client.pttl(key)
-    lock.release()
-    assert 1400 < pttl <= 1500, f"ttl_ms=1500 gave PTTL {pttl} ms"
-    return f"ttl_ms=1500 → PTTL {pttl} ms"
+    """What the library left on the server for a lease taken through the adapter."""
+    return lease_probe(factory, client, key, 1500)

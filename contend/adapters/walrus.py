@@ -20,6 +20,7 @@ from __future__ import annotations
 import redis
 import walrus  # type: ignore[import-not-found,import-untyped]
 
+from contend.adapters.fidelity import lease_probe
 from contend.adapters.polling import poll
 from contend.adapters.units import check_lease
 
@@ -51,10 +52,5 @@ def factory(client: redis.Redis, key: str, ttl_ms: int) -> WalrusLock:
 
 
 def fidelity(client: redis.Redis, key: str) -> str:
-    """A lease of 1500 ms is a key whose PTTL is 1500 ms at most and more than 1400 right after."""
-    lock = factory(client, key, 1500)
-    assert lock.acquire(blocking=False), "a free lock was not acquired"
-    pttl = client.pttl(f"lock:{key}")
-    lock.release()
-    assert 1400 < pttl <= 1500, f"ttl_ms=1500 gave PTTL {pttl} ms"
-    return f"ttl_ms=1500 → PTTL {pttl} ms on lock:<key>"
+    """What the library left on the server for a lease taken through the adapter."""
+    return lease_probe(factory, client, key, 1500, f"lock:{key}")

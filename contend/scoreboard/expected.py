@@ -35,6 +35,8 @@ class Finding:
     reproduction: str  # path of the standalone reproduction under tests/
     #: Whether the library's tracker knows it: the issue or PR, or NOT_IN_TRACKER (with what is related).
     tracker: str = NOT_IN_TRACKER
+    #: Why a run may not meet it (what it depends on that no seed fixes), or "" when every run must.
+    sometimes: str = ""
 
     @property
     def anchor(self) -> str:
@@ -138,6 +140,36 @@ FINDINGS: tuple[Finding, ...] = (
         documented=False,
         reproduction="tests/scoreboard/reproductions/pottery_nextid_contention.py",
         tracker=f"{NOT_IN_TRACKER} (brainix/pottery)",
+    ),
+    Finding(
+        "redis-semaphore",
+        SAFE_RELEASE,
+        "redis_semaphore/__init__.py: `Semaphore.release` (`has_lock` asks whether the token is "
+        "grabbed, not whether this holder grabbed it) and `release_stale_locks`",
+        "Tokens are the numbers 0..count-1, so a grant cannot be told from a later grant of the "
+        "same token. A holder that stalls past `stale_client_timeout` has its token given back "
+        "by the next acquire, which may take that very token; the stalled holder's `release` "
+        "then finds the token grabbed (by its successor), pushes it back, and a third client "
+        "takes it while the second still holds it.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/redis_semaphore_token_reuse.py",
+        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
+        sometimes="whether a stalled holder counts as stale depends on the microseconds of the server's "
+        "clock (`current_time` reads 5123 µs as 0.5123 s), so the model check meets it in some runs",
+    ),
+    Finding(
+        "dramatiq",
+        MUTUAL_EXCLUSION,
+        "dramatiq/rate_limits/concurrent.py: `ConcurrentRateLimiter._release` (see its safe-release "
+        "finding: the same decrement of the shared counter)",
+        "The same cause as its safe-release finding, met by the semaphore model check with several "
+        "permits: a release by a holder whose slot already expired takes back a slot another "
+        "holder counts on, and one more holder than `limit` is admitted.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/dramatiq_late_release.py",
+        tracker=f"{NOT_IN_TRACKER} (Bogdanp/dramatiq)",
+        sometimes="the many-permit model check meets it in the full board's 150 operations, seldom in "
+        "--quick's 100",
     ),
     Finding(
         "dramatiq",

@@ -46,7 +46,9 @@ def cell(result: LibraryResult, prop: str, *, links: bool = False) -> str:
     if verdict == FAIL_V and finding is not None:
         label = "FAIL (documented)" if finding.documented else "FAIL (bug)"
         text = f"[{label}](#{finding.anchor})" if links else label
-    if verdict != result.expected(prop):
+    if result.unmet(prop):
+        text += " (finding not met this run)"
+    elif verdict != result.expected(prop):
         text += f" ≠ expected {result.expected(prop)}"
     return text
 
@@ -135,21 +137,27 @@ def blocks(board: Scoreboard, command: str) -> list[Block]:
 
 def findings_summary(board: Scoreboard) -> list[Block]:
     """One line per finding: row, property, whether the tracker knows it."""
-    found = [(r, p, r.finding(p)) for r in board.results for p in r.properties if r.verdict(p) == FAIL_V]
+    found = [
+        (r, p, r.finding(p))
+        for r in board.results
+        for p in r.properties
+        if r.verdict(p) == FAIL_V or r.unmet(p)
+    ]
     if not found:
         return []
     rows = tuple(
         (
-            f"[{r.library.title}](#{f.anchor})" if f else r.library.title,
+            f"[{r.library.title}](#{f.anchor})" if f and not r.unmet(prop) else r.library.title,
             prop,
             ("documented" if f.documented else "bug") if f else "not examined",
+            f"not met this run ({f.sometimes})" if f and r.unmet(prop) else "met",
             f.tracker if f else "",
         )
         for r, prop, f in found
     )
     return [
         Heading("Findings", 2),
-        Table(("row", "property", "kind", "the library's tracker"), rows, "llll"),
+        Table(("row", "property", "kind", "this run", "the library's tracker"), rows, "lllll"),
     ]
 
 
