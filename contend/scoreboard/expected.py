@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contend.impl.catalog import CRASH_LIVENESS, MUTUAL_EXCLUSION, NO_SPURIOUS_ERRORS, SAFE_RELEASE
+from contend.impl.catalog import CRASH_LIVENESS, MUTUAL_EXCLUSION, NO_SPURIOUS_ERRORS, PROGRESS, SAFE_RELEASE
 
 #: The redis-py the expectations were recorded with (the other libraries' versions are pinned in
 #: contend.scoreboard.libraries; the scoreboard says when another one ran).
@@ -156,6 +156,54 @@ FINDINGS: tuple[Finding, ...] = (
         tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
         sometimes="whether a stalled holder counts as stale depends on the microseconds of the server's "
         "clock (`current_time` reads 5123 µs as 0.5123 s), so the model check meets it in some runs",
+    ),
+    Finding(
+        "redis-semaphore",
+        MUTUAL_EXCLUSION,
+        "redis_semaphore/__init__.py: `Semaphore.release` (see its safe-release finding)",
+        "The same cause as its safe-release finding, met by the lease model check: a stalled "
+        "holder's late release gives back the token its successor now holds, and another client "
+        "takes it while the successor still holds it.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/redis_semaphore_token_reuse.py",
+        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
+        sometimes="whether a stalled holder counts as stale depends on the microseconds of the server's "
+        "clock (its progress finding), so the model check meets it in some runs",
+    ),
+    Finding(
+        "redis-semaphore",
+        PROGRESS,
+        "redis_semaphore/__init__.py: `Semaphore.current_time` "
+        "(`float('.'.join(map(str, self.client.time())))`)",
+        "The server's TIME is seconds and microseconds; joined as strings, 5123 µs reads as 0.5123 s, "
+        "so whenever the microseconds have fewer than six digits the semaphore's clock runs up to a "
+        "second fast. A grab recorded at such a moment looks younger than it is and a stale token "
+        "comes back late; read at such a moment, a live holder's grab looks older. The many-permit "
+        "model check met a free permit that could not be taken.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/redis_semaphore_clock.py",
+        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
+        sometimes="it depends on the microseconds of the server's clock when a grab is recorded and "
+        "when it is judged stale, which no seed fixes",
+    ),
+    Finding(
+        "redis-lock-py",
+        PROGRESS,
+        "redis_lock/lock.py: `RedisLock.acquire` (`pubsub_timeout += delay_interval * 2 ** attempts`)",
+        "A waiter subscribes to the lock's channel and retries its SET when a message comes or its "
+        "wait times out; the wait grows exponentially (0.5 s, 1.5 s, 3.5 s, 7.5 s, ...). A lease "
+        "that expires (its holder died) publishes nothing, so the waiter notices it only at its "
+        "next time-out: a 3 s lease whose holder died is taken about 2.5 s after it ran out, and "
+        "the lateness grows with the wait. The state machine met an acquire still waiting 20 s "
+        "after a 10 s lease. The growing delay is documented (`delay_interval`); that it also "
+        "delays noticing an expired lease is not.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/redis_lock_py_backoff.py",
+        tracker="related: https://github.com/miintto/redis-lock-py/issues/3 (a waiter missed the "
+        "release message) and https://github.com/miintto/redis-lock-py/pull/4, which added the "
+        "growing wait; neither discusses a lease that expires",
+        sometimes="the state machine meets it when it draws an expiry while a waiter's wait has grown; "
+        "its search is bounded in real time, so not every run gets there",
     ),
     Finding(
         "dramatiq",
