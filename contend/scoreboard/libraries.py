@@ -62,6 +62,8 @@ class Library:
     quotes: tuple[Quote, ...] = ()
     #: Why the row cannot be judged, when it cannot ("" when it runs).
     not_run: str = ""
+    #: Why a check of this row may end inconclusive, which then is no surprise ("": it may not).
+    may_be_inconclusive: str = ""
 
     def version(self) -> str:
         """The installed version where this runs, or LibraryMissing."""
@@ -316,6 +318,9 @@ LIBRARIES: tuple[Library, ...] = (
         "contend.adapters.redis_lock_py:factory",
         configuration="`RedisLock(client, name, blocking_timeout=t, expire_timeout=ttl)`, whole seconds",
         requirements=("redis-lock-py==1.3.0",),
+        may_be_inconclusive="a waiter's Pub/Sub wait (`get_message(timeout=...)`) runs on the real clock, "
+        "which the scheduler does not control: the schedule check may find it behaving differently "
+        "on the same schedule (Hypothesis's FlakyStrategyDefinition) and say so",
         quotes=(
             Quote("Ensure atomicity by using the SETNX operation.", "README.md (Features)"),
             Quote(

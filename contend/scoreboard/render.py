@@ -48,6 +48,8 @@ def cell(result: LibraryResult, prop: str, *, links: bool = False) -> str:
         text = f"[{label}](#{finding.anchor})" if links else label
     if result.unmet(prop):
         text += " (finding not met this run)"
+    elif result.unsettled(prop):
+        text += " (may be: see the row)"
     elif verdict != result.expected(prop):
         text += f" ≠ expected {result.expected(prop)}"
     return text
@@ -188,6 +190,8 @@ def library_blocks(result: LibraryResult) -> list[Block]:
             f"{', '.join(sorted(lib.claims))}. Adapter: `{lib.adapter}`. {result.seconds:.1f} s{note}."
         )
     )
+    if lib.may_be_inconclusive:
+        out.append(Para(f"May be inconclusive: {lib.may_be_inconclusive}."))
     if result.fidelity:
         seen = result.fidelity_error or result.fidelity_seen
         out.append(Para(f"Adapter fidelity: {result.fidelity} (checked: {seen})."))

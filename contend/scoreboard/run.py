@@ -84,6 +84,10 @@ class LibraryResult:
     def finding(self, prop: str) -> Finding | None:
         return expected_failures(self.library.key).get(prop)
 
+    def unsettled(self, prop: str) -> bool:
+        """Inconclusive where the row says its checks may be (and why): not a surprise."""
+        return bool(self.library.may_be_inconclusive) and self.verdict(prop) == INCONCLUSIVE_V
+
     def unmet(self, prop: str) -> bool:
         """A finding that some runs do not meet (it says why), passed in this one: not a surprise."""
         finding = self.finding(prop)
@@ -98,7 +102,7 @@ class LibraryResult:
         found = [
             f"{self.library.key} · {prop}: {self.verdict(prop)}, expected {self.expected(prop)}"
             for prop in self.properties
-            if self.verdict(prop) != self.expected(prop) and not self.unmet(prop)
+            if self.verdict(prop) != self.expected(prop) and not self.unmet(prop) and not self.unsettled(prop)
         ]
         unclaimed = {r.prop for r in self.row.results if r.status == FAIL} - set(self.properties)
         found += [f"{self.library.key} · {prop}: fail (not claimed)" for prop in sorted(unclaimed)]

@@ -51,7 +51,7 @@ def test_the_board_covers_the_locks_python_teams_run():
 @pytest.mark.parametrize("key", RUNNABLE)
 def test_each_row_is_as_recorded(key, capsys):
     """A row per test (xdist spreads them), quick: every verdict as expected.py records it."""
-    code = main(["scoreboard", "--quick", *CURRENT, "--lib", key, "--no-write"])
+    code = main(["scoreboard", "--quick", *CURRENT, "--lib", key, "--no-write", "--schedule-examples", "10"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "every verdict as recorded: 1 row(s)" in out
