@@ -23,7 +23,7 @@ from contend.adapters.units import check_lease
 
 #: A non-blocking try is one `acquire()` with one try, whose failed try still sleeps up to
 #: `retry_delay` ms: 1 ms for it instead of its default 200.
-FIDELITY = "ttl is redlock's own unit (milliseconds), passed unchanged; its tries and delays are its defaults"
+FIDELITY = "ttl is redlock's own unit (milliseconds), passed unchanged; a blocking acquire keeps its tries and delays, a single try sleeps 1 ms after failing"
 
 
 class RedlockLock:

@@ -28,7 +28,8 @@ from contend.adapters.units import check_lease
 #: mean the default).
 ONCE_DELAY = 0.001
 FIDELITY = (
-    "ttl is redlock-py's own unit (int milliseconds), passed unchanged; its tries and delays are its defaults"
+    "ttl is redlock-py's own unit (int milliseconds), passed unchanged; a blocking acquire keeps its tries "
+    "and delays, a single try sleeps 1 ms after failing"
 )
 
 

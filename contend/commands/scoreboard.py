@@ -287,7 +287,7 @@ def _verdict(board: Scoreboard, args: argparse.Namespace) -> tuple[ExitCode, str
         return ExitCode.FAILED, "not-as-recorded", f"{len(board.surprises)} verdict(s) not as recorded"
     ran = [r for r in board.results if not r.skipped]
     skipped = len(board.results) - len(ran)
-    also = f", {skipped} skipped (not installed)" if skipped else ""
+    also = f", {skipped} not run (each says why)" if skipped else ""
     return (
         ExitCode.OK,
         "as-recorded",
