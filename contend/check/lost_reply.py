@@ -190,7 +190,10 @@ def _acquire_free(
         _keeps_out(ctx, key, ttl, f"{what}; the acquire reported success", since)
         with contextlib.suppress(Exception):
             lock.release()
-    _free_within(ctx, key, ttl, bound, what + ("; it reported success and released" if got else ""))
+    trips.crash_after(0)  # then its process dies: nothing of it (a lease renewer) runs on
+    _free_within(
+        ctx, key, ttl, bound, what + ("; it reported success and released" if got else "") + "; then it died"
+    )
     return 1
 
 
@@ -224,6 +227,7 @@ def _acquire_full(
         return 0
     if got and time.monotonic() - since >= 0.8 * ttl / 1000:
         return 0  # the machine was too slow to tell: the holders' leases may have run out on their own
+    trips.crash_after(0)
     if got:
         raise CheckFailed(
             f"the reply to round trip {k} of {steps} of an acquire was lost while {limit} client(s) held "
@@ -272,6 +276,7 @@ def _extend(
         lock.extend(ttl)
     if not trips.lost:
         return 0
+    trips.crash_after(0)  # the holder dies: nothing of it (a lease renewer) runs on
     what = f"the reply to round trip {k} of {steps} of an extend({ttl}) was lost{resent(trips)} and the holder then died"
     _free_within(ctx, key, ttl, bound + ttl / 1000, what)
     return 1

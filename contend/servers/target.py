@@ -55,6 +55,9 @@ class Target:
         wait for a free one (redis-py's default pool raises past 100 connections instead).
         On a cluster, a RedisCluster client (`pool_size` connections at most per node)."""
         kwargs.setdefault("socket_connect_timeout", 5)
+        # No read timeout, as redis.Redis() has none (from_url would read the connect timeout as
+        # one): a blocking command the code sends (BLPOP for 5 s) must not time out on contend's side.
+        kwargs.setdefault("socket_timeout", None)
         if self.client_retries and not self.cluster:
             kwargs.setdefault(
                 "retry", Retry(ExponentialWithJitterBackoff(cap=1, base=0.01), self.client_retries)
