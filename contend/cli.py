@@ -112,8 +112,21 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"--redis-url given {len(urls)} times: one server, or `contend check --masters {len(urls)}` "
                 "for that many independent masters"
             )
-        return int(args.handler(args, stdout, stderr))
+        code = int(args.handler(args, stdout, stderr))
+        stopped = interrupt.received() if restore is not None else None
+        if stopped is not None and code != stopped.code:
+            # The work stopped at the signal, but its Interrupted was swallowed on the way (raised
+            # in a finalizer, say): the run is still an interrupted one, never a pass or a failure.
+            stderr.print(f"[yellow]interrupted[/] ({stopped}): the run stopped early; its results are incomplete")
+            write_failure(args, stopped.code, "interrupted", f"interrupted ({stopped}) before the run ended")
+            return stopped.code
+        return code
     except ContendError as exc:
+        stopped = interrupt.received() if restore is not None else None
+        if stopped is not None:  # a worker or server ended by the same signal: not bad input
+            stderr.print(f"[yellow]interrupted[/] ({stopped}): {escape(str(exc))}", soft_wrap=True)
+            write_failure(args, stopped.code, "interrupted", f"interrupted ({stopped}): {exc}")
+            return stopped.code
         stderr.print(f"[bold red]contend:[/] {escape(str(exc))}", soft_wrap=True)
         write_failure(args, ExitCode.BAD_INPUT, "bad-input", str(exc))
         return ExitCode.BAD_INPUT

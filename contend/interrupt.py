@@ -40,10 +40,21 @@ def on_forced_exit(report: Callable[[], None]) -> None:
     _last_words.append(report)
 
 
+def received() -> Interrupted | None:
+    """The stop signal that arrived, if one did, as the exception it raised: for work that stopped
+    at STOP but whose Interrupted was swallowed (raised inside a finalizer or a library's
+    `except BaseException`), so the run still says "interrupted" and exits 128 + the signal."""
+    return Interrupted(_received[0]) if _received and STOP.is_set() else None
+
+
+_received: list[int] = []
+
+
 def install() -> Callable[[], None]:
     """Handle SIGINT, SIGTERM and SIGHUP as above (main thread only); returns what restores the
     handlers there were before."""
     STOP.clear()
+    _received.clear()
     _last_words.clear()
     before = {}
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
@@ -91,6 +102,7 @@ def _handle(signum: int, frame: FrameType | None) -> None:
         STOP.set()  # the second signal: the first one counts as handled
     if STOP.is_set():
         _force_exit(128 + signum)
+    _received[:] = [signum]
     STOP.set()
     timer = threading.Timer(GRACE, _force_exit, args=(128 + signum,))
     timer.daemon = True

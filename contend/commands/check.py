@@ -347,6 +347,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         finally:
             run_ns.cleanup()
             client.close()
+    # A signal whose Interrupted was swallowed (raised in a finalizer) still stopped the battery.
+    interrupted = interrupted or interrupt.received()
     code = _report(
         rows,
         out,

@@ -96,14 +96,14 @@ class Call:
         """`line N` of its invocation in the file read, else `record N`."""
         return _at(self.invoke)
 
-    def describe(self) -> str:
-        """`process f(key, value) → output`, as a person reads it."""
-        arg = show(self.value)
+    def describe(self, limit: int = 40) -> str:
+        """`process f(key, value) → output`, as a person reads it (values clipped to `limit`)."""
+        arg = show(self.value, limit)
         if self.key is not None:
-            arg = f"{show(self.key)}, {arg}" if self.value is not None else show(self.key)
+            arg = f"{show(self.key, limit)}, {arg}" if self.value is not None else show(self.key, limit)
         elif self.value is None:
             arg = ""
-        out = {"ok": show(self.output), "fail": "fail", "info": "?"}[self.status]
+        out = {"ok": show(self.output, limit), "fail": "fail", "info": "?"}[self.status]
         return f"p{self.process} {self.f}({arg}) → {out}"
 
 

@@ -455,7 +455,8 @@ class Coordinator:
                 self.results[name] = {
                     "ok": ok,
                     "invariant_ok": invariant_ok,
-                    "lines": lines + stalled,
+                    # The reason first: the run failed (stalled) though its invariant held, or broke it.
+                    "lines": lines + stalled if not invariant_ok else stalled + lines,
                     "tally": tally,
                 }
                 if invariant_ok:

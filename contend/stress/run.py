@@ -614,7 +614,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         if options.nemeses:
             title += " · " + ", ".join(options.nemeses)
         result.timeline = write_timeline(
-            verdict, run_dir / "timeline.html", title=f"{title} · {result.headline()}"
+            verdict, run_dir / "timeline.html", title=title, violations=violations, headline=result.headline()
         )
     doc = document("stress", result.exit_code, result.outcome, **result.to_json())
     (run_dir / "verdict.json").write_text(json.dumps(doc, indent=2, default=repr, ensure_ascii=False) + "\n")

@@ -15,13 +15,14 @@ from contend.subject.protocols import PROTOCOLS, ProtocolError, check_factory_si
 def load_factory(spec: str) -> Callable[..., Any]:
     """Import `package.module:attribute` and return it; ProtocolError saying what is wrong.
 
-    The current directory is searched too (after installed packages), as `python -m` would.
+    The current directory is searched first, as `python -m` does: an installed distribution that
+    ships a top-level package of the same name (Redis-Semaphore ships `tests`) must not hide it.
     """
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise ProtocolError(f"--impl {spec!r}: expected package.module:factory, e.g. mypkg.registry:make")
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.append(os.getcwd())
+    if os.getcwd() not in sys.path[:1] and sys.path[:1] != [""]:
+        sys.path.insert(0, os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:

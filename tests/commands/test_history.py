@@ -137,15 +137,16 @@ def test_html_timeline_marks_the_illegal_operation(capsys, tmp_path):
     page = html_path.read_text()
     assert page.startswith("<!DOCTYPE html>")
     assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")  # nothing fetched
-    assert page.count('class="culprit"') == 1
-    assert "✗ cannot be linearized" in page
-    assert "process nemesis" not in page and 'class="nemesis"' in page  # nemesis as marks, not a lane
-    assert "process 0" in page and "process 6" in page
+    assert page.count('class="ok involved"') == 1  # the culprit, named beside its bar
+    assert page.count('class="involved-label"') == 1
+    assert "cannot be linearized here or later" in page
+    assert "pnemesis" not in page and 'class="band"' in page  # nemesis as bands over the lanes, not a lane
+    assert ">p0<" in page or "p0 ·" in page
     assert "Longest linearizable prefix of key 2" in page
     svg = re.search(r"<svg.*</svg>", page, re.S)
     assert svg is not None
     ET.fromstring(svg.group())  # well-formed
-    culprit = re.search(r'class="culprit"[^>]*><title>([^<]*)</title>', page)
+    culprit = re.search(r'class="ok involved"[^>]*><title>([^<]*)</title>', page)
     assert culprit is not None and "read" in culprit.group(1) and "line 17" in culprit.group(1)
 
 
