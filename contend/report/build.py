@@ -13,7 +13,7 @@ import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
-from contend.load.metrics import MAX_FAILED_SHARE
+from contend.load.metrics import MAX_FAILED_SHARE, WINDOW
 from contend.load.workloads import WORKLOADS
 from contend.report import plots
 from contend.report.data import (
@@ -163,6 +163,7 @@ def focus_table(data: SweepData) -> tuple[int | None, int | None, Table]:
                     workload,
                     strategy + ("" if r.ok else " ✗"),
                     _fmt(r.committed_per_s, ",.0f"),
+                    _spread(r.committed_spread),
                     _pct(r.failed_share),
                     _x(r.of_ceiling),
                     _x(r.committed_per_s / best if best and r.committed_per_s is not None else None),
@@ -180,6 +181,7 @@ def focus_table(data: SweepData) -> tuple[int | None, int | None, Table]:
             "workload",
             "strategy",
             "commits/s",
+            "± (95 %)",
             "failed",
             "× ceiling",
             "× best one-round-trip",
@@ -192,9 +194,14 @@ def focus_table(data: SweepData) -> tuple[int | None, int | None, Table]:
             "client CPU",
         ),
         tuple(rows),
-        "llrrrrrrrrrrr",
+        "llrrrrrrrrrrrr",
     )
     return users, hot, table
+
+
+def _spread(spread: float | None) -> str:
+    """The committed rate's 95 % interval as ± a share of it; — for a run too short to tell."""
+    return "—" if spread is None else f"±{spread:.0%}"
 
 
 def report_blocks(data: SweepData, made: dict[str, list[Path]], dest: Path) -> list[Block]:
@@ -214,9 +221,13 @@ def report_blocks(data: SweepData, made: dict[str, list[Path]], dest: Path) -> l
         blocks.append(
             Para(
                 "The first user count from which the lock-first strategy commits more per second than "
-                "WATCH at every larger count measured; and how far both, and the fastest "
-                "one-round-trip strategy (Lua or INCR), stay below the raw ceiling there and at the "
-                "largest user count."
+                "WATCH by more than the noise (the two rates' 95 % intervals apart, each from the "
+                f"commits of every {WINDOW:g} s of its run) at that count and every larger one; "
+                '"within noise" where they overlap, so no crossover is named on a difference a '
+                "rerun could reverse. And how far both, and the fastest one-round-trip strategy (Lua "
+                "or INCR), stay below the raw ceiling there and at the largest user count. The "
+                "intervals say how steady each run was; runs measured minutes apart on a busy "
+                "machine can differ by more."
             )
         )
         blocks.append(crossover_table(found))
@@ -339,6 +350,7 @@ POINT_COLUMNS = (
     "hot_keys",
     "ok",
     "committed_per_s",
+    "committed_spread",
     "of_ceiling",
     "ceiling_per_s",
     "requests",

@@ -62,6 +62,18 @@ class SweepRow:
     machine_cpu: float | None = None  # the busy share of all the machine's cores (anyone's processes)
     invariant_ok: bool = True
     progress_ok: bool = True  # something committed, and at most the allowed share failed
+    #: The 95 % interval of committed_per_s relative to it (from the run's 0.2 s windows), and
+    #: the windows it rests on; None for a run too short to tell (or recorded before it existed).
+    committed_spread: float | None = None
+    commit_windows: int = 0
+
+    @property
+    def committed_interval(self) -> tuple[float, float] | None:
+        """(low, high) of the committed rate's 95 % interval, when the run gave it a spread."""
+        if self.committed_per_s is None or self.committed_spread is None:
+            return None
+        half = self.committed_per_s * self.committed_spread
+        return max(0.0, self.committed_per_s - half), self.committed_per_s + half
 
     @property
     def failed_share(self) -> float | None:
@@ -217,6 +229,8 @@ def _row(raw: Path, point: dict[str, Any], ceilings: dict[tuple[int, int], float
         machine_cpu=point.get("machine_cpu"),
         invariant_ok=bool(point.get("invariant_ok", point.get("ok"))),
         progress_ok=bool(point.get("progress_ok", True)),
+        committed_spread=figures.get("commit_rate_spread"),
+        commit_windows=int(figures.get("commit_windows") or 0),
     )
 
 
@@ -264,6 +278,22 @@ def _x(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}×"
 
 
+#: How a lock-first strategy's commit rate compares with WATCH's at one user count.
+AHEAD, BEHIND, TIED = "ahead", "behind", "within noise"
+
+
+def compare(mine: SweepRow, watch: SweepRow) -> str:
+    """AHEAD or BEHIND when the two rates' 95 % intervals do not overlap, else TIED; without a
+    spread (a run too short to have one) the rates alone decide."""
+    a, b = mine.committed_interval, watch.committed_interval
+    if a is None or b is None:
+        assert mine.committed_per_s is not None and watch.committed_per_s is not None
+        return AHEAD if mine.committed_per_s > watch.committed_per_s else BEHIND
+    if a[0] > b[1]:
+        return AHEAD
+    return BEHIND if a[1] < b[0] else TIED
+
+
 @dataclass(frozen=True)
 class Crossover:
     """Where a lock-first strategy overtakes WATCH at one hot-key count."""
@@ -275,17 +305,27 @@ class Crossover:
     always: bool  # ahead at every user count measured
     at_crossover: Fractions | None
     at_most: Fractions  # at the largest user count measured
+    #: The comparison at each user count measured (AHEAD, BEHIND or TIED).
+    states: tuple[tuple[int, str], ...] = ()
 
     def describe(self) -> str:
-        if self.users is None:
-            return f"never: WATCH ahead at {self.at_most.users} users"
-        if self.always:
-            return f"from {self.users} user{'s' if self.users != 1 else ''} (ahead at every count)"
-        return f"from {self.users} users"
+        tied_at = [u for u, s in self.states if s == TIED]
+        tied = ", ".join(map(str, tied_at)) + (" user" if tied_at == [1] else "")
+        if self.users is not None:
+            text = f"from {self.users} user{'s' if self.users != 1 else ''}"
+            text += " (ahead at every count)" if self.always else ""
+        elif self.states and self.states[-1][1] == TIED:
+            return f"within noise: the two rates' intervals overlap at {tied}{'' if tied_at == [1] else ' users'}"
+        else:
+            text = f"never: WATCH ahead at {self.at_most.users} users"
+        if tied:
+            text += f"; within noise at {tied}{'' if tied_at == [1] else ' users'}"
+        return text
 
 
 def crossovers(data: SweepData) -> list[Crossover]:
-    """For every lock-first strategy and hot-key count: from which user count it beats WATCH."""
+    """For every lock-first strategy and hot-key count: from which user count it beats WATCH by
+    more than the noise (their 95 % intervals apart) at that count and every larger one."""
     found = []
     for workload in data.workloads:
         kinds = {r.strategy: r.kind for r in data.rows if r.workload == workload}
@@ -294,15 +334,16 @@ def crossovers(data: SweepData) -> list[Crossover]:
         locks = [s for s in data.strategies(workload) if kinds[s] == LOCK]
         servers = [s for s in data.strategies(workload) if kinds[s] == SERVER]
         for hot in data.hot_keys(workload):
-            watch = {r.users: r.committed_per_s for r in data.series(workload, "watch", hot)}
+            watch = {r.users: r for r in data.series(workload, "watch", hot) if r.committed_per_s is not None}
             for lock in locks:
-                mine = {r.users: r.committed_per_s for r in data.series(workload, lock, hot)}
-                users = sorted(u for u in mine if u in watch and mine[u] is not None and watch[u] is not None)
+                mine = {r.users: r for r in data.series(workload, lock, hot) if r.committed_per_s is not None}
+                users = sorted(u for u in mine if u in watch)
                 if not users:
                     continue
-                ahead = [mine[u] > watch[u] for u in users]  # type: ignore[operator]
-                start = next((users[i] for i in range(len(users)) if all(ahead[i:])), None)
-
+                states = tuple((u, compare(mine[u], watch[u])) for u in users)
+                start = next(
+                    (users[i] for i in range(len(users)) if all(s == AHEAD for _, s in states[i:])), None
+                )
                 found.append(
                     Crossover(
                         workload,
@@ -312,6 +353,7 @@ def crossovers(data: SweepData) -> list[Crossover]:
                         start == users[0],
                         _fractions(data, workload, lock, servers, start, hot) if start is not None else None,
                         _fractions(data, workload, lock, servers, users[-1], hot),
+                        states,
                     )
                 )
     return found

@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+import matplotlib.ticker
 from matplotlib.axes import Axes
 
 from contend.report.data import LOCK, OPTIMISTIC, SweepData, SweepRow
@@ -49,6 +50,7 @@ def _lines(
     kinds: tuple[str, ...] | None = None,
     style: str = "-",
     label_suffix: str = "",
+    spread: Callable[[SweepRow], tuple[float, float] | None] | None = None,
 ) -> bool:
     drew = False
     for strategy in data.strategies(workload):
@@ -59,6 +61,12 @@ def _lines(
         xs = [p[0] for p in points]
         ys = [p[1] for p in points]
         ax.plot(xs, ys, style, marker="o", ms=3, color=colors[strategy], label=strategy + label_suffix)
+        bands = [(r.users, iv) for r in rows if spread is not None and (iv := spread(r)) is not None]
+        if bands:  # the rate's 95 % interval: where two strategies' bands overlap, it is noise
+            ax.fill_between(
+                [b[0] for b in bands], [b[1][0] for b in bands], [b[1][1] for b in bands],
+                color=colors[strategy], alpha=0.18, lw=0,
+            )  # fmt: skip
         bad = [(x, y) for x, y, ok in points if not ok]
         if bad:
             ax.plot([b[0] for b in bad], [b[1] for b in bad], "x", color="red", ms=9, mew=2)
@@ -82,24 +90,45 @@ def _save(fig: plt.Figure, axes: list[Axes], path: Path, legend: bool = True) ->
 
 
 def throughput(data: SweepData, workload: str, out: Path) -> Path:
-    """Committed operations per second against users, with the raw ceiling on every panel."""
+    """Committed operations per second against users, with each rate's 95 % interval as a band;
+    on the strategies' own scale (the raw ceiling, often ten times higher, has a plot of its own)."""
     colors = _colors(data, workload)
-    fig, axes = _figure(data, workload, f"{workload}: committed operations per second")
-    ceiling = sorted(data.ceiling.items())
+    ceiling = sorted(data.ceiling.values())
+    note = f" (raw ceiling {_k(ceiling[0])}–{_k(ceiling[-1])}/s: see the ceiling plot)" if ceiling else ""
+    fig, axes = _figure(data, workload, f"{workload}: committed operations per second{note}")
     for ax, hot in zip(axes, data.hot_keys(workload), strict=True):
-        if ceiling:
-            ax.plot(
-                [c[0] for c in ceiling],
-                [c[1] for c in ceiling],
-                "--",
-                color="black",
-                lw=1.2,
-                label="raw ceiling (PING round trips)",
-            )
-        _lines(ax, data, workload, hot, lambda r: r.committed_per_s, colors)
+        _lines(
+            ax,
+            data,
+            workload,
+            hot,
+            lambda r: r.committed_per_s,
+            colors,
+            spread=lambda r: r.committed_interval,
+        )
         ax.set_ylim(bottom=0)
     axes[0].set_ylabel("commits / s")
     return _save(fig, axes, out / f"{workload}-throughput.png")
+
+
+def of_ceiling(data: SweepData, workload: str, out: Path) -> Path | None:
+    """Each strategy's committed rate as a fraction of the raw ceiling at the same clients."""
+    if not data.ceiling:
+        return None
+    colors = _colors(data, workload)
+    fig, axes = _figure(
+        data, workload, f"{workload}: commits per second ÷ the raw ceiling (PING round trips)"
+    )
+    for ax, hot in zip(axes, data.hot_keys(workload), strict=True):
+        _lines(ax, data, workload, hot, lambda r: r.of_ceiling, colors)
+        ax.set_ylim(bottom=0)
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.2g}×"))
+    axes[0].set_ylabel("× raw ceiling")
+    return _save(fig, axes, out / f"{workload}-ceiling.png")
+
+
+def _k(rate: float) -> str:
+    return f"{rate / 1000:.0f}k" if rate >= 10_000 else f"{rate:,.0f}"
 
 
 def retries(data: SweepData, workload: str, out: Path) -> Path | None:
@@ -177,6 +206,7 @@ def all_plots(data: SweepData, out: Path) -> dict[str, list[Path]]:
     for workload in data.workloads:
         paths = [
             throughput(data, workload, out),
+            of_ceiling(data, workload, out),
             retries(data, workload, out),
             latency(data, workload, out),
             lock_wait(data, workload, out),

@@ -78,3 +78,23 @@ def test_a_tally_that_committed_nothing_or_mostly_failed_is_no_result():
     assert tally.progress_problems(0.6) == []
     again = Tally.from_json(tally.to_json())
     assert (again.cut_short, again.failed_share) == (1, 0.6)
+
+
+def test_a_commit_rate_gets_a_spread_from_its_full_windows():
+    from contend.load.metrics import rate_spread
+
+    steady = {10: 3, 11: 100, 12: 100, 13: 100, 14: 100, 15: 40}  # first and last windows are partial
+    assert rate_spread(steady) == (0.0, 4)
+    spread, n = rate_spread({10: 3, 11: 80, 12: 120, 13: 100, 14: 5})
+    # mean 100, sd 20 over 3 windows: t(2) 4.30 × 20 / √3 / 100
+    assert n == 3 and spread == pytest.approx(4.30 * 20 / 3**0.5 / 100)
+    assert rate_spread({10: 3, 11: 100, 12: 100, 13: 5}) is None  # two full windows tell nothing
+    assert rate_spread({10: 3, 14: 5}) is None  # full windows without a commit: no rate to spread
+
+
+def test_windows_merge_across_processes_and_survive_json():
+    a, b = Tally("registry", "watch"), Tally("registry", "watch")
+    a.windows, b.windows = {1: 5, 2: 7}, {2: 1, 3: 4}
+    a.merge(b)
+    assert a.windows == {1: 5, 2: 8, 3: 4}
+    assert Tally.from_json(a.to_json()).windows == a.windows

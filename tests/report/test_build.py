@@ -25,7 +25,9 @@ RATES = {
 KINDS = {"watch": "optimistic", "lock_first": "lock", "lua": "server"}
 
 
-def make_sweep(root: Path, *, broken: tuple[str, int, int] | None = None) -> Path:
+def make_sweep(
+    root: Path, *, broken: tuple[str, int, int] | None = None, spread: dict[tuple[str, int], float] | None = None
+) -> Path:
     """A sweep directory shaped like `contend load`'s: root/raw/sweep.json, Locust CSVs, contend JSON."""
     raw = root / "raw"
     points = []
@@ -52,6 +54,8 @@ def make_sweep(root: Path, *, broken: tuple[str, int, int] | None = None) -> Pat
                 "lock_wait_p99_ms": 1.0 * users if lock else None,
                 "lock_hold_mean_ms": 0.3 if lock else None,
                 "jain_index": 1.0 - 0.01 * users,
+                "commit_rate_spread": (spread or {}).get((strategy, hot)),
+                "commit_windows": 8 if spread else 0,
             }
             summary = {
                 "ok": ok,
@@ -109,6 +113,47 @@ def test_crossovers_are_found(tmp_path):
     assert ten.at_most.users == 16 and ten.at_most.lock == pytest.approx(1200 / 13_000)
 
 
+def test_a_crossover_is_named_only_where_the_intervals_separate(tmp_path):
+    """±10 %: at 4 users lock_first's 950 and WATCH's 900 overlap (noise), at 16 users 900 and 500
+    do not; on 10 hot keys lock_first is behind by more than the noise everywhere."""
+    spread = {(s, h): 0.10 for s in KINDS for h in (1, 10)}
+    data = load_sweep(make_sweep(tmp_path, spread=spread))
+    found = {(c.lock, c.hot_keys): c for c in crossovers(data)}
+    one, ten = found["lock_first", 1], found["lock_first", 10]
+    assert one.users == 16 and one.describe() == "from 16 users; within noise at 4 users"
+    assert ten.users is None and ten.describe() == "never: WATCH ahead at 16 users"
+    row = data.get("registry", "lock_first", 4, 1)
+    assert row is not None and row.committed_interval == pytest.approx((855.0, 1045.0))
+
+
+def test_no_crossover_is_named_when_the_last_counts_are_within_noise(tmp_path):
+    spread = {(s, h): 0.50 for s in KINDS for h in (1, 10)}
+    found = {(c.lock, c.hot_keys): c for c in crossovers(load_sweep(make_sweep(tmp_path, spread=spread)))}
+    one = found["lock_first", 1]
+    assert one.users is None
+    assert one.describe() == "within noise: the two rates' intervals overlap at 1, 4, 16 users"
+
+
+def test_the_throughput_plot_keeps_the_strategies_on_their_own_scale(tmp_path, monkeypatch):
+    """The raw ceiling (10k-13k/s here, strategies at 500-5,300/s) is not drawn on the strategies'
+    axis, so it cannot flatten them; each rate has its interval as a band."""
+    from contend.report import plots
+
+    kept = {}
+    monkeypatch.setattr(plots, "_save", lambda fig, axes, path, legend=True: kept.setdefault(path.name, axes))
+    data = load_sweep(make_sweep(tmp_path, spread={(s, h): 0.05 for s in KINDS for h in (1, 10)}))
+    plots.throughput(data, "registry", tmp_path)
+    plots.of_ceiling(data, "registry", tmp_path)
+    axes = kept["registry-throughput.png"]
+    for ax in axes:
+        assert ax.get_ylim()[1] < min(CEILING.values())
+        assert not any("ceiling" in line.get_label() for line in ax.get_lines())
+        assert ax.collections, "each strategy's 95 % interval is a band"
+    assert "raw ceiling 10k–13k/s" in axes[0].figure.texts[0].get_text()
+    ratio = kept["registry-ceiling.png"][0]
+    assert ratio.get_ylim()[1] < 1  # every strategy below the ceiling, as a fraction of it
+
+
 @pytest.mark.slow
 def test_report_writes_html_markdown_plots_and_points(tmp_path):
     built = build_report(make_sweep(tmp_path))
@@ -116,6 +161,7 @@ def test_report_writes_html_markdown_plots_and_points(tmp_path):
     names = {p.name for p in built.plots}
     assert names == {
         "registry-throughput.png",
+        "registry-ceiling.png",
         "registry-retries.png",
         "registry-latency.png",
         "registry-lock-wait.png",
@@ -124,7 +170,7 @@ def test_report_writes_html_markdown_plots_and_points(tmp_path):
     for plot in built.plots:
         assert plot.read_bytes()[:4] == b"\x89PNG"
     page = built.html.read_text()
-    assert page.count("data:image/png;base64,") == 5
+    assert page.count("data:image/png;base64,") == 6
     assert 'src="registry' not in page, "the HTML embeds its plots"
     md = built.markdown.read_text()
     assert "Where lock-first overtakes WATCH" in md
