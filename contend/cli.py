@@ -117,7 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if stopped is not None and code != stopped.code:
             # The work stopped at the signal, but its Interrupted was swallowed on the way (raised
             # in a finalizer, say): the run is still an interrupted one, never a pass or a failure.
-            stderr.print(f"[yellow]interrupted[/] ({stopped}): the run stopped early; its results are incomplete")
+            stderr.print(
+                f"[yellow]interrupted[/] ({stopped}): the run stopped early; its results are incomplete"
+            )
             write_failure(args, stopped.code, "interrupted", f"interrupted ({stopped}) before the run ended")
             return stopped.code
         return code

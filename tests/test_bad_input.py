@@ -42,7 +42,10 @@ def _impl_cases() -> list[tuple[str, list[str], str]]:
     for command, extra in (
         ("check", ["--run-seconds", "20"]),
         ("stress", ["--duration", "1", "--processes", "1"]),
-        ("load", ["--users", "1", "--hot-keys", "1", "--duration", "1", "--processes", "1", "--out", "{tmp}/load"]),
+        (
+            "load",
+            ["--users", "1", "--hot-keys", "1", "--duration", "1", "--processes", "1", "--out", "{tmp}/load"],
+        ),
     ):
         kind = "lock"
         for name, (spec, words) in FACTORIES.items():

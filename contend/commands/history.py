@@ -322,7 +322,9 @@ def _report_one(result: FileResult, args: argparse.Namespace, out: Console, err:
         else:
             from contend.history.timeline import write_timeline
 
-            write_timeline(verdict, args.html, title=f"{result.path.name} · {args.model}", violations=violations)
+            write_timeline(
+                verdict, args.html, title=f"{result.path.name} · {args.model}", violations=violations
+            )
     if result.lenient_skipped:
         out.print(
             f"[yellow]--lenient: skipped {escape(counted(result.lenient_skipped))}, "

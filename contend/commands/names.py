@@ -17,4 +17,6 @@ COMMANDS: dict[str, str] = {
     "stress": "run N worker processes against one implementation, inject faults, check the history",
     "load": "sweep Locust over strategies × users × hot keys and write the contention report",
     "report": "write the contention report of a `contend load` sweep",
+    "hunt": "how reliably and how fast the state machines catch each known-bad implementation",
+    "sentinel": "measure Sentinel failovers: the time to promote the replica, acknowledged writes lost",
 }

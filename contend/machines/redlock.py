@@ -32,14 +32,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
+import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from contend import interrupt
+from contend.errors import ContendError
+from contend.exitcodes import ExitCode
 from contend.machines.base import PropertyViolated
 from contend.machines.fencing import FENCES, NO_STALE_WRITE
-from contend.machines.hunt import run_once
+from contend.machines.hunt import SearchStopped, run_once
 from contend.machines.locks import LockMachine
 from contend.machines.masters import MastersMachine
 from contend.servers.server import EmbeddedRedis
@@ -106,6 +110,8 @@ class Demo:
     """How the search went: per seed, seconds to the first violation (None: not found)."""
 
     times: list[float | None] = field(default_factory=list)
+    #: Seeds Hypothesis called flaky (the same example behaved differently): no verdict.
+    flaky: int = 0
     searched: float = 0.0  # seconds, every seed's search (not the shrinking)
     stats: dict[str, int] = field(default_factory=dict)  # the machine's counts over the search
     kinds: Counter[str] = field(default_factory=Counter)  # what each seed found (see `kind`)
@@ -140,25 +146,44 @@ def resource_server(fence: str | None) -> Iterator[str]:
 
 
 def demo(
-    runs: int, max_examples: int, *, restarts: bool = True, lib: str = "contend", fence: str | None = None
+    runs: int,
+    max_examples: int,
+    *,
+    restarts: bool = True,
+    lib: str = "contend",
+    fence: str | None = None,
+    on_seed: Callable[[str], None] = lambda line: None,
 ) -> Demo:
-    """Search `runs` seeds for a violation, then shrink the first seed's one."""
+    """Search `runs` seeds for a violation, then shrink the first seed's one; `on_seed` hears of
+    each seed as it ends. A seed Hypothesis calls flaky counts as no verdict, not as a miss."""
     result = Demo()
     with five_masters() as (target, servers), resource_server(fence) as resource_url:
         machine = machine_for(
             target, servers, restarts=restarts, lib=lib, fence=fence, resource_url=resource_url
         )
         for seed in range(runs):
-            seconds, violation, _ = run_once(machine, target, seed, max_examples, shrink=False)
+            try:
+                seconds, violation, _ = run_once(machine, target, seed, max_examples, shrink=False)
+            except SearchStopped as exc:
+                result.flaky += 1
+                result.times.append(None)
+                on_seed(f"seed {seed}: inconclusive ({exc})")
+                continue
             result.searched += seconds
             result.times.append(seconds if violation is not None else None)
+            on_seed(f"seed {seed}: {kind(violation) if violation else 'nothing found'} in {seconds:.1f} s")
             if violation is not None:
                 result.kinds[kind(violation)] += 1
         result.stats = dict(machine.stats)
         if not result.found:
             return result
         seed = next(k for k, t in enumerate(result.times) if t is not None)
-        _, violation, failed = run_once(machine, target, seed, max_examples, shrink=True)
+        on_seed(f"shrinking seed {seed}'s counterexample")
+        try:
+            _, violation, failed = run_once(machine, target, seed, max_examples, shrink=True)
+        except SearchStopped as exc:
+            result.violation = f"(not shrunk: {exc}; Hypothesis could not replay the example)"
+            return result
         if violation is not None and isinstance(failed, LockMachine):
             trace = failed.scheduler.trace
             result.violation = str(violation)
@@ -199,9 +224,33 @@ def main(argv: list[str] | None = None) -> int:
             import pottery  # noqa: F401
         except ImportError:
             parser.error("--lib pottery needs pottery: pip install -e '.[libs]'")
-    result = demo(args.runs, args.max_examples, restarts=not args.no_restarts, lib=args.lib, fence=args.fence)
+    restore = interrupt.install()
+    try:
+        result = demo(
+            args.runs,
+            args.max_examples,
+            restarts=not args.no_restarts,
+            lib=args.lib,
+            fence=args.fence,
+            on_seed=lambda line: print(f"redlock · {line}", file=sys.stderr, flush=True),
+        )
+    except ContendError as exc:
+        print(f"contend: {exc}", file=sys.stderr)
+        return ExitCode.BAD_INPUT
+    except KeyboardInterrupt as exc:
+        print(f"interrupted ({exc or 'SIGINT'}): servers stopped", file=sys.stderr)
+        return exc.code if isinstance(exc, interrupt.Interrupted) else ExitCode.INTERRUPTED
+    finally:
+        restore()
     print(report(result, args))
-    return 0
+    if not result.found and result.flaky:
+        print(
+            f"inconclusive: {result.flaky} of {args.runs} seeds ended without a verdict (Hypothesis saw "
+            "the same example behave differently) and none found a violation",
+            flush=True,
+        )
+        return ExitCode.INCONCLUSIVE
+    return ExitCode.OK
 
 
 def report(result: Demo, args: argparse.Namespace) -> str:
@@ -213,6 +262,7 @@ def report(result: Demo, args: argparse.Namespace) -> str:
     lines = [
         f"{args.lib}'s Redlock over {MASTERS} masters, {rule}{fence}: "
         f"{what} in {len(found)}/{args.runs} seeds"
+        + (f" ({result.flaky} inconclusive: flaky)" if result.flaky else "")
         + (
             f", median {statistics.median(found):.2f} s, worst {max(found):.2f} s"
             if found
@@ -229,7 +279,9 @@ def report(result: Demo, args: argparse.Namespace) -> str:
             f"holders at once; in {stats.get('two holders, a write refused', 0)} of those the resource "
             f"refused a write, in {stats.get('two holders, both writes taken', 0)} it took both holders' writes"
         )
-    if found:
+    if found and not result.shrunk:
+        lines.append(result.violation)
+    elif found:
         lines.append(
             f"shrunk: {result.clients} clients, {result.round_trips} round trips, "
             f"{result.partitions} partition(s), {result.restarts} restart(s)\n{result.violation}\n{result.shrunk}"

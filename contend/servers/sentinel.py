@@ -283,24 +283,6 @@ def lost_writes(group: EmbeddedSentinelGroup, prefix: str = "contend:failover") 
     return Failover(seconds, len(acked), len(acked) - before, len(acked) - present)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """`python -m contend.servers.sentinel --failovers N`: failover time and writes lost, per failover."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m contend.servers.sentinel", description=main.__doc__)
-    parser.add_argument("--failovers", type=int, default=5, help="failovers to measure, each on a new group")
-    args = parser.parse_args(argv)
-    for k in range(args.failovers):
-        with EmbeddedSentinelGroup() as group:
-            f = lost_writes(group)
-            print(
-                f"failover {k + 1}: {f.seconds:.2f} s, {f.acked} writes acknowledged "
-                f"({f.acked_after} after it), {f.lost} of them lost",
-                flush=True,
-            )
-    return 0
-
-
 def _role(server: EmbeddedRedis) -> str:
     with contextlib.suppress(redis.RedisError), server.client(socket_timeout=1, decode_responses=True) as c:
         return str(c.info("replication").get("role", ""))
@@ -313,5 +295,10 @@ def _in_sync(replica: EmbeddedRedis) -> bool:
     return False
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the old entry point: now `contend sentinel`
+    import sys
+
+    from contend.cli import main
+
+    print("python -m contend.servers.sentinel is now `contend sentinel` (same options)", file=sys.stderr)
+    raise SystemExit(main(["sentinel", *sys.argv[1:]]))

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
+import pytest
+
 from contend.impl.catalog import by_name
 from contend.machines.family import family_machine
-from contend.machines.hunt import hunt, main, run_once
+from contend.machines.hunt import SearchStopped, hunt, run_once
 
 
 def test_run_once_catches_a_known_bad_registry(contend_target):
@@ -30,7 +34,20 @@ def test_hunt_reports_catches_times_and_the_shrunk_size(contend_target):
     assert result.message.startswith("mutual-exclusion")
 
 
-def test_main_prints_one_line_per_implementation(capsys):
-    assert main(["--runs", "1", "--max-examples", "300", "--only", "exists_then_set"]) == 0
-    out = capsys.readouterr().out
-    assert "hunting on" in out and "exists_then_set" in out and "caught 1/1" in out
+def test_a_run_past_its_deadline_stops_between_two_examples(contend_target):
+    machine = family_machine(by_name("lua"))
+    with pytest.raises(SearchStopped) as stopped:
+        run_once(
+            machine, contend_target, seed=0, max_examples=10_000, shrink=False, deadline=time.monotonic()
+        )
+    assert stopped.value.why == "budget"
+
+
+def test_the_seeds_past_the_budget_are_counted_as_not_run(contend_target):
+    lines: list[str] = []
+    result = hunt(
+        by_name("exists_then_set"), contend_target, runs=3, max_examples=300, on_run=lines.append,
+        deadline=time.monotonic(),
+    )  # fmt: skip
+    assert result.not_run == 3 and result.done == 0 and result.caught == 0
+    assert "not run: budget" in result.line() and lines == ["exists_then_set seed 0: the time budget ran out"]

@@ -26,7 +26,10 @@ KINDS = {"watch": "optimistic", "lock_first": "lock", "lua": "server"}
 
 
 def make_sweep(
-    root: Path, *, broken: tuple[str, int, int] | None = None, spread: dict[tuple[str, int], float] | None = None
+    root: Path,
+    *,
+    broken: tuple[str, int, int] | None = None,
+    spread: dict[tuple[str, int], float] | None = None,
 ) -> Path:
     """A sweep directory shaped like `contend load`'s: root/raw/sweep.json, Locust CSVs, contend JSON."""
     raw = root / "raw"
