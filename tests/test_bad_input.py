@@ -97,6 +97,17 @@ CASES: list[tuple[str, list[str], str]] = [
         ["server", "--redis-server", "{tmp}/no-redis-server"],
         "no-redis-server",
     ),
+    ("hunt: an implementation that is not known-bad", ["hunt", "--only", "lua"], "is not known-bad"),
+    (
+        "hunt: a URL to a server that is not Redis",
+        ["hunt", "--redis-url", NOT_REDIS, "--only", "naive", "--runs", "1"],
+        "is not Redis",
+    ),
+    (
+        "sentinel: a --redis-server that is not there",
+        ["sentinel", "--redis-server", "{tmp}/no-redis-server"],
+        "no-redis-server",
+    ),
 ]
 
 
@@ -163,3 +174,42 @@ def test_a_signal_after_the_first_result_stops_the_run_with_its_code(sig, code, 
     assert run.returncode == code, (out[-2000:], err[-2000:])
     assert "Traceback" not in out + err
     assert "interrupted" in out + err
+
+
+def _until(run: subprocess.Popen[str], pattern: re.Pattern[str]) -> None:
+    """Read the run's stderr up to the first line that matches (or two minutes)."""
+    assert run.stderr is not None
+    deadline = time.monotonic() + 120
+    for line in run.stderr:
+        if pattern.search(line) or time.monotonic() > deadline:
+            return
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("argv", "started"),
+    [
+        (
+            ["-m", "contend.cli", "hunt", "--only", "naive", "--runs", "50"],
+            re.compile(r"naive seed \d+: caught"),
+        ),
+        (["-m", "contend.machines.redlock", "--runs", "50"], re.compile(r"masters .* up; searching")),
+    ],
+    ids=["contend hunt", "python -m contend.machines.redlock"],
+)
+def test_a_tool_interrupted_mid_run_says_so_with_its_code(argv, started):
+    """SIGINT once the tool is under way (a seed done, or the masters up): exit 130, no traceback."""
+    run = subprocess.Popen(
+        [sys.executable, *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        _until(run, started)
+        run.send_signal(signal.SIGINT)
+        out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    assert run.returncode == 130, (out[-2000:], err[-2000:])
+    assert "Traceback" not in out + err and "interrupted" in out + err

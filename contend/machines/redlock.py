@@ -161,6 +161,7 @@ def demo(
         machine = machine_for(
             target, servers, restarts=restarts, lib=lib, fence=fence, resource_url=resource_url
         )
+        on_seed(f"{target.description} up; searching {runs} seed(s)")
         for seed in range(runs):
             try:
                 seconds, violation, _ = run_once(machine, target, seed, max_examples, shrink=False)
