@@ -108,7 +108,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     restore = interrupt.install() if threading.current_thread() is threading.main_thread() else None
     try:
-        return int(args.handler(args, stdout, stderr))
+        code = int(args.handler(args, stdout, stderr))
+        caught = interrupt.arrived()
+        if caught is not None and code != caught.code:
+            # The signal came while a finalizer ran, so its exception never reached the command,
+            # which stopped at its next look at interrupt.STOP: the run was interrupted all the same.
+            stderr.print(
+                f"[yellow]interrupted[/] ({escape(str(caught))}): servers stopped, run namespace cleaned up"
+            )
+            return caught.code
+        return code
     except ContendError as exc:
         stderr.print(f"[bold red]contend:[/] {escape(str(exc))}", soft_wrap=True)
         write_failure(args, ExitCode.BAD_INPUT, "bad-input", str(exc))
