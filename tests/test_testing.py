@@ -40,6 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent
 MUTANT = "tests.fixtures.foreign.check_then_set_lock:make"
 #: Enough interleavings for the schedule check to catch check_then_set_lock (it needs about 25).
 EXAMPLES = 30
+#: Real-time budgets (s) no check here reaches: these tests read the evidence and its replay line,
+#: which a check cut short while Hypothesis shrinks does not have yet (a busy machine once spent
+#: the 30 s default there).
+UNHURRIED = {"check_seconds": 600.0, "run_seconds": 900.0}
 
 
 def test_a_correct_lock_passes_and_its_rows_are_returned(contend_target):
@@ -82,7 +86,13 @@ def _normalised(text: str) -> list[str]:
 
 def test_a_mutant_fails_with_the_evidence_the_command_prints(contend_target, capsys):
     with pytest.raises(ContendCheckFailed) as info:
-        check_lock(check_then_set_lock.make, contend_target, checks=["schedule"], schedule_examples=EXAMPLES)
+        check_lock(
+            check_then_set_lock.make,
+            contend_target,
+            checks=["schedule"],
+            schedule_examples=EXAMPLES,
+            **UNHURRIED,
+        )
     failure = info.value
     assert isinstance(failure, AssertionError)
     (row,) = failure.rows
@@ -104,6 +114,10 @@ def test_a_mutant_fails_with_the_evidence_the_command_prints(contend_target, cap
             "schedule",
             "--schedule-examples",
             str(EXAMPLES),
+            "--check-seconds",
+            "600",
+            "--run-seconds",
+            "900",
             "--redis-url",
             contend_target.url,
         ]
@@ -121,7 +135,7 @@ def test_a_factory_object_that_cannot_be_imported_gets_a_replay_call(contend_tar
         return check_then_set_lock.make(client, key, ttl_ms)
 
     with pytest.raises(ContendCheckFailed) as info:
-        check_lock(make, contend_target, checks=["schedule"], schedule_examples=EXAMPLES)
+        check_lock(make, contend_target, checks=["schedule"], schedule_examples=EXAMPLES, **UNHURRIED)
     message = str(info.value)
     assert (
         "tests.test_testing:test_a_factory_object_that_cannot_be_imported_gets_a_replay_call.<locals>.make"
@@ -255,7 +269,10 @@ def test_my_lock(contend_target):
 
 
 def test_my_broken_lock(contend_target):
-    check_lock(check_then_set_lock.make, contend_target, checks=["schedule"], schedule_examples={examples})
+    check_lock(
+        check_then_set_lock.make, contend_target, checks=["schedule"], schedule_examples={examples},
+        check_seconds=600, run_seconds=900,
+    )
 """
 
 
