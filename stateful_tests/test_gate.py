@@ -18,6 +18,10 @@ from contend.machines.base import PropertyViolated
 from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
 
+#: The gate searches hundreds of interleavings an implementation: the full suite and CI run it,
+#: the quick tier (`pytest -m "not slow"`) does not.
+pytestmark = pytest.mark.slow
+
 FAMILIES = ("registry", "lock", "semaphore", "single_flight")
 CORRECT = [pytest.param(i, id=i.name) for i in IMPLEMENTATIONS if i.family in FAMILIES and not i.known_bad]
 KNOWN_BAD = [pytest.param(i, id=i.name) for i in IMPLEMENTATIONS if i.family in FAMILIES and i.known_bad]

@@ -46,6 +46,7 @@ EXAMPLES = 30
 UNHURRIED = {"check_seconds": 600.0, "run_seconds": 900.0}
 
 
+@pytest.mark.slow
 def test_a_correct_lock_passes_and_its_rows_are_returned(contend_target):
     rows = check_lock(raising_lock.make, contend_target, schedule_examples=10)
     (row,) = rows
@@ -55,6 +56,7 @@ def test_a_correct_lock_passes_and_its_rows_are_returned(contend_target):
     assert all(r.status == PASS for r in row.results)
 
 
+@pytest.mark.slow
 def test_each_kind_has_its_wrapper(contend_target):
     """One quick check per family, so each wrapper reaches its own battery."""
     for wrapper, factory, family in [
@@ -84,6 +86,7 @@ def _normalised(text: str) -> list[str]:
     return [line.rstrip() for line in text.splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_a_mutant_fails_with_the_evidence_the_command_prints(contend_target, capsys):
     with pytest.raises(ContendCheckFailed) as info:
         check_lock(
@@ -130,6 +133,7 @@ def test_a_mutant_fails_with_the_evidence_the_command_prints(contend_target, cap
     assert "not as expected" in printed[len(evidence)]
 
 
+@pytest.mark.slow
 def test_a_factory_object_that_cannot_be_imported_gets_a_replay_call(contend_target):
     def make(client, key, ttl_ms):
         return check_then_set_lock.make(client, key, ttl_ms)
@@ -171,6 +175,7 @@ def _slow_lock(client, key, ttl_ms):
     return lock
 
 
+@pytest.mark.slow
 def test_inconclusive_fails_unless_allowed(contend_target):
     with pytest.raises(ContendCheckFailed) as info:
         check_lock(_slow_lock, contend_target, checks=["model"], check_seconds=0.3)
@@ -276,6 +281,7 @@ def test_my_broken_lock(contend_target):
 """
 
 
+@pytest.mark.slow
 def test_a_users_suite_passes_a_correct_lock_and_fails_a_mutant(pytester, monkeypatch):
     """A fresh pytest process, as a user's suite runs: only the installed plugin (no conftest
     of this repository), `--hypothesis-profile contend-ci` accepted."""

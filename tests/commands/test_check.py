@@ -34,6 +34,7 @@ def test_unknown_implementation_name(capsys):
     assert "no implementation called 'nosuch'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_user_implementation_passes(capsys, tmp_path):
     report = tmp_path / "out.json"
     code = main(
@@ -58,6 +59,7 @@ def test_user_implementation_passes(capsys, tmp_path):
     assert {c["check"] for c in row["checks"]} >= {"model", "serial", "burst-one-name", "bad-input"}
 
 
+@pytest.mark.slow
 def test_racy_user_implementation_fails(capsys):
     code = main(["check", "--impl", "tests.fixtures.user_registry:make_racy", *SMALL])
     out = capsys.readouterr().out

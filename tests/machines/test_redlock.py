@@ -161,6 +161,7 @@ def test_a_stale_write_without_working_fencing_is_caught(masters, resource, fenc
         m.teardown()
 
 
+@pytest.mark.slow
 def test_the_search_finds_the_unchecked_resources_stale_write(masters, resource):
     """Not scripted: the fenced machine's own search catches a resource that ignores tokens."""
     target, servers = masters
@@ -170,6 +171,7 @@ def test_the_search_finds_the_unchecked_resources_stale_write(masters, resource)
     assert info.value.property == NO_STALE_WRITE
 
 
+@pytest.mark.slow
 def test_the_fenced_search_keeps_the_resource_in_order(masters, resource):
     """The same search with tokens from the resource's counter, checked: no stale write lands."""
     target, servers = masters

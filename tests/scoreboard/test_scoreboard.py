@@ -29,6 +29,7 @@ def test_each_library_row_is_as_recorded(key, capsys):
     assert "FAIL" not in out and "inconclusive" not in out
 
 
+@pytest.mark.slow
 def test_the_report_shows_a_pass_and_a_failure_with_its_evidence(tmp_path, capsys):
     code = main(
         ["scoreboard", "--quick", "--lib", "redis-py", "--lib", "sherlock-no-expiry", "--out", str(tmp_path)]
@@ -47,6 +48,7 @@ def test_the_report_shows_a_pass_and_a_failure_with_its_evidence(tmp_path, capsy
     assert "sherlock/lock.py" in report and "tests/scoreboard/reproductions/sherlock_no_expiry.py" in report
 
 
+@pytest.mark.slow
 def test_a_counterexample_replays_from_its_command(tmp_path, capsys):
     assert main(["scoreboard", "--quick", "--lib", "sherlock-no-expiry", "--out", str(tmp_path)]) == 0
     report = (tmp_path / "report.md").read_text()
@@ -56,6 +58,7 @@ def test_a_counterexample_replays_from_its_command(tmp_path, capsys):
     assert "replayed: fail: c1 acquired while c0 held" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_verdict_that_changes_fails_the_run(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(expected, "FINDINGS", ())  # as if sherlock were expected to pass
     assert main(["scoreboard", "--quick", "--lib", "sherlock-no-expiry", "--no-write"]) == 1

@@ -73,6 +73,7 @@ def foreign_server():
         yield server
 
 
+@pytest.mark.slow
 def test_check_on_a_foreign_server_touches_only_its_namespace(foreign_server, capsys):
     url = f"redis://127.0.0.1:{foreign_server.port}/0"
     code = main(

@@ -3,8 +3,13 @@ and a master watched by Sentinels (a real Sentinel failover the workers follow).
 
 from __future__ import annotations
 
+import pytest
+
 from contend.stress import fault
 from tests.stress.test_run import nemesis_lines, stress
+
+#: Multi-server stress runs of several seconds each.
+pytestmark = pytest.mark.slow
 
 
 def test_fenced_lock_stays_valid_through_a_reshard_and_a_cluster_failover(tmp_path, monkeypatch):
