@@ -123,7 +123,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"--redis-url given {len(urls)} times: one server, or `contend check --masters {len(urls)}` "
                 "for that many independent masters"
             )
-        return int(args.handler(args, stdout, stderr))
+        code = int(args.handler(args, stdout, stderr))
+        caught = interrupt.arrived()
+        if caught is not None and code != caught.code:
+            # The signal came while a finalizer ran, so its exception never reached the command,
+            # which stopped at its next look at interrupt.STOP: the run was interrupted all the same.
+            stderr.print(
+                f"[yellow]interrupted[/] ({escape(str(caught))}): servers stopped, run namespace cleaned up"
+            )
+            return caught.code
+        return code
     except ContendError as exc:
         stderr.print(f"[bold red]contend:[/] {escape(str(exc))}", soft_wrap=True)
         write_failure(args, ExitCode.BAD_INPUT, "bad-input", str(exc))

@@ -6,6 +6,12 @@ has not exited within the grace period (work stuck in a call that does not
 return), the watchdog prints what the command registered with `on_forced_exit`,
 stops every embedded server this process started and exits. A second signal
 does that at once.
+
+A signal that arrives while the main thread runs a finalizer (`__del__`, run by
+the garbage collector wherever it happens to start) raises nothing: Python would
+only print that exception and go on. `STOP` is set all the same, and `arrived()`
+says which signal came, so a command judges "interrupted" by `arrived()`, never
+by whether the exception reached it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ GRACE = 4.5
 
 _last_words: list[Callable[[], None]] = []
 _watchdogs: list[threading.Timer] = []
+_arrived: list[Interrupted] = []  # the first stop signal since install()
 
 
 class Interrupted(KeyboardInterrupt):
@@ -45,6 +52,7 @@ def install() -> Callable[[], None]:
     handlers there were before."""
     STOP.clear()
     _last_words.clear()
+    _arrived.clear()
     before = {}
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
@@ -55,11 +63,18 @@ def install() -> Callable[[], None]:
         for number, handler in before.items():
             signal.signal(number, handler)
         _last_words.clear()
+        _arrived.clear()
         for timer in _watchdogs:  # the command returned in time: no forced exit
             timer.cancel()
         _watchdogs.clear()
 
     return restore
+
+
+def arrived() -> Interrupted | None:
+    """The stop signal that arrived since `install()` (as the `Interrupted` it raised, or would
+    have raised outside a finalizer), or None."""
+    return _arrived[0] if _arrived else None
 
 
 _depth = [0]  # deferred() blocks under way
@@ -96,7 +111,18 @@ def _handle(signum: int, frame: FrameType | None) -> None:
     timer.daemon = True
     timer.start()
     _watchdogs.append(timer)
-    raise Interrupted(signum)
+    _arrived.append(Interrupted(signum))
+    if not _in_finalizer(frame):  # raised in a finalizer, it would only be printed
+        raise _arrived[0]
+
+
+def _in_finalizer(frame: FrameType | None) -> bool:
+    """Is the main thread running a `__del__` (the signal's frame or one of its callers)?"""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def forced_exit_code() -> int:

@@ -116,6 +116,7 @@ def test_a_scheduled_async_cluster_client_takes_one_step_per_round_trip(cluster_
         client.close()
 
 
+@pytest.mark.slow
 def test_the_async_locks_get_their_one_server_verdicts(capsys, cluster_target):
     code, out = check(
         capsys,
@@ -142,6 +143,7 @@ def test_the_async_registries_get_their_one_server_verdicts(capsys, cluster_targ
     assert "tasks registering 'hot-0' at once" in out and "raised RegistrationError" in out
 
 
+@pytest.mark.slow
 def test_the_async_state_machines_run_on_a_cluster(capsys, cluster_target):
     args = ("--check", "schedule", "--schedule-examples", "10")
     code, out = check(capsys, cluster_target, "--only", "async_token", "--only", "async_lua", *args)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from contend.impl.catalog import by_name
 from contend.machines.family import family_machine
 from contend.machines.hunt import hunt, main, run_once
@@ -20,6 +22,7 @@ def test_run_once_finds_nothing_wrong_with_a_correct_one(contend_target):
     assert violation is None and failed is None
 
 
+@pytest.mark.slow
 def test_hunt_reports_catches_times_and_the_shrunk_size(contend_target):
     lines: list[str] = []
     # exists_then_set: caught and shrunk in a few seconds (shrinking is most of a hunt's time)
@@ -30,6 +33,7 @@ def test_hunt_reports_catches_times_and_the_shrunk_size(contend_target):
     assert result.message.startswith("mutual-exclusion")
 
 
+@pytest.mark.slow
 def test_main_prints_one_line_per_implementation(capsys):
     assert main(["--runs", "1", "--max-examples", "300", "--only", "exists_then_set"]) == 0
     out = capsys.readouterr().out

@@ -78,6 +78,7 @@ def test_kleppmanns_counterexample_is_two_holders(masters, lib):
         m.teardown()
 
 
+@pytest.mark.slow
 def test_without_restarts_redlock_passes_the_same_search(masters):
     """Partitions, crashes, stalls and clock jumps, but no master loses its keys: no two holders.
     (Not for pottery yet: a long search on it did not always replay the same way; Hypothesis
@@ -161,6 +162,7 @@ def test_a_stale_write_without_working_fencing_is_caught(masters, resource, fenc
         m.teardown()
 
 
+@pytest.mark.slow
 def test_the_search_finds_the_unchecked_resources_stale_write(masters, resource):
     """Not scripted: the fenced machine's own search catches a resource that ignores tokens."""
     target, servers = masters
@@ -170,6 +172,7 @@ def test_the_search_finds_the_unchecked_resources_stale_write(masters, resource)
     assert info.value.property == NO_STALE_WRITE
 
 
+@pytest.mark.slow
 def test_the_fenced_search_keeps_the_resource_in_order(masters, resource):
     """The same search with tokens from the resource's counter, checked: no stale write lands."""
     target, servers = masters

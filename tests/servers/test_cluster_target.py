@@ -88,6 +88,7 @@ def test_a_transaction_over_two_slots_is_noted_with_its_keys(cluster_target):
         client.close()
 
 
+@pytest.mark.slow
 def test_check_on_a_cluster_skips_single_node_code_and_names_keys_that_span_slots(capsys, tmp_path):
     argv = [
         "check",
