@@ -27,6 +27,7 @@ from contend.check.framework import (
     CheckOptions,
     CheckResult,
     run_check,
+    watching_servers,
 )
 from contend.check.locks import LOCK_CHECKS
 from contend.check.registry import CHECKS as REGISTRY_CHECKS
@@ -107,6 +108,7 @@ class ResultRow:
         return self.verdict in ("pass", "caught", "skipped")
 
 
+@watching_servers  # a round trip to a server outside the target stops the run (exit 2)
 def run_battery(
     target: Target,
     subjects: Sequence[Subject],

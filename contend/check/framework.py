@@ -12,6 +12,7 @@ last thing it noted, and the battery goes on.
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,9 +23,18 @@ import redis
 
 from contend.errors import Abandoned
 from contend.impl.catalog import CLUSTER_SLOTS, PROPERTY_KINDS
-from contend.servers.cluster_client import disconnect, refusals_count, refusals_since
+from contend.servers.cluster_client import disconnect
 from contend.servers.keyspace import Namespace
-from contend.servers.tap import RoundTrips, tap
+from contend.servers.slot_refusals import SlotRefusal, refusals_count, refusals_since
+from contend.servers.tap import (
+    ForeignRoundTrip,
+    ForeignServer,
+    RoundTrips,
+    ServerWatch,
+    foreign_round_trip,
+    tap,
+    watch_servers,
+)
 from contend.servers.target import Target
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
@@ -206,10 +216,17 @@ def run_check(
     try:
         while thread.is_alive() and time.perf_counter() < deadline and not (stop and stop.is_set()):
             thread.join(0.05)
+            if foreign_round_trip() is not None:
+                break
     except BaseException:  # interrupted: stop the check before the run goes down
         ctx.abandon()
         thread.join(1.0)
         raise
+    if (foreign := foreign_round_trip()) is not None:
+        # Round trips to a server outside the run: whatever the check found, it cannot be judged.
+        ctx.abandon()
+        thread.join(2.0)
+        raise ForeignServer(str(foreign))
     if thread.is_alive():
         why = (
             "the run was interrupted"
@@ -228,9 +245,15 @@ def run_check(
     refused = refusals_since(mark)
     if refused and not isinstance(error, Abandoned):
         # On a Redis Cluster, whatever the implementation made of the refusal (a refused acquire,
-        # an error it caught), its command spans slots: that is the finding.
+        # an error it caught, a hang), its command spans slots: that is the finding, and the only one.
         more = f" ({len(refused)} such refusals in this check)" if len(refused) > 1 else ""
-        return CheckResult(check.name, FAIL, f"{refused[0]}{more}", seconds, CLUSTER_SLOTS)
+        facts: dict[str, Any] = {"refusal": _refusal_facts(refused[0])}
+        if (
+            isinstance(error, CheckFailed) and error.property == CLUSTER_SLOTS
+        ):  # the machine's, with its trace
+            facts = {"seconds_to_first": round(seconds, 3), **error.facts, **facts}
+            return CheckResult(check.name, FAIL, str(error), seconds, CLUSTER_SLOTS, facts)
+        return CheckResult(check.name, FAIL, f"{refused[0]}{more}", seconds, CLUSTER_SLOTS, facts)
     if error is None:
         return CheckResult(check.name, PASS, str(box.get("detail", "")), seconds)
     if isinstance(error, CheckFailed):
@@ -243,6 +266,39 @@ def run_check(
     if not isinstance(error, Exception):
         raise error  # KeyboardInterrupt, SystemExit in the check's thread
     return CheckResult(check.name, FAIL, f"raised {type(error).__name__}: {error}", seconds, check.prop)
+
+
+def _refusal_facts(refusal: SlotRefusal) -> dict[str, Any]:
+    """A refusal because of slots as JSON: what was refused, by whom, each key's slot and node."""
+    line = refusal.line
+    return {
+        "command": refusal.command,
+        "shape": refusal.shape,
+        "refused_by": refusal.refused_by,
+        "error": refusal.error or None,
+        "keys": [k._asdict() for k in refusal.keys],
+        "undeclared": [k._asdict() for k in refusal.undeclared],
+        "script_line": {"number": line.number, "text": line.text} if line else None,
+    }
+
+
+def watching_servers(run: Callable[..., Any]) -> Callable[..., Any]:
+    """`run(target, ...)` while every command the process sends is checked against the target's
+    servers (`contend.servers.tap.watch_servers`): one for another server is not sent, and the
+    run stops with a ForeignServer error (exit 2) naming the server and the command."""
+
+    @functools.wraps(run)
+    def watched(target: Target, *args: Any, **kwargs: Any) -> Any:
+        with watch_servers(ServerWatch.of(target)):
+            try:
+                done = run(target, *args, **kwargs)
+            except ForeignRoundTrip as exc:  # from the capability probe, say
+                raise ForeignServer(str(exc)) from None
+            if (foreign := foreign_round_trip()) is not None:
+                raise ForeignServer(str(foreign))
+            return done
+
+    return watched
 
 
 @contextlib.contextmanager
