@@ -174,7 +174,8 @@ def _evidence(
     where: tuple[str, ...] = (),
 ) -> tuple[str, dict[str, Any]]:
     trace = last[0].scheduler if last else None
-    steps = [s for s in trace.trace if s.sent or s.note] if trace else []
+    until = getattr(last[0], "trace_at_failure", None) if last else None
+    steps = [s for s in trace.trace[:until] if s.sent or s.note] if trace else []
     clients = len({s.client for s in steps if s.sent})
     round_trips = sum(1 for s in steps if s.sent)
     show_nodes = len({step.node for step in steps if step.node}) > 1  # a cluster's nodes

@@ -200,6 +200,8 @@ class ScheduledMachine(RuleBasedStateMachine):
     #: On a Redis Cluster: the key (as `ns.key(*anchor)`) placed on each master in turn, and how many
     #: placements there are per master (each with its own namespace).
     anchor: tuple[str, ...] = ("lock",)
+    #: The trace's length when a property broke (what teardown adds after it is not evidence).
+    trace_at_failure: int | None = None
     placements = 2
 
     # Subclasses --------------------------------------------------------------------
@@ -283,6 +285,7 @@ class ScheduledMachine(RuleBasedStateMachine):
         """Report that property `prop` (a catalog name) broke, with `detail` as the evidence."""
         self.failed = True
         self.violation = PropertyViolated(prop, detail)
+        self.trace_at_failure = len(self.scheduler.trace)
         if self.first_violation is not None and not self.first_violation:
             self.first_violation.append(time.monotonic())
         note("interleaving (step, client, what it sent → what came back):\n" + self.scheduler.format_trace())
@@ -302,6 +305,10 @@ class ScheduledMachine(RuleBasedStateMachine):
             raise foreign  # no verdict: the run stops (contend.check.framework says so)
         if refused := refusals_since(self._refusals_mark):
             # Before the symptoms (a refused acquire, a hang): the refusal is the finding.
+            if not refused[0].error:  # redis-py's: the trace has no reply that shows it
+                self.scheduler.note(
+                    f"{refused[0].command} refused by {refused[0].refused_by}: its keys span slots"
+                )
             self.fail(CLUSTER_SLOTS, str(refused[0]))
         client = self.scheduler.clients[index]
         if client.status is Status.IDLE and index in self.in_flight:

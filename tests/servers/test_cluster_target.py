@@ -61,7 +61,9 @@ def test_keys_in_two_slots_are_named_with_their_slots(cluster_target):
         assert info.value.command == "EVAL"
         assert [k.key for k in info.value.keys] == ["a-key", "another-key"]
         text = str(info.value)
-        assert f"a-key (slot {client.keyslot('a-key')})" in text and "hash tag" in text
+        node = client.get_node_from_key("a-key").name
+        assert f"a-key (slot {client.keyslot('a-key')} on {node})" in text and "hash tag" in text
+        assert "refused by redis-py, before sending it" in text
     finally:
         client.close()
 
