@@ -27,7 +27,6 @@ from contend.check.framework import (
     CheckOptions,
     CheckResult,
     run_check,
-    watching_servers,
 )
 from contend.check.locks import LOCK_CHECKS
 from contend.check.registry import CHECKS as REGISTRY_CHECKS
@@ -35,6 +34,7 @@ from contend.check.schedule import SCHEDULE
 from contend.check.semaphore import SEMAPHORE_CHECKS
 from contend.check.single_flight import SINGLE_FLIGHT_CHECKS
 from contend.servers.keyspace import Namespace
+from contend.servers.tap import watching_servers
 from contend.servers.target import Target
 from contend.subject.subject import Subject, with_capabilities
 

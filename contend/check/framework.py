@@ -12,7 +12,6 @@ last thing it noted, and the battery goes on.
 from __future__ import annotations
 
 import contextlib
-import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -26,15 +25,7 @@ from contend.impl.catalog import CLUSTER_SLOTS, PROPERTY_KINDS
 from contend.servers.cluster_client import disconnect
 from contend.servers.keyspace import Namespace
 from contend.servers.slot_refusals import SlotRefusal, refusals_count, refusals_since
-from contend.servers.tap import (
-    ForeignRoundTrip,
-    ForeignServer,
-    RoundTrips,
-    ServerWatch,
-    foreign_round_trip,
-    tap,
-    watch_servers,
-)
+from contend.servers.tap import ForeignServer, RoundTrips, foreign_round_trip, tap
 from contend.servers.target import Target
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
@@ -280,25 +271,6 @@ def _refusal_facts(refusal: SlotRefusal) -> dict[str, Any]:
         "undeclared": [k._asdict() for k in refusal.undeclared],
         "script_line": {"number": line.number, "text": line.text} if line else None,
     }
-
-
-def watching_servers(run: Callable[..., Any]) -> Callable[..., Any]:
-    """`run(target, ...)` while every command the process sends is checked against the target's
-    servers (`contend.servers.tap.watch_servers`): one for another server is not sent, and the
-    run stops with a ForeignServer error (exit 2) naming the server and the command."""
-
-    @functools.wraps(run)
-    def watched(target: Target, *args: Any, **kwargs: Any) -> Any:
-        with watch_servers(ServerWatch.of(target)):
-            try:
-                done = run(target, *args, **kwargs)
-            except ForeignRoundTrip as exc:  # from the capability probe, say
-                raise ForeignServer(str(exc)) from None
-            if (foreign := foreign_round_trip()) is not None:
-                raise ForeignServer(str(foreign))
-            return done
-
-    return watched
 
 
 @contextlib.contextmanager

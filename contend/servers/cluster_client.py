@@ -28,11 +28,13 @@ from redis._parsers import AsyncCommandsParser
 from redis.cluster import ClusterPipeline, RedisCluster
 from redis.exceptions import (
     AskError,
+    ClusterCrossSlotError,
     ClusterError,
     CrossSlotTransactionError,
     MovedError,
     RedisClusterException,
     ResponseError,
+    TryAgainError,
 )
 
 from contend.servers import slot_refusals
@@ -449,14 +451,14 @@ def _server_refusal(
     command = text_of(args[0]).upper()
     node_of = conn._contend_node_of
     first = _reason(text)
-    if text.startswith("TRYAGAIN"):
+    if isinstance(error, TryAgainError):
         met = _tryagain.get()
         if met is not None:
             spanned = key_slots(_command_keys(args, conn._contend_table()), node_of)
             met.append(SlotRefusal(command, spanned, TRYAGAIN, f"the server at {node}", first))
         return
     script = "non local key" in text or "do not hash to the same slot" in text
-    if not (script or text.startswith("CROSSSLOT")):
+    if not (script or isinstance(error, ClusterCrossSlotError)):
         return
     by = f"the server at {node}"
     declared = _script_keys(args)

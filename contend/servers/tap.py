@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import socket
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import redis
@@ -30,6 +31,8 @@ import redis.connection
 
 from contend.errors import ContendError
 from contend.servers.cluster_client import pools_of
+
+T = TypeVar("T")
 
 
 class SimulatedCrash(BaseException):
@@ -128,17 +131,21 @@ class ForeignRoundTrip(BaseException):
         self.server = server
         self.command = command
         super().__init__(
-            f"the code under test sent a command to {server}, a server this run does not include: "
-            f"its first one there was {command} (not sent: contend stopped the run there). contend "
-            "runs the schedule, virtual time and cleanup only on the servers it is given, so no "
-            "verdict is given: include that server in the run (--masters N for embedded independent "
-            "masters, or --redis-url once per server), or have the implementation use only the "
-            "clients it is given"
+            f"the code under test tried to send {command} to {server}, a server this run does not "
+            "include; contend did not send it and stopped: it runs the schedule, virtual time and "
+            "cleanup only on the servers it is given, so it gives no verdict. Include that server "
+            "in the run (--masters N for embedded independent masters, or --redis-url once per "
+            "server), or have the implementation use only the clients it is given"
         )
 
 
 class ForeignServer(ContendError):
     """A run stopped because the code under test reached a server outside it (exit 2, no verdict)."""
+
+
+#: Where contend's offline probes point the clients they build objects with (port 1 of the
+#: loopback: nothing listens there, so a factory that talks while building reaches no one).
+NOWHERE = "127.0.0.1:1"
 
 
 class ServerWatch:
@@ -162,7 +169,7 @@ class ServerWatch:
         return cls([target.url, *target.also])
 
     def includes(self, server: str) -> bool:
-        if not server or server in self.known:
+        if not server or server in self.known or server == NOWHERE:
             return True
         if self.cluster_url:  # a node the cluster gained since (a replica promoted, a node added)
             with _asking():
@@ -203,7 +210,18 @@ def _check(conn: Any, commands: list[tuple[Any, ...]]) -> None:
     if watch.includes(server):
         conn._contend_included = watch
         return
+    if all(_name(args) in _HANDSHAKE for args in commands):
+        return  # a connection saying hello (redis-py connects before the first command): no data
     raise watch.refuse(server, commands)
+
+
+#: What a connection sends before any command of the code under test: no data read or written.
+_HANDSHAKE = frozenset({"HELLO", "AUTH", "CLIENT", "SELECT", "READONLY", "PING"})
+
+
+def _name(args: tuple[Any, ...]) -> str:
+    first = args[0] if args else b""
+    return (first.decode(errors="replace") if isinstance(first, bytes) else str(first)).upper()
 
 
 @contextlib.contextmanager
@@ -225,6 +243,28 @@ def watch_servers(watch: ServerWatch) -> Iterator[ServerWatch]:
         with _watch_lock:
             _watch = None
             _unpatch()
+
+
+def watching_servers(run: Callable[..., T]) -> Callable[..., T]:
+    """`run(..., target, ...)` (its parameter named `target`, a Target) while every command the
+    process packs is checked against the target's servers (`watch_servers`): one for another
+    server is not sent, and `run` ends with a ForeignServer error (exit 2) naming the server and
+    the command, whatever it made of the ForeignRoundTrip."""
+    signature = inspect.signature(run)
+
+    @functools.wraps(run)
+    def watched(*args: Any, **kwargs: Any) -> T:
+        target = signature.bind(*args, **kwargs).arguments["target"]
+        with watch_servers(ServerWatch.of(target)):
+            try:
+                done = run(*args, **kwargs)
+            except ForeignRoundTrip as exc:  # from a capability probe, say
+                raise ForeignServer(str(exc)) from None
+            if (foreign := foreign_round_trip()) is not None:
+                raise ForeignServer(str(foreign))
+            return done
+
+    return watched
 
 
 def foreign_round_trip() -> ForeignRoundTrip | None:
