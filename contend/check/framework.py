@@ -144,6 +144,9 @@ class Check:
     prop: str = ""
     needs: str = ""
     capability: str = ""
+    #: Whether the check ends by itself at a refusal because of hash slots on a Redis Cluster
+    #: (the state machine, with the interleaving that led to it); others are stopped there.
+    judges_slot_refusals: bool = False
 
     def applies(self, subject: Any) -> bool:
         """Should this check run for `subject` (anything with claims and capabilities)?"""
@@ -209,6 +212,8 @@ def run_check(
             thread.join(0.05)
             if foreign_round_trip() is not None:
                 break
+            if not check.judges_slot_refusals and refusals_count() > mark:
+                break  # on a Redis Cluster: the refusal is the finding, whatever follows from it
     except BaseException:  # interrupted: stop the check before the run goes down
         ctx.abandon()
         thread.join(1.0)
@@ -219,18 +224,22 @@ def run_check(
         thread.join(2.0)
         raise ForeignServer(str(foreign))
     if thread.is_alive():
-        why = (
-            "the run was interrupted"
-            if stop and stop.is_set()
-            else f"timed out after {ctx.options.check_seconds:g} s"
-        )
+        interrupted = stop is not None and stop.is_set()
         ctx.abandon()
         thread.join(2.0)
-        seen = f"; it was at: {ctx.last_note}" if ctx.last_note else ""
-        return CheckResult(
-            check.name, INCONCLUSIVE, f"inconclusive ({why}){seen}", time.perf_counter() - start
-        )
-    ctx.close()
+        if interrupted or not refusals_since(mark):
+            why = (
+                "the run was interrupted"
+                if interrupted
+                else f"timed out after {ctx.options.check_seconds:g} s"
+            )
+            seen = f"; it was at: {ctx.last_note}" if ctx.last_note else ""
+            return CheckResult(
+                check.name, INCONCLUSIVE, f"inconclusive ({why}){seen}", time.perf_counter() - start
+            )
+        box.pop("error", None)  # stopped at the refusal: what the stop raised in it says nothing
+    else:
+        ctx.close()
     seconds = time.perf_counter() - start
     error = box.get("error")
     refused = refusals_since(mark)

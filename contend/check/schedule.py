@@ -197,4 +197,5 @@ SCHEDULE = Check(
     SCHEDULE_NAME,
     "Hypothesis chooses the interleaving of round trips, stalls, crashes and clock jumps",
     schedule_check,
+    judges_slot_refusals=True,
 )

@@ -215,6 +215,18 @@ def _check(conn: Any, commands: list[tuple[Any, ...]]) -> None:
     raise watch.refuse(server, commands)
 
 
+def _unreachable(conn: Any, error: BaseException) -> None:
+    """A connection to a server outside the run failed: ForeignRoundTrip, as its first command
+    would have had."""
+    watch = _watch
+    if watch is None or getattr(_local, "asking", False):
+        return
+    server = server_of(conn)
+    if not watch.includes(server):
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise watch.refuse(server, [(f"a command (it could not connect: {reason})",)]) from error
+
+
 #: What a connection sends before any command of the code under test: no data read or written.
 _HANDSHAKE = frozenset({"HELLO", "AUTH", "CLIENT", "SELECT", "READONLY", "PING"})
 
@@ -294,14 +306,38 @@ def _patch() -> None:
 
         return pack
 
+    # redis-py connects before it packs the first command: a server outside the run that cannot
+    # be reached never sees a command, and the code under test would see a ConnectionError.
+    def connects(original: Any) -> Any:
+        def connect(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return original(self, *args, **kwargs)
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+                _unreachable(self, exc)
+                raise
+
+        return connect
+
+    def connects_async(original: Any) -> Any:
+        async def connect(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await original(self, *args, **kwargs)
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+                _unreachable(self, exc)
+                raise
+
+        return connect
+
     sync_cls = redis.connection.AbstractConnection
     async_cls = redis.asyncio.connection.AbstractConnection
     for holder, name, wrap in (
         (sync_cls, "pack_command", packs_one),
         (sync_cls, "send_command", packs_one),  # packs without pack_command
         (sync_cls, "pack_commands", packs_many),
+        (sync_cls, "connect_check_health", connects),
         (async_cls, "pack_command", packs_one),
         (async_cls, "pack_commands", packs_many),
+        (async_cls, "connect_check_health", connects_async),
     ):
         _originals[holder, name] = original = vars(holder)[name]
         setattr(holder, name, wrap(original))

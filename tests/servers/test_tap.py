@@ -127,3 +127,11 @@ def test_a_watched_run_ends_with_an_error_naming_the_server(contend_target, side
     with pytest.raises(ForeignServer, match=r"INCRBY contend:side:count 1 to 127\.0\.0\.1:") as info:
         run(contend_target)
     assert isinstance(info.value, ContendError), "exit 2: contend could not judge the run"
+
+
+def test_a_server_outside_the_run_that_cannot_be_reached_stops_the_run_too(contend_target):
+    """redis-py connects before it packs a command: the connection failing is named instead of a
+    ConnectionError the code under test would take for a verdict."""
+    with watch_servers(ServerWatch.of(contend_target)), pytest.raises(ForeignRoundTrip) as info:
+        redis.Redis(host="127.0.0.1", port=9, socket_connect_timeout=1).get("x")
+    assert info.value.server == "127.0.0.1:9" and "it could not connect" in str(info.value)
