@@ -18,7 +18,7 @@ import contextvars
 import gc
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import redis.asyncio.cluster
@@ -105,9 +105,20 @@ _tryagain: contextvars.ContextVar[list[SlotRefusal] | None] = contextvars.Contex
 )
 
 
-def _given_up(refusal: SlotRefusal) -> SlotRefusal:
-    """The TRYAGAIN refusal noted once redis-py stopped retrying."""
-    return slot_refusals.note(refusal)
+@contextlib.contextmanager
+def _tryagain_given_up() -> Iterator[None]:
+    """Around one command sent by a cluster client (with its retries): the last TRYAGAIN it met
+    is noted if redis-py gave up on it (ClusterError: TTL exhausted)."""
+    met: list[SlotRefusal] = []
+    token = _tryagain.set(met)
+    try:
+        yield
+    except ClusterError:
+        if met:
+            slot_refusals.note(met[-1])
+        raise
+    finally:
+        _tryagain.reset(token)
 
 
 class SlotCheckingCluster(_SlotChecking, RedisCluster):
@@ -126,16 +137,8 @@ class SlotCheckingCluster(_SlotChecking, RedisCluster):
         return pipe
 
     def _execute_command(self, target_node: Any, *args: Any, **kwargs: Any) -> Any:
-        met: list[SlotRefusal] = []
-        token = _tryagain.set(met)
-        try:
+        with _tryagain_given_up():
             return super()._execute_command(target_node, *args, **kwargs)
-        except ClusterError:
-            if met:
-                _given_up(met[-1])
-            raise
-        finally:
-            _tryagain.reset(token)
 
 
 class _SlotCheckingPipeline(_SlotChecking, ClusterPipeline):
@@ -207,16 +210,8 @@ class SlotCheckingAsyncCluster(redis.asyncio.cluster.RedisCluster):
         return await super().execute_command(*args, **kwargs)
 
     async def _execute_command(self, target_node: Any, *args: Any, **kwargs: Any) -> Any:
-        met: list[SlotRefusal] = []
-        token = _tryagain.set(met)
-        try:
+        with _tryagain_given_up():
             return await super()._execute_command(target_node, *args, **kwargs)
-        except ClusterError:
-            if met:
-                _given_up(met[-1])
-            raise
-        finally:
-            _tryagain.reset(token)
 
     async def _determine_slot(self, command: str, *args: Any) -> int:
         try:
