@@ -22,6 +22,7 @@ example.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import itertools
 import random
@@ -192,9 +193,10 @@ class ScheduledMachine(RuleBasedStateMachine):
         masters = cluster_masters(self.admin) or [""]
         placement = _drawn(self.placements * len(masters))
         prefix = placed_prefix(self.admin, base, placement, self.anchor)
-        note(
-            f"keys under {prefix}: placement {placement}, {self.anchor} on {masters[placement % len(masters)]}"
-        )
+        with contextlib.suppress(InvalidArgument):  # outside a Hypothesis example: nothing to note
+            note(
+                f"keys under {prefix}: placement {placement}, {self.anchor} on {masters[placement % len(masters)]}"
+            )
         return prefix
 
     #: On a Redis Cluster: the key (as `ns.key(*anchor)`) placed on each master in turn, and how many
