@@ -46,9 +46,12 @@ SAFE_RELEASE = "safe-release"  # a release or extend after expiry never frees or
 CRASH_LIVENESS = "crash-liveness"  # a holder that dies at any round trip blocks others for about one TTL
 FENCING = "fencing"  # every grant carries a larger token; a paused holder's late write is refused
 FIFO = "fifo"  # waiters are granted in the order they asked
-LOCK_PROPERTIES = frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, CRASH_LIVENESS, FENCING, FIFO})
+STALE_GRANT = "stale-grant"  # no grant is reported once the lease it took ran out before its last round trip
+LOCK_PROPERTIES = frozenset(
+    {MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, CRASH_LIVENESS, FENCING, FIFO, STALE_GRANT}
+)
 #: What a lease (a lock or semaphore whose holder's hold runs out) claims unless it says otherwise.
-LEASE_CLAIMS = frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, CRASH_LIVENESS})
+LEASE_CLAIMS = frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, CRASH_LIVENESS, STALE_GRANT})
 
 # Every implementation: its operations finish (no livelock, no deadlock) once the schedule lets them.
 PROGRESS = "progress"
@@ -80,6 +83,7 @@ PROPERTY_KINDS: dict[str, str] = {
     CRASH_LIVENESS: LIVENESS,
     FENCING: SAFETY,
     FIFO: SAFETY,
+    STALE_GRANT: SAFETY,
     PROGRESS: LIVENESS,
     RUNS_ONCE: SAFETY,
     SHARED_RESULT: SAFETY,
@@ -100,7 +104,14 @@ PROPERTY_DESCRIPTIONS: dict[str, str] = {
     CRASH_LIVENESS: "a holder that dies at any round trip blocks the others for about one TTL, not for ever",
     FENCING: "every grant carries a larger fencing token than every grant before it",
     FIFO: "waiters are granted in the order they asked",
-    PROGRESS: "every operation returns (no hang, livelock or deadlock) within a bound of virtual time",
+    STALE_GRANT: (
+        "an acquire or extend that reports success holds a valid lease when it returns, even if its client "
+        "was paused between its round trips for longer than the TTL"
+    ),
+    PROGRESS: (
+        "every operation returns (no hang, livelock or deadlock) within a bound of virtual time, and a "
+        "blocking acquire(timeout=t) within t plus one retry interval while the lock stays held"
+    ),
     RUNS_ONCE: "callers of one flight run the function once",
     SHARED_RESULT: "every caller of a flight gets the leader's result",
     LEADER_FAILURE: "a leader that dies or raises frees its waiters with an error or a retry",

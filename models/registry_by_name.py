@@ -3,7 +3,7 @@
 Per name: register(name) returns the same id forever once one is assigned,
 lookup(name) returns that id or None before it, reverse(id) → name agrees.
 What spans names (distinct names get distinct ids, ids gap-free from 1) is not
-a per-name property: contend.invariants.registry_ids checks it in linear time.
+a per-name property: contend.history.invariants.registry_ids checks it in linear time.
 count() and reverse(id) → None belong to no name and are left out.
 """
 

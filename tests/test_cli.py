@@ -29,7 +29,7 @@ def test_bad_numbers_are_refused(capsys):
     with pytest.raises(SystemExit) as info:
         main(["check", "--serial-names", "0"])
     assert info.value.code == 2
-    assert "must be > 0" in capsys.readouterr().err
+    assert "must be a whole number > 0" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", ["check", "stress", "load"])

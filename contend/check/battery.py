@@ -29,6 +29,7 @@ from contend.check.framework import (
     run_check,
 )
 from contend.check.locks import LOCK_CHECKS
+from contend.check.lost_reply import FLIGHT_LOST_REPLY, LOCK_LOST_REPLY, REGISTRY_LOST_REPLY
 from contend.check.registry import CHECKS as REGISTRY_CHECKS
 from contend.check.schedule import SCHEDULE
 from contend.check.semaphore import SEMAPHORE_CHECKS
@@ -39,10 +40,10 @@ from contend.servers.target import Target
 from contend.subject.subject import Subject, with_capabilities
 
 BATTERIES: dict[str, list[Check]] = {
-    "registry": [*REGISTRY_CHECKS, SCHEDULE],
-    "lock": [*LOCK_CHECKS, SCHEDULE],
-    "semaphore": [*SEMAPHORE_CHECKS, SCHEDULE],
-    "single_flight": [*SINGLE_FLIGHT_CHECKS, SCHEDULE],
+    "registry": [*REGISTRY_CHECKS, REGISTRY_LOST_REPLY, SCHEDULE],
+    "lock": [*LOCK_CHECKS, LOCK_LOST_REPLY, SCHEDULE],
+    "semaphore": [*SEMAPHORE_CHECKS, LOCK_LOST_REPLY, SCHEDULE],
+    "single_flight": [*SINGLE_FLIGHT_CHECKS, FLIGHT_LOST_REPLY, SCHEDULE],
 }
 #: The checks of async implementations (coroutine methods on redis.asyncio clients): bursts of tasks,
 #: cancellation, bad input, and the family's state machine with async clients (which cancels

@@ -28,7 +28,8 @@ from typing import Any
 from contend.check.faults import FAULT_TTL, key_state
 from contend.check.framework import Check, CheckContext, CheckFailed
 from contend.impl.catalog import CRASH_LIVENESS
-from contend.schedule.async_gate import CancelAt, drain
+from contend.schedule.async_gate import drain
+from contend.schedule.gating import CancelAt
 from contend.schedule.scheduler import OperationResult, Scheduler
 from contend.subject.protocols import granted
 

@@ -6,27 +6,39 @@ import argparse
 import sys
 from typing import Any
 
+from contend.values import BadValue, positive_number, positive_whole, whole_list
+
 
 def positive_int(text: str) -> int:
-    """argparse type: a whole number > 0."""
+    """argparse type: a whole number > 0 (contend.values.positive_whole)."""
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {value}")
-    return value
+        return positive_whole(text, "")
+    except BadValue as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: a whole number >= 0."""
+    try:
+        return positive_whole(text, "") if text.strip() != "0" else 0
+    except BadValue:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0, got {text!r}") from None
 
 
 def positive_float(text: str) -> float:
-    """argparse type: a number > 0."""
+    """argparse type: a number > 0 (contend.values.positive_number)."""
     try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return value
+        return positive_number(text, "")
+    except BadValue as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def positive_ints(text: str) -> list[int]:
+    """argparse type: whole numbers > 0 separated by commas (contend.values.whole_list)."""
+    try:
+        return whole_list(text, "the list")
+    except BadValue as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 class HelpFormatter(argparse.HelpFormatter):

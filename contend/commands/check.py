@@ -34,7 +34,7 @@ from contend.check.schedule import SCHEDULE, parse_replay
 from contend.ci.document import document
 from contend.ci.junit import write_junit
 from contend.ci.summary import append_summary
-from contend.commands.arguments import HelpFormatter, positive_float, positive_int
+from contend.commands.arguments import HelpFormatter, non_negative_int, positive_float, positive_int
 from contend.commands.families import FAMILY_CHOICES, family_name
 from contend.commands.names import COMMANDS
 from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
@@ -95,9 +95,18 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     parser.add_argument(
         "--kind",
         type=family_name,
-        default="registry",
         metavar="FAMILY",
-        help=f"the protocol --impl follows: {FAMILY_CHOICES} (default: registry)",
+        help=f"the protocol --impl follows (needed with --impl): {FAMILY_CHOICES}",
+    )
+    parser.add_argument(
+        "--client-retries",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="the clients contend hands your code resend a command up to N times after a ConnectionError "
+        "or TimeoutError, with redis-py's exponential backoff: check the code as it runs with those "
+        "settings (redis.Redis(host=...) retries 10 times by default in redis-py 8, Redis.from_url 0 times; "
+        "default %(default)s). A violation that a resend caused says so",
     )
     parser.add_argument(
         "--claim",
@@ -203,6 +212,13 @@ def _validate(args: argparse.Namespace) -> None:
         raise ContendError(
             "--claim and --no-claim go with --impl: catalog implementations claim what the catalog says"
         )
+    if args.impl and args.kind is None:
+        raise ContendError(
+            f"--impl {args.impl} needs --kind: the protocol it follows ({FAMILY_CHOICES}); "
+            "a registry factory and a lock factory cannot be told apart by contend"
+        )
+    if args.kind is not None and not args.impl:
+        raise ContendError("--kind names the protocol of --impl; give --impl MODULE:FACTORY too")
     if args.impl:
         check_claim_names(args.kind, args.claim, "--claim")
         check_claim_names(args.kind, args.no_claim, "--no-claim")
@@ -237,7 +253,9 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     started = time.perf_counter()
     interrupted: interrupt.Interrupted | None = None
     interrupt.on_forced_exit(lambda: print_partial(rows, out, args, started))
-    with open_target(args.redis_url, args.redis_server, cluster=args.cluster) as target:
+    with open_target(
+        args.redis_url, args.redis_server, cluster=args.cluster, client_retries=args.client_retries
+    ) as target:
         out.print(escape(f"contend check on {target.description}"), soft_wrap=True)
         client = target.client()
         run_ns = target.namespace(args.namespace, client=client)

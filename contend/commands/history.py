@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from contend import exitcodes
+from contend import exitcodes, history
 from contend.ci.document import document
 from contend.ci.junit import Case, Outcome, write_junit
 from contend.ci.summary import append_summary, code_block, table
@@ -19,11 +19,11 @@ from contend.commands.arguments import add_renamed, positive_float, positive_int
 from contend.commands.names import COMMANDS
 from contend.commands.outputs import STDOUT, add_ci_options, report_console, resolve_outputs, write_document
 from contend.exitcodes import ExitCode
-from contend.history.checker import Linearizability, Verdict
-from contend.history.formats import read_history
+from contend.history.api import counted, named
 from contend.history.invariants import Violation
-from contend.history.models import HISTORY_MODELS, MODELS, HistoryCheck, Options, exit_code
-from contend.history.records import FORMATS, NEMESIS, Call, HistoryError, pair
+from contend.history.models import HISTORY_MODELS, MODELS, Options
+from contend.history.records import FORMATS, HistoryError
+from contend.history.verdict import Linearizability, Verdict
 
 #: Exit codes (contend.exitcodes), and which one a batch of files ends with: the worst, in this order.
 LINEARIZABLE, NOT_LINEARIZABLE, BAD_INPUT, UNKNOWN = (
@@ -50,11 +50,16 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "check",
         help="is the history linearizable with respect to a model?",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Check each FILE (native JSONL, Jepsen EDN maps one per line, or jepsen.util log "
+        description="Check each FILE (native JSONL, Jepsen EDN: maps one per line or one vector or list of "
+        "them, or jepsen.util log "
         "lines) against a sequential model, partition by partition, plus the model's linear-time "
         "invariants. The JSONL format: docs/HISTORY.md.\n\n"
-        "Strict by default: an operation the model does not know is an error (exit 2), and a "
-        "history in which nothing could be checked never passes.\n\n"
+        "Strict where it matters: an operation the model does not know is an error (exit 2), and "
+        "so is a file that is not a history. A history in which no operation took effect (each "
+        "failed, ended in info or never completed) is linearizable, as Jepsen's checkers and "
+        "Porcupine have it; one with no client operation at all (an empty file, nemesis events "
+        "only) is linearizable with a warning that nothing was checked, or exit 2 with "
+        "--require-ops.\n\n"
         "Exit 0 linearizable (and every invariant holds), 1 not linearizable or an invariant "
         "broken, 2 bad input, 3 unknown (the time budget ran out). With several files, one line "
         "each and the worst exit code: 1, then 2, then 3, then 0.",
@@ -83,6 +88,12 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--lenient",
         action="store_true",
         help="skip operations the model does not know (and say how many) instead of refusing the file",
+    )
+    check.add_argument(
+        "--require-ops",
+        action="store_true",
+        help="a history with no client operation (an empty file, nemesis events only) is an error "
+        "(exit 2) instead of a pass with a warning",
     )
     check.add_argument("--format", choices=FORMATS, help="the files' format (default: guessed per file)")
     add_ci_options(check, "the verdict of every file", bare_json=True)
@@ -125,6 +136,7 @@ class FileResult:
     lenient_skipped: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     seconds: float = 0.0
+    warning: str | None = None
 
     def verdict_word(self) -> str:
         """linearizable, not-linearizable, invariant-broken (the search passed, or was skipped, and
@@ -154,7 +166,7 @@ class FileResult:
         if self.violations:
             parts.append(f"{len(self.violations)} invariant violation(s), first: {self.violations[0]}")
         if self.lenient_skipped:
-            parts.append(f"--lenient skipped {_counted(self.lenient_skipped)}")
+            parts.append(f"--lenient skipped {counted(self.lenient_skipped)}")
         return f"{self.path}: " + "; ".join(parts)
 
     def to_json(self, model: str) -> dict[str, Any]:
@@ -169,6 +181,8 @@ class FileResult:
         }
         if self.lenient_skipped:
             doc["lenient_skipped"] = self.lenient_skipped
+        if self.warning is not None:
+            doc["warning"] = self.warning
         if self.error is not None:
             doc["error"] = self.error
         return doc
@@ -186,7 +200,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         try:
             result = check_file(path, args)
         except HistoryError as exc:
-            result = FileResult(path, BAD_INPUT, error=_named(path, str(exc)))
+            result = FileResult(path, BAD_INPUT, error=named(path, str(exc)))
             result.seconds = time.perf_counter() - began
             if len(files) == 1:  # one file: the CLI prints the error and exits 2; --json says so too
                 _write_outputs([*results, result], args, json_to)
@@ -195,6 +209,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 raise
         result.seconds = time.perf_counter() - began
         results.append(result)
+        if result.warning is not None:
+            err.print(f"[yellow]warning: {escape(result.warning)}[/]", soft_wrap=True)
         if len(files) > 1:
             style = {0: "green", 1: "bold red", 2: "red", 3: "yellow"}[result.code]
             out.print(f"[{style}]{escape(result.line())}[/]", soft_wrap=True)
@@ -276,57 +292,25 @@ def _write_ci(results: list[FileResult], args: argparse.Namespace) -> None:
 
 def check_file(path: Path, args: argparse.Namespace) -> FileResult:
     """Read, pair and check one file; HistoryError for bad input (the message names the file)."""
-    records = read_history(path, args.format)
-    try:
-        paired = pair(records)
-    except HistoryError as exc:
-        raise HistoryError(_named(path, str(exc))) from None
-    entry = HISTORY_MODELS[args.model]
-    unknown = entry.unknown_operations(paired.calls)
-    calls: list[Call] = paired.calls
-    if unknown and not args.lenient:
-        raise HistoryError(
-            f"{path}: the {entry.name} model does not know the operation(s) {_counted(unknown)}; it "
-            f"accepts {', '.join(entry.operations)}. Rename them, choose another --model, or pass "
-            "--lenient to skip them"
-        )
-    if unknown:
-        calls = [c for c in calls if c.f in entry.operations]
-    if not calls:
-        raise HistoryError(
-            f"{path}: nothing to check: none of its {len(paired.calls)} operation(s) is one the "
-            f"{entry.name} model accepts ({', '.join(entry.operations)})"
-        )
-    if args.ttl_ms is not None and not all(r.time is not None for r in records if r.process != NEMESIS):
-        raise HistoryError(
-            f"{path}: --ttl-ms compares lease lengths with the records' times, and its records have "
-            "none: give every record a time in nanoseconds, or leave --ttl-ms out"
-        )
-    check: HistoryCheck = entry.build(
-        calls, Options(lease_expiry=args.lease_expiry, ttl_ms=args.ttl_ms, may_refuse=args.may_refuse)
+    checked = history.check_file(
+        path,
+        args.model,
+        fmt=args.format,
+        timeout=args.search_seconds,
+        lenient=args.lenient,
+        all_partitions=args.all_partitions,
+        linear_only=args.linear_only,
+        require_ops=args.require_ops,
+        options=Options(lease_expiry=args.lease_expiry, ttl_ms=args.ttl_ms, may_refuse=args.may_refuse),
     )
-    if args.linear_only and not check.invariants:
-        raise HistoryError(
-            f"--linear-only runs only the invariants, and the {entry.name} model has none: "
-            "leave --linear-only out"
-        )
-    try:
-        verdict, violations = check.run(
-            calls,
-            nemesis=paired.nemesis,
-            timeout=args.search_seconds,
-            all_partitions=args.all_partitions,
-            search=not args.linear_only,
-        )
-    except HistoryError as exc:
-        raise HistoryError(_named(path, str(exc))) from None
     return FileResult(
         path,
-        exit_code(verdict, violations),
-        verdict,
-        violations,
-        check.invariant_names,
-        lenient_skipped=unknown,
+        checked.exit_code,
+        checked.verdict,
+        checked.violations,
+        checked.invariants,
+        lenient_skipped=checked.lenient_skipped,
+        warning=checked.warning,
     )
 
 
@@ -341,7 +325,7 @@ def _report_one(result: FileResult, args: argparse.Namespace, out: Console, err:
             write_timeline(verdict, args.html, title=f"{result.path.name} · {args.model}")
     if result.lenient_skipped:
         out.print(
-            f"[yellow]--lenient: skipped {escape(_counted(result.lenient_skipped))}, "
+            f"[yellow]--lenient: skipped {escape(counted(result.lenient_skipped))}, "
             f"operations the {escape(args.model)} model does not know[/]",
             soft_wrap=True,
         )
@@ -363,11 +347,3 @@ def _report_one(result: FileResult, args: argparse.Namespace, out: Console, err:
         out.print(f"invariants hold: {names}")
     if args.html and verdict is not None:
         out.print(f"timeline: {escape(str(args.html))}")
-
-
-def _counted(names: dict[str, int]) -> str:
-    return ", ".join(f"{name!r} ×{n}" for name, n in sorted(names.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-def _named(path: Path, message: str) -> str:
-    return message if str(path) in message else f"{path}: {message}"

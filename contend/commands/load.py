@@ -15,7 +15,7 @@ from rich.table import Table
 from contend import exitcodes
 from contend.ci.document import document
 from contend.ci.summary import append_summary
-from contend.commands.arguments import HelpFormatter, add_renamed, positive_float, positive_int
+from contend.commands.arguments import HelpFormatter, add_renamed, positive_float, positive_int, positive_ints
 from contend.commands.families import family_name
 from contend.commands.names import COMMANDS
 from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
@@ -24,16 +24,9 @@ from contend.exitcodes import ExitCode
 from contend.load import sweep as sw
 from contend.load.workloads import USER_WORKLOADS, WORKLOADS
 from contend.report.data import SweepData, load_sweep, process_comparison_table
-from contend.servers.keyspace import new_run_id
+from contend.servers.keyspace import Namespace, new_run_id
 from contend.servers.target import open_target
-
-
-def int_list(text: str) -> list[int]:
-    """argparse type: whole numbers > 0, separated by commas."""
-    values = []
-    for part in text.split(","):
-        values.append(positive_int(part.strip()))
-    return values
+from contend.subject.probe import try_once
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -77,13 +70,13 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--kind",
         type=family_name,
         metavar="FAMILY",
-        help="the protocol --impl follows: lock (counter and transfer workloads) or registry "
-        "(registry workload); default registry, as contend check",
+        help="the protocol --impl follows, needed with --impl: lock (counter and transfer workloads) "
+        "or registry (registry workload)",
     )
-    parser.add_argument("--users", type=int_list, metavar="N,N,...", help="concurrent users per point")
+    parser.add_argument("--users", type=positive_ints, metavar="N,N,...", help="concurrent users per point")
     parser.add_argument(
         "--hot-keys",
-        type=int_list,
+        type=positive_ints,
         metavar="N,N,...",
         help="distinct keys fought over (1: maximal contention)",
     )
@@ -152,7 +145,10 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         raise sw.SweepError(f"{dest} already holds a sweep; pick another --out")
     points = plan.points()
     with open_target(args.redis_url, args.redis_server) as target:
-        namespace = target.namespace(args.namespace or f"contend:{new_run_id()}").prefix
+        space = target.namespace(args.namespace or f"contend:{new_run_id()}")
+        namespace = space.prefix
+        if plan.impl:  # code that cannot take one step would be measured doing nothing
+            _try_user_impl(plan, space)
         procs = ",".join(map(str, plan.processes))
         out.print(
             escape(
@@ -212,6 +208,19 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         ),
     )
     return code
+
+
+def _try_user_impl(plan: sw.Plan, space: Namespace) -> None:
+    """One object of the user's implementation, built and (a lock) acquired once on the server;
+    ContendError (exit 2) when that cannot work. What it wrote goes with the namespace."""
+    from contend.load.workloads import user_impl
+
+    impl = user_impl(plan.impl, plan.kind)
+    where = space.child("probe") if impl.kind == "registry" else space.key("probe")
+    try:
+        try_once(impl.factory, impl.kind, impl.spec, space.client, where)
+    finally:
+        space.cleanup()
 
 
 def summary_table(result: sw.Sweep) -> Table:

@@ -7,13 +7,15 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterable
+from decimal import Decimal
+from fractions import Fraction
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import fastjsonschema
 
-from contend.history.edn import EdnReader
+from contend.history.edn import Tagged, edn_text, first_value_end, read_one, read_values
 from contend.history.records import FORMATS, TYPES, HistoryError, Record, make_record, show
 
 # --------------------------------------------------------------------------- reading
@@ -32,24 +34,33 @@ def read_history(path: str | Path, fmt: str | None = None) -> list[Record]:
 
 
 def guess_format(name: str, text: str) -> str:
-    """jsonl, edn or log, from the file name's suffix, else from the first non-blank line."""
+    """jsonl, edn or log, from the file name's suffix, else from the first line that is neither
+    blank nor an EDN comment (a blank file is an empty history in any format)."""
     lower = name.lower()
     for suffix, fmt in ((".jsonl", "jsonl"), (".ndjson", "jsonl"), (".json", "jsonl"), (".edn", "edn")):
         if lower.endswith(suffix):
             return fmt
+    edn_comment = False
     for line in text.splitlines():
         s = line.strip()
         if not s:
             continue
         if "jepsen.util" in s:
             return "log"
-        if s.startswith("{:") or s.startswith("[") or s.startswith("#"):
+        if s.startswith(";"):
+            edn_comment = True
+            continue
+        if re.match(r"\{\s*:|[\[(#]", s):
             return "edn"
         if s.startswith("{"):
             return "jsonl"
         break
     if lower.endswith(".log"):
         return "log"
+    if edn_comment:
+        return "edn"
+    if not text.strip():
+        return "jsonl"
     raise HistoryError(
         f"{name}: cannot tell the format: expected JSONL objects, EDN maps ({{:process 0, :type :invoke …}}) "
         "or jepsen.util log lines; pass the format explicitly"
@@ -103,7 +114,7 @@ def parse_jsonl(text: str, source: str = "<jsonl>") -> list[Record]:
         except fastjsonschema.JsonSchemaValueException as exc:
             raise HistoryError(f"{source}:{lineno}: {_schema_message(exc)}") from None
         records.append(make_record(obj, len(records), lineno, source))
-    return _finish(records, source)
+    return records
 
 
 #: The JSON Schema of one JSONL record (documented in docs/HISTORY.md).
@@ -136,20 +147,18 @@ def _schema_message(exc: fastjsonschema.JsonSchemaValueException) -> str:
 
 
 def parse_edn(text: str, source: str = "<edn>") -> list[Record]:
-    """EDN maps one per line (or a single vector of maps), as Jepsen writes histories."""
-    reader = EdnReader(text, source)
+    """EDN maps one after another (Jepsen's history.edn), or one vector or list of them."""
     records: list[Record] = []
-    for lineno, value in reader.top_level():
-        maps = value if isinstance(value, list) and reader.last_was_vector else [value]
-        for m in maps:
-            where = f"{source}:{lineno}"
-            if not isinstance(m, dict):
+    for lineno, m in read_values(text, source):
+        if type(m) is not dict:
+            if isinstance(m, Tagged) and isinstance(m.value, dict):
+                m = m.value  # a record literal, #some.Op{:process …}
+            else:
                 raise HistoryError(
-                    f"{where}: expected an EDN map {{:process …, :type …, :f …}}, got {show(m)}"
+                    f"{source}:{lineno}: expected an EDN map {{:process …, :type …, :f …}}, got {show(m)}"
                 )
-            fields = {_field_name(k): v for k, v in m.items()}
-            records.append(make_record(fields, len(records), lineno, source))
-    return _finish(records, source)
+        records.append(make_record(m, len(records), lineno, source))
+    return records
 
 
 _LOG_LINE = re.compile(r"jepsen\.util\s*[-:]\s+(\S+)[\t ]+(.*)$")
@@ -189,23 +198,23 @@ def parse_log(text: str, source: str = "<log>") -> list[Record]:
         if not f_text.startswith(":"):
             raise HistoryError(f"{where}: expected an operation name such as :read, got {f_text!r}")
         try:
-            value = EdnReader(value_text, where).single()
+            value = read_one(value_text, where)
         except HistoryError as exc:
             reason = str(exc).removeprefix(f"{where}: ")
             raise HistoryError(f"{where}: expected an EDN value, got {value_text!r} ({reason})") from None
         error = None
         if error_text:
             try:
-                error = EdnReader(error_text, where).single()
+                error = read_one(error_text, where)
             except HistoryError:
                 error = error_text
         fields = {"process": process, "type": kind_text[1:], "f": f_text[1:], "value": value, "error": error}
         records.append(make_record(fields, len(records), lineno, source))
-    if not records:
+    if not records and text.strip() and "jepsen.util" not in text:  # not a Jepsen log at all
         raise HistoryError(
             f"{source}: expected jepsen.util log lines such as `INFO  jepsen.util - 3\\t:invoke\\t:read\\tnil`, found none"
         )
-    return _finish(records, source)
+    return records
 
 
 def _space_columns(rest: str, where: str) -> list[str]:
@@ -214,26 +223,16 @@ def _space_columns(rest: str, where: str) -> list[str]:
     if len(head) < 3:
         return head
     try:
-        cut = EdnReader(head[2], where).first_value_end()
+        cut = first_value_end(head[2], where)
     except HistoryError as exc:
         reason = str(exc).removeprefix(f"{where}: ")
         raise HistoryError(f"{where}: expected an EDN value, got {head[2].strip()!r} ({reason})") from None
     return [head[0], head[1], head[2][:cut], head[2][cut:]]
 
 
-def _finish(records: list[Record], source: str) -> list[Record]:
-    if not records:
-        raise HistoryError(f"{source}: the history is empty")
-    return records
-
-
-def _field_name(k: Any) -> str:
-    return k if isinstance(k, str) else str(k)
-
-
 def _edn_scalar(text: str, where: str, expected: str) -> Any:
     try:
-        value = EdnReader(text, where).single()
+        value = read_one(text, where)
     except HistoryError:
         raise HistoryError(f"{where}: expected {expected}, got {text!r}") from None
     if isinstance(value, bool) or not isinstance(value, int | str):
@@ -245,8 +244,15 @@ def _edn_scalar(text: str, where: str, expected: str) -> Any:
 
 
 def dumps_jsonl(records: Iterable[Record]) -> str:
-    """The native format: one JSON object per line."""
-    return "".join(json.dumps(r.to_json(), separators=(",", ":")) + "\n" for r in records)
+    """The native format: one JSON object per line. Values JSON has no type for are written as
+    numbers (exact and big decimals, ratios) or as their EDN text (#inst, #uuid, tagged values)."""
+    return "".join(
+        json.dumps(r.to_json(), separators=(",", ":"), default=_json_default) + "\n" for r in records
+    )
+
+
+def _json_default(value: Any) -> Any:
+    return float(value) if isinstance(value, Decimal | Fraction) else edn_text(value)
 
 
 def write_jsonl(records: Iterable[Record], path: str | Path) -> None:

@@ -33,7 +33,7 @@ class Violation:
     calls: tuple[Call, ...]
 
     def __str__(self) -> str:
-        where = ", ".join(_line(c) for c in self.calls)
+        where = ", ".join(c.where() for c in self.calls)
         return f"{self.check}: {self.message}" + (f" [{where}]" if where else "")
 
     def to_json(self) -> dict[str, Any]:
@@ -350,11 +350,6 @@ def _prefix(points: Iterable[tuple[Any, int]]) -> tuple[list[Any], list[int]]:
 
 def _who(c: Call) -> str:
     return f"process {c.process}"
-
-
-def _line(c: Call) -> str:
-    r = c.invoke
-    return f"line {r.line}" if r.line is not None else f"record {r.index}"
 
 
 def registry_errors(calls: Sequence[Call]) -> list[Violation]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contend.exitcodes import ExitCode
-from contend.history.checker import Linearizability, Verdict, check_calls
+from contend.history.checker import NothingToCheck, check_calls
 from contend.history.invariants import (
     Invariant,
     Violation,
@@ -28,7 +28,8 @@ from contend.history.invariants import (
     registry_errors,
     registry_ids,
 )
-from contend.history.records import Call, Record
+from contend.history.records import Call, Record, took_no_effect
+from contend.history.verdict import Linearizability, Verdict
 from contend.models.base import Model, Op, partition_by_key
 from contend.models.cas_register import ALIASES as CAS_ALIASES
 from contend.models.cas_register import CasRegisterModel
@@ -93,15 +94,21 @@ class HistoryCheck:
         timeout: float | None = None,
         all_partitions: bool = False,
         search: bool = True,
+        require_effect: bool = True,
     ) -> tuple[Verdict | None, list[Violation]]:
         """(the linearizability verdict, or None without `search`; the invariants' violations).
 
         `timeout` is the budget of the whole search: a model with a successor
-        gets WHOLE_BUDGET of it at most, the last one what is left.
+        gets WHOLE_BUDGET of it at most, the last one what is left. A history
+        in which no operation took effect is linearizable (nothing constrains
+        it); `require_effect` refuses it instead (NothingToCheck), as a stress
+        run does: a run whose every operation failed tested nothing.
         """
         violations = [v for check in self.invariants for v in check(calls)]
         if not search:
             return None, violations
+        if require_effect and not any(c.status == "ok" for c in calls):
+            raise NothingToCheck(_nothing_took_effect(calls))
         started = time.perf_counter()
         verdict: Verdict | None = None
         for k, model in enumerate(self.models):
@@ -116,6 +123,15 @@ class HistoryCheck:
         if verdict is not None and timeout is not None:
             verdict.timeout = timeout
         return verdict, violations
+
+
+def _nothing_took_effect(calls: Sequence[Call]) -> str:
+    if not calls:
+        return "nothing to check: the history has no client operation (only nemesis events?)"
+    return (
+        f"nothing to check: none of the {len(calls)} operation(s) took effect ({took_no_effect(calls)}), "
+        "so no verdict can be reached"
+    )
 
 
 def exit_code(verdict: Verdict | None, violations: Sequence[Violation]) -> int:

@@ -92,6 +92,10 @@ class Call:
         """The model's view: f, input, observed output (UNKNOWN for info), key, process."""
         return Op(self.f, self.value, self.output, self.key, self.process)
 
+    def where(self) -> str:
+        """`line N` of its invocation in the file read, else `record N`."""
+        return _at(self.invoke)
+
     def describe(self) -> str:
         """`process f(key, value) → output`, as a person reads it."""
         arg = show(self.value)
@@ -152,8 +156,10 @@ def make_record(fields: dict[str, Any], index: int, line: int | None, source: st
 
 
 def _jsonable(v: Any) -> Any:
-    if isinstance(v, tuple | list | set | frozenset):
+    if isinstance(v, tuple | list):
         return [_jsonable(x) for x in v]
+    if isinstance(v, set | frozenset):  # JSON has no set: a list, in an order that does not vary
+        return sorted((_jsonable(x) for x in v), key=repr)
     if isinstance(v, dict):
         return {str(k): _jsonable(x) for k, x in v.items()}
     if v is UNKNOWN:
@@ -255,6 +261,22 @@ def pair(records: Sequence[Record]) -> Paired:
     return Paired(calls, nemesis, given)
 
 
+def outcomes(calls: Sequence[Call]) -> dict[str, int]:
+    """How the calls ended: ok (took effect), failed (did not), info (may have), pending (never
+    completed: may have, as Jepsen's and Porcupine's checkers read it)."""
+    counts = {"ok": 0, "failed": 0, "info": 0, "pending": 0}
+    for c in calls:
+        counts["failed" if c.status == "fail" else "pending" if c.completion is None else c.status] += 1
+    return counts
+
+
+def took_no_effect(calls: Sequence[Call]) -> str:
+    """`1 pending, 6 failed`: how the calls that did not surely take effect ended."""
+    counts = outcomes(calls)
+    names = {"pending": "pending", "info": "ended in info", "failed": "failed"}
+    return ", ".join(f"{counts[k]} {name}" for k, name in names.items() if counts[k])
+
+
 def _timed(records: Sequence[Record]) -> bool:
     """Do the client records carry times? All or none of them must (HistoryError otherwise)."""
     with_time = without = None
@@ -288,4 +310,6 @@ def show(v: Any, limit: int = 40) -> str:
     text = repr(v) if not isinstance(v, str) else v
     if isinstance(v, list | tuple):
         text = "[" + " ".join(show(x, limit) for x in v) + "]"
+    elif isinstance(v, set | frozenset):
+        text = "#{" + " ".join(sorted(show(x, limit) for x in v)) + "}"
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -15,8 +15,8 @@ import html
 from pathlib import Path
 from typing import Any
 
-from contend.history.checker import Linearizability, PartitionResult, Verdict
 from contend.history.records import Call, Record, show
+from contend.history.verdict import Linearizability, PartitionResult, Verdict
 
 LANE = 24
 BAR = 16

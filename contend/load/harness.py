@@ -130,7 +130,7 @@ def _add_options(parser: Any) -> None:
         "--kind",
         default="",
         env_var="CONTEND_KIND",
-        help="the protocol --impl follows: lock or registry (default registry, as contend check)",
+        help="the protocol --impl follows, needed with --impl: lock or registry",
     )
     parser.add_argument(
         "--hot-keys",
@@ -184,14 +184,6 @@ def _workload_names(environment: Environment | None = None) -> list[str]:
     return sorted({c.workload for c in classes if isinstance(c, type) and issubclass(c, ContendUser)})
 
 
-def _whole(value: Any, option: str, hint: str) -> int:
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise wl.LoadInputError(f"{option} must be a whole number > 0, got {value!r}{hint}") from None
-    return wl.check_positive(number, option, hint)
-
-
 def parsed_options(environment: Environment) -> Any:
     """Locust's parsed command line (the harness only runs where Locust parsed one)."""
     if environment.parsed_options is None:
@@ -220,8 +212,8 @@ def resolve(environment: Environment, workloads: tuple[str, ...] = ()) -> Settin
         raise wl.LoadInputError(
             f"--strategy {strategy!r} is unknown to the {', '.join(missing)} workload ({known}){hint}"
         )
-    hot_keys = _whole(options.hot_keys, "--hot-keys", " (1 is maximal contention)")
-    ttl_ms = _whole(options.ttl_ms, "--ttl-ms", " (the lease of lock strategies, in ms)")
+    hot_keys = wl.check_positive(options.hot_keys, "--hot-keys", " (1 is maximal contention)")
+    ttl_ms = wl.check_positive(options.ttl_ms, "--ttl-ms", " (the lease of lock strategies, in ms)")
     given: str = options.namespace
     old: str = getattr(options, "key_namespace", None) or ""
     if not given and old:
@@ -257,7 +249,11 @@ def _user_impl(options: Any, strategy: str, names: list[str]) -> wl.UserImpl | N
         raise wl.LoadInputError(
             f"--impl {spec} and --strategy {strategy}: choose one (--impl runs your implementation as the strategy)"
         )
-    impl = wl.user_impl(spec, kind or "registry")
+    if not kind:
+        raise wl.LoadInputError(
+            f"--impl {spec} needs --kind: the protocol it follows (lock or registry: what contend load runs)"
+        )
+    impl = wl.user_impl(spec, kind)
     wrong = [n for n in names if n not in impl.workloads]
     if wrong:
         files = ",".join(f"loadtests/{n}.py" for n in impl.workloads)

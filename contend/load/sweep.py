@@ -46,6 +46,7 @@ from contend.load.cpu import CpuSampler
 from contend.load.workloads import LoadInputError, check_positive, user_impl, user_strategy, workload
 from contend.servers.keyspace import Namespace
 from contend.servers.target import Target
+from contend.values import whole_list
 
 SWEEP_FILE = "sweep.json"
 RAW_DIR = "raw"
@@ -175,7 +176,7 @@ def make_plan(
 ) -> Plan:
     """The quick (or --full) sweep with any of its parts replaced; LoadInputError on bad input.
 
-    With `impl` the user's implementation (of `kind`, default registry) is the only strategy, in
+    With `impl` the user's implementation (of `kind`, which it needs) is the only strategy, in
     every workload its kind runs in unless `workloads` narrows them."""
     defaults = FULL_WORKLOADS if full else QUICK_WORKLOADS
     chosen = list(dict.fromkeys(workloads)) if workloads else list(FULL_WORKLOADS if full else QUICK_DEFAULT)
@@ -191,7 +192,11 @@ def make_plan(
                 f"--impl {impl} and --strategy {', '.join(strategies)}: choose one "
                 "(--impl runs your implementation as the strategy)"
             )
-        user = user_impl(impl, kind or "registry")
+        if not kind:
+            raise LoadInputError(
+                f"--impl {impl} needs --kind: the protocol it follows (lock or registry: what contend load runs)"
+            )
+        user = user_impl(impl, kind)
         family = user.kind
         for name in chosen if workloads else user.workloads:
             workload(name).accept(user)
@@ -243,19 +248,7 @@ def make_plan(
 
 def parse_counts(text: str, option: str) -> list[int]:
     """Whole numbers > 0 separated by commas ("1,2,4"); LoadInputError names the option otherwise."""
-    parts = [part.strip() for part in str(text).split(",")]
-    if not any(parts):
-        raise LoadInputError(f"{option} needs whole numbers > 0 separated by commas, e.g. 1,2,4; got nothing")
-    values = []
-    for part in parts:
-        try:
-            value = int(part)
-        except ValueError:
-            raise LoadInputError(
-                f"{option} needs whole numbers > 0 separated by commas, e.g. 1,2,4; got {text!r}"
-            ) from None
-        values.append(check_positive(value, option))
-    return values
+    return whole_list(text, option, error=LoadInputError)
 
 
 def path_part(name: str) -> str:

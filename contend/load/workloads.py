@@ -49,6 +49,7 @@ from contend.load.instrument import CURRENT_STEP, LockTimer, TimedTokenLock
 from contend.load.metrics import OperationMetrics, Tally
 from contend.subject.loader import load_factory
 from contend.subject.protocols import check_factory_signature
+from contend.values import positive_whole
 
 #: Environment variable that adds known-bad strategies (for tests that show a broken run fails).
 KNOWN_BAD_ENV = "CONTEND_LOAD_KNOWN_BAD"
@@ -766,7 +767,5 @@ def workload(name: str) -> LoadWorkload:
 
 
 def check_positive(value: Any, option: str, hint: str = "") -> int:
-    """A whole number > 0, or LoadInputError naming the option."""
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise LoadInputError(f"{option} must be a whole number > 0, got {value!r}{hint}")
-    return value
+    """A whole number > 0 (an int, or text of one), or LoadInputError naming the option."""
+    return positive_whole(value, option, hint, error=LoadInputError)

@@ -6,6 +6,11 @@ Rules common to all families:
   time. For each, Hypothesis draws an index into the runnable clients, 0
   meaning "keep the current one", so failing examples shrink towards fewer
   context switches.
+  One advance in LOSE_ONE_IN also loses the reply of its first round trip: the server
+  runs it, then the connection drops (or the client times out) before the reply arrives,
+  and the client's own retry settings decide whether it is sent again. An operation that
+  raises after such a loss is indeterminate, as Jepsen's `info`: it may or may not have
+  taken effect, and no property blames it for failing.
 * `crash` - a client abandons its operation mid-way (between two round trips);
   it never sends again and its connection is closed.
 TTLs also follow the virtual clock: when it jumps (every client asleep in a
@@ -42,19 +47,24 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 from contend.errors import Abandoned
 from contend.impl.catalog import CLUSTER_SLOTS, PROGRESS
 from contend.schedule import DrawChooser, Scheduler, Status
+from contend.schedule.gating import LostReply
 from contend.schedule.scheduler import schedule_expression
 from contend.servers.keyspace import Namespace, cluster_masters, new_run_id, placed_prefix
 from contend.servers.slot_refusals import refusals_count, refusals_since
 from contend.servers.tap import foreign_round_trip
 from contend.servers.target import Target
 
-#: Connected clients left by finished examples, per server URL: an example takes
-#: them instead of connecting anew (a connect costs more than a whole step).
-_idle_connections: dict[str, list[redis.Redis]] = {}
+#: Connected clients left by finished examples, per server URL and client settings: an example
+#: takes them instead of connecting anew (a connect costs more than a whole step).
+_idle_connections: dict[tuple[str, int], list[redis.Redis]] = {}
+
+
+def _pool_key(target: Target) -> tuple[str, int]:
+    return target.url, target.client_retries
 
 
 def _take_connection(target: Target) -> redis.Redis:
-    idle = _idle_connections.setdefault(target.url, [])
+    idle = _idle_connections.setdefault(_pool_key(target), [])
     if idle:
         return idle.pop()
     conn = target.client()
@@ -111,6 +121,12 @@ class _SyncView:
             loop.close()
 
 
+#: One advance in this many loses the reply of its first round trip (rare: a lost reply turns the
+#: operation it hits into an indeterminate one, which hides the races other properties need).
+LOSE_ONE_IN = 16
+LOSE_REPLY = st.sampled_from([None] * (LOSE_ONE_IN - 2) + [LostReply.CONNECTION, LostReply.TIMEOUT])
+
+
 class PropertyViolated(AssertionError):
     """A family property broke: `property` is its catalog name, `detail` the evidence."""
 
@@ -136,6 +152,8 @@ class ScheduledMachine(RuleBasedStateMachine):
     #: Whether the implementation is async (its methods are coroutines on redis.asyncio clients):
     #: each client then gets a redis.asyncio.Redis, used only on that client's own event loop.
     asynchronous = False
+    #: Whether `advance` may lose a round trip's reply (LOSE_ONE_IN).
+    lose_replies = True
 
     def __init__(
         self, target: Target, *, abandoned: threading.Event | None = None, namespace: str | None = None
@@ -171,6 +189,8 @@ class ScheduledMachine(RuleBasedStateMachine):
         self.failed = False
         #: What `fail` reported, if it did.
         self.violation: PropertyViolated | None = None
+        #: Clients whose operation in flight lost a reply (it is indeterminate if it raises).
+        self.lost_reply_in: set[int] = set()
         self._known_keys: set[str] = set()
         self._views: list[_SyncView] = []  # the harness's views of async code, closed at teardown
         self._key_prefix = self.ns.prefix + ":"
@@ -253,6 +273,7 @@ class ScheduledMachine(RuleBasedStateMachine):
         return [c.index for c in self.scheduler.clients if c.status in (Status.READY, Status.SLEEPING)]
 
     def start(self, index: int, operation: Callable[[], Any], label: str) -> None:
+        self.lost_reply_in.discard(index)
         self.in_flight[index] = label
         self.op_started[index] = self.scheduler.vclock
         self.op_waited[index] = self.scheduler.waited
@@ -286,6 +307,7 @@ class ScheduledMachine(RuleBasedStateMachine):
     def fail(self, prop: str, detail: str) -> None:
         """Report that property `prop` (a catalog name) broke, with `detail` as the evidence."""
         self.failed = True
+        detail += _resends(self.scheduler.trace)
         self.violation = PropertyViolated(prop, detail)
         self.trace_at_failure = len(self.scheduler.trace)
         if self.first_violation is not None and not self.first_violation:
@@ -294,10 +316,18 @@ class ScheduledMachine(RuleBasedStateMachine):
         note(f"schedule for ReplayChooser: {schedule_expression(self.scheduler.schedule)}")
         raise self.violation
 
+    def indeterminate(self, index: int) -> bool:
+        """Did client `index`'s operation that just ended lose a reply and raise? Then it may or may
+        not have taken effect (Jepsen's `info`): no property blames it for failing."""
+        outcome = self.scheduler.clients[index].outcome
+        return index in self.lost_reply_in and outcome.error is not None
+
     def _after_progress(self, index: int) -> None:
         if self.abandoned is not None and self.abandoned.is_set():
             raise Abandoned("the check was abandoned")
         last = self.scheduler.trace[-1] if self.scheduler.trace else None
+        if last is not None and last.lost and last.client == self.scheduler.clients[index].name:
+            self.lost_reply_in.add(index)
         if last is not None:
             for cmd in last.sent:
                 self._known_keys.update(arg for arg in cmd[1:] if self._key_prefix in arg)
@@ -367,15 +397,19 @@ class ScheduledMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.scheduler.runnable()))
     @rule(data=st.data(), steps=st.integers(1, 4))
     def advance(self, data: st.DataObject, steps: int) -> None:
-        """Up to `steps` round trips, each by a client Hypothesis picks (0: the current one)."""
+        """Up to `steps` round trips, each by a client Hypothesis picks (0: the current one); the
+        first may lose its reply (one advance in LOSE_ONE_IN)."""
         choose = DrawChooser(data)
+        lose = data.draw(LOSE_REPLY, label="reply lost") if self.lose_replies else None
         for _ in range(steps):
             ready = self.scheduler.runnable()
             if not ready:
                 return
             self.current = choose(self.current, ready)
             self.before_step(self.current)
-            self.scheduler.step(self.current)
+            client = self.scheduler.clients[self.current]
+            self.scheduler.step(self.current, lose=lose if client.status is Status.READY else None)
+            lose = None
             self._after_progress(self.current)
 
     @precondition(lambda self: self.crash_rule and bool(self.busy_clients()) and self.survivors() > 1)
@@ -407,7 +441,7 @@ class ScheduledMachine(RuleBasedStateMachine):
             self.ns.cleanup()
             for conn in [*self.connections, self.admin]:
                 if isinstance(conn, (redis.Redis, redis.cluster.RedisCluster)):  # not an async one
-                    _idle_connections.setdefault(self.target.url, []).append(conn)
+                    _idle_connections.setdefault(_pool_key(self.target), []).append(conn)
 
     def finish_all(self, max_steps: int = 5_000) -> None:
         """Run every client to the end of its operation, the current one first."""
@@ -435,6 +469,18 @@ def _drawn(count: int) -> int:
     except InvalidArgument:
         return 0
     return int(data.draw(st.integers(0, count - 1)))
+
+
+def _resends(trace: list[Any]) -> str:
+    """What the evidence says of round trips sent again after their reply was lost."""
+    resent = [step for step in trace if getattr(step, "resend_of", None) is not None]
+    if not resent:
+        return ""
+    which = "; ".join(f"#{s.resend_of} resent as #{s.index} by {s.resent_by}" for s in resent)
+    return (
+        f" [after a lost reply, a round trip the server had already run was sent again ({which}): "
+        "the violation may come from that resend]"
+    )
 
 
 def _reads_time(command: list[str]) -> bool:

@@ -1,6 +1,6 @@
 """How reliably and how fast the state machines catch each known-bad implementation.
 
-`python -m contend.hunt` runs every family's machine over every known-bad
+`python -m contend.machines.hunt` runs every family's machine over every known-bad
 implementation, synchronous and async (whose lock machines also cancel releases),
 with `--runs` different Hypothesis seeds and reports, per
 implementation: how many runs caught it, the median and worst time to the
@@ -87,7 +87,7 @@ def hunt(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m contend.hunt", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m contend.machines.hunt", description=__doc__)
     parser.add_argument("--runs", type=int, default=20, help="seeds per implementation (default 20)")
     parser.add_argument("--max-examples", type=int, default=2000, help="examples per run before giving up")
     parser.add_argument("--only", action="append", help="only this implementation (repeatable)")

@@ -44,6 +44,7 @@ virtual clock; for such locks the judgements that need a lease to run out
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from hypothesis import strategies as st
@@ -55,12 +56,14 @@ from contend.impl.catalog import (
     FENCING,
     FIFO,
     MUTUAL_EXCLUSION,
+    PROGRESS,
     SAFE_RELEASE,
+    STALE_GRANT,
 )
 from contend.machines.base import ScheduledMachine
 from contend.schedule.scheduler import Status, TraceEntry
 from contend.servers.target import Target
-from contend.subject.protocols import granted, takes_clock
+from contend.subject.protocols import granted, takes_clock, ttl_resolution
 
 TTL_MS = 10_000
 #: Stalls and pauses are drawn rarely (one draw in this many): a stall ends the very leases whose
@@ -70,6 +73,12 @@ _RARELY = 6
 #: visibly raises its TTL.
 EXTEND_MS = 2 * TTL_MS
 ACQUIRE_TIMEOUT = 0.2  # virtual seconds a blocking acquire keeps retrying
+#: How long past its timeout a blocking acquire may go on waiting (its own waiting: stalls and
+#: pauses the harness imposes do not count): one retry interval, taken as the shortest gap between
+#: two of its attempts, but at least DEADLINE_SLACK_MIN (or the lock's TTL step) and, for a lock
+#: that waits out a lease in one sleep, at most DEADLINE_SLACK_MAX.
+DEADLINE_SLACK_MIN = 0.5
+DEADLINE_SLACK_MAX = 2.0
 
 
 class LockMachine(ScheduledMachine):
@@ -100,6 +109,7 @@ class LockMachine(ScheduledMachine):
         self.tokens: list[int] = []
         self.crashed_holders: set[int] = set()
         self.crashed_at: dict[int, float] = {}  # crashed holder -> jumped time of its crash
+        self.lost_acquires: set[int] = set()  # acquires that lost a reply and raised (counted as crashed)
         self.skew_total = 0.0  # every clock jump so far, added up
         self.skews = 0  # clock jumps so far
         self.skews_at_start: dict[int, int] = {}  # client → clock jumps before its acquire began
@@ -112,6 +122,11 @@ class LockMachine(ScheduledMachine):
         self.ttls_before: tuple[int, dict[str, int]] | None = None  # a stale extend's step: PTTLs before
         self.asked: dict[int, int] = {}  # acquiring client -> trace position of its place in line
         self.last_stall = -1  # trace position of the last stall (places may have expired in it)
+        self.stall_log: list[tuple[int, float]] = []  # each stall: (trace position, virtual time after it)
+        self.acquire_began: dict[int, int] = {}  # acquiring client -> trace position its acquire began
+        self.pause_in_acquire: dict[int, int] = {}  # client -> round trips into its acquire, then a stall
+        # acquiring client -> (jumped - waited) when it began: the harness's pauses and stalls so far
+        self.imposed_at_start: dict[int, float] = {}
         self._scanned = 0  # trace entries looked at for first round trips
         super().__init__(target, **kwargs)
 
@@ -157,15 +172,23 @@ class LockMachine(ScheduledMachine):
         stall_inside=st.sampled_from([None] * (_RARELY - 1) + [1, 2]),
         crash_after=st.one_of(st.none(), st.integers(1, 4)),
         extend=st.booleans(),
+        pause_in_acquire=st.sampled_from([None] * (_RARELY - 1) + [1, 2]),
     )
     def acquire(
-        self, client: int, stall: bool, stall_inside: int | None, crash_after: int | None, extend: bool
+        self,
+        client: int,
+        stall: bool,
+        stall_inside: int | None,
+        crash_after: int | None,
+        extend: bool,
+        pause_in_acquire: int | None = None,
     ) -> None:
         """A client takes the lock; once it has it, it extends (if drawn and the lock can) and
         releases it. With `stall`, the holder pauses longer than its TTL right after acquiring
         (a GC pause); with `stall_inside`, after that many round trips of its extend and release
-        (between two round trips of one operation). With `crash_after`, the client dies after
-        that many round trips of acquire, extend and release."""
+        (between two round trips of one operation); with `pause_in_acquire`, after that many
+        round trips of its acquire. With `crash_after`, the client dies after that many round
+        trips of acquire, extend and release."""
         idle = self.idle_workers()
         index = idle[client % len(idle)]  # drawn apart from the state, so examples shrink well
         if stall:
@@ -176,8 +199,12 @@ class LockMachine(ScheduledMachine):
             self.extends.add(index)
         if crash_after is not None:
             self.crash_plan[index] = len(self.scheduler.trace), crash_after
+        if pause_in_acquire is not None and not self.reads_server_clock:
+            self.pause_in_acquire[index] = pause_in_acquire
         lock = self.locks[index]
         self.started_at[index] = self.scheduler.vclock
+        self.acquire_began[index] = len(self.scheduler.trace)
+        self.imposed_at_start[index] = self.scheduler.jumped - self.scheduler.waited
         self.skews_at_start[index] = self.skews
         self.asked.pop(index, None)
         self.start(index, lambda: lock.acquire(blocking=True, timeout=ACQUIRE_TIMEOUT), "acquire()")
@@ -229,6 +256,16 @@ class LockMachine(ScheduledMachine):
             if made >= wanted:
                 del self.stall_inside[index]
                 self.stall()
+        for index, wanted in list(self.pause_in_acquire.items()):
+            since = self.acquire_began.get(index)
+            name = self.scheduler.clients[index].name
+            if since is None or name != stepped or not self.in_flight.get(index, "").startswith("acquire"):
+                continue
+            made = sum(1 for step in self.scheduler.trace[since:] if step.client == name and step.sent)
+            if made >= wanted:
+                del self.pause_in_acquire[index]
+                self.stall()
+        self.check_deadlines()
         for index, (since, round_trips) in list(self.crash_plan.items()):
             name = self.scheduler.clients[index].name
             if name != stepped:
@@ -264,6 +301,56 @@ class LockMachine(ScheduledMachine):
             return
         self.last_stall = len(self.scheduler.trace)
         self.scheduler.advance(self.ttl + 0.001, note=f"a stall longer than the {self.ttl:g} s TTL")
+        self.stall_log.append((self.last_stall, self.scheduler.vclock))
+
+    def stalls_since(self, position: int) -> list[tuple[int, float]]:
+        """The stalls that came after trace position `position`: (position, virtual time after)."""
+        return [(at, after) for at, after in self.stall_log if at >= position]
+
+    # Deadlines ---------------------------------------------------------------------------
+    def deadline_slack(self, index: int) -> float:
+        """One retry interval of client `index`'s acquire: the shortest gap between two of its
+        round trips, within [DEADLINE_SLACK_MIN (or the TTL step), DEADLINE_SLACK_MAX]."""
+        name = self.scheduler.clients[index].name
+        since = self.acquire_began.get(index, len(self.scheduler.trace))
+        times = [step.vtime for step in self.scheduler.trace[since:] if step.client == name and step.sent]
+        gaps = [b - a for a, b in itertools.pairwise(times) if b > a]
+        floor = max(DEADLINE_SLACK_MIN, ttl_resolution(type(self).factory) / 1000)
+        return max(floor, min(min(gaps, default=floor), DEADLINE_SLACK_MAX))
+
+    def past_deadline(self, index: int) -> float:
+        """How long client `index`'s acquire has waited past its timeout, counting its own time
+        only (the harness's pauses and stalls are not its doing)."""
+        imposed = (self.scheduler.jumped - self.scheduler.waited) - self.imposed_at_start.get(index, 0.0)
+        own = self.scheduler.vclock - self.started_at.get(index, self.scheduler.vclock) - imposed
+        return own - ACQUIRE_TIMEOUT
+
+    def check_deadlines(self, finished: int | None = None) -> None:
+        """progress: a blocking acquire(timeout=t) returns within t plus one retry interval while
+        the lock stays held by another client (a dead holder's lease included)."""
+        if PROGRESS not in self.judged:
+            return
+        waiting = [
+            i for i, label in self.in_flight.items() if label.startswith("acquire") and i != self.probe
+        ]
+        for index in [*waiting, *([finished] if finished is not None else [])]:
+            late = self.past_deadline(index)
+            slack = self.deadline_slack(index)
+            if late <= slack:
+                continue
+            held = sorted(
+                (self.valid_holders() | {c for c in self.crashed_holders if self.may_hold(c)}) - {index}
+            )
+            if not held:
+                continue
+            names = [c.name for c in self.scheduler.clients]
+            when = "returned" if index == finished else "was still waiting"
+            self.fail(
+                PROGRESS,
+                f"{names[index]}'s acquire(timeout={ACQUIRE_TIMEOUT:g}) {when} {late:.3f} s of virtual time "
+                f"past its timeout while {', '.join(names[h] for h in held)} held the lock: a blocking "
+                f"acquire must return within its timeout plus one retry interval (here {slack:g} s)",
+            )
 
     def crashed(self, index: int) -> None:
         # Mid-acquire (it may have half-taken the lock) or holding: either way its
@@ -289,10 +376,19 @@ class LockMachine(ScheduledMachine):
         if client.operation.startswith("acquire"):
             # An exception from acquire is a refusal (the protocol says acquire returns a
             # bool, and what happened instead is judged by its effect on the others).
+            if self.indeterminate(index):
+                # It lost a reply and raised: it may hold a lease it does not know of, as after a
+                # crash, and that lease must end with its TTL (crash liveness, at the end).
+                self.lost_acquires.add(index)
+                self.crashed(index)
+                return
+            self.check_deadlines(finished=index)
+            self.pause_in_acquire.pop(index, None)
             if outcome.error is None and granted(outcome.value):
                 if FIFO in self.claims:
                     self.check_order(index)
                 self.acquired(index, outcome.value)
+                self.check_stale_grant(index, "acquire()", self.acquire_began.get(index, 0))
                 if index in self.stalls:
                     self.stalls.discard(index)
                     self.stall()
@@ -306,7 +402,14 @@ class LockMachine(ScheduledMachine):
                 else:
                     self.start(index, self.locks[index].release, "release()")
         elif client.operation.startswith("extend"):
-            self.extended(index, outcome.value if outcome.error is None else None)
+            value = outcome.value if outcome.error is None else None
+            began = self.giving_back.get(index, len(self.scheduler.trace))
+            stale_extend = (
+                bool(self.stalls_since(began)) and value is not None and value is not False and bool(value)
+            )
+            self.extended(index, value)
+            if stale_extend and not self.failed:
+                self.check_stale_grant(index, f"extend({EXTEND_MS})", began)
             if self.scheduler.clients[index].status is Status.IDLE:
                 self.start(index, self.locks[index].release, "release()")
         elif client.operation.startswith("release"):
@@ -354,7 +457,11 @@ class LockMachine(ScheduledMachine):
                 f"{name} acquired while {held} held valid lease(s) "
                 f"(limit {self.limit}, TTL {self.ttl:g} s, virtual time {self.scheduler.vclock:.3f} s{why})",
             )
-        self.holding[index] = self.started_at[index] + self.ttl
+        inside = self.stalls_since(self.acquire_began.get(index, len(self.scheduler.trace)))
+        # A lease taken before a stall inside the acquire had run out: one it reports must have
+        # been (re)written after the last such stall (check_stale_grant asks the server).
+        begun = max([self.started_at[index], *(after for _, after in inside)])
+        self.holding[index] = begun + self.ttl
         self.written_at[index] = self.scheduler.jumped
         self.lease_len[index] = self.ttl
         self.letting_go.discard(index)
@@ -368,6 +475,35 @@ class LockMachine(ScheduledMachine):
                     FENCING, f"{name} got token {token}, not above {max(self.tokens)} granted before{why}"
                 )
             self.tokens.append(token)
+
+    def check_stale_grant(self, index: int, what: str, began: int) -> None:
+        """stale-grant: client `index`'s `what`, which began at trace position `began`, reported
+        success after a stall longer than the TTL between its round trips: the lease it reports
+        must be there, so a third client cannot take the lock right after."""
+        inside = self.stalls_since(began)
+        if not inside or STALE_GRANT not in self.judged or self.limit != 1 or self.reads_server_clock:
+            return
+        if self.valid_holders() - {index} or any(
+            label.startswith("acquire") for c, label in self.in_flight.items() if c != index
+        ):
+            return  # another holder (mutual exclusion judges that) or acquirer: the probe would say nothing
+        if self.scheduler.clients[index].status is not Status.IDLE:
+            return  # it died meanwhile (a planned crash)
+        if self.probe_acquires():
+            names = [c.name for c in self.scheduler.clients]
+            at, after = inside[-1]
+            self.fail(
+                STALE_GRANT,
+                f"{names[index]}'s {what} returned success at virtual time {self.scheduler.vclock:.3f} s, "
+                f"after a stall of {self.ttl + 0.001:g} s (longer than the {self.ttl:g} s TTL) between its "
+                f"round trips (step #{at}, ending at {after:.3f} s), and the lease it reports was not "
+                "there: a third client took the lock right after",
+            )
+
+    @property
+    def judged(self) -> frozenset[str]:
+        """The properties judged: the claims, and progress for every lock."""
+        return self.claims | {PROGRESS}
 
     def extended(self, index: int, value: Any) -> None:
         """An extend returned `value` (None if it raised). True from a holder whose lease was
@@ -497,9 +633,14 @@ class LockMachine(ScheduledMachine):
             self.longest_lease + self.skew_total + 0.001, note="the crashed holder's TTL passes"
         )
         if not self.probe_acquires():
+            what = (
+                "an acquire lost its reply and raised"
+                if self.crashed_holders <= self.lost_acquires
+                else "a holder crashed"
+            )
             self.fail(
                 CRASH_LIVENESS,
-                f"a holder crashed; after its {self.longest_lease:g} s TTL the lock still cannot be taken "
+                f"{what}; after its {self.longest_lease:g} s TTL the lock still cannot be taken "
                 f"(left behind under {self.key})",
             )
 

@@ -4,7 +4,8 @@ Every client asks about names other clients registered, before and after
 they did, so a cache that remembers "not found" is caught. Properties, each
 checked when an operation completes:
 
-* no-spurious-errors: registering or looking up never raises;
+* no-spurious-errors: registering or looking up never raises (but for an operation that
+  lost a reply: it may raise, and may or may not have registered);
 * stable-ids: every registration of a name returns the same id, a lookup
   returns it too, and a lookup that starts after a registration of the name
   completed does not answer None;
@@ -72,9 +73,11 @@ class RegistryMachine(ScheduledMachine):
         label, outcome = client.operation, client.outcome
         if not label.startswith(("register(", "lookup(", "reverse(")):
             return  # the harness's own step (an async client's loop finishing its background tasks)
-        if self.asynchronous and isinstance(outcome.error, asyncio.CancelledError):
-            # Cancelled (contend.machines.cancelling): like a crash, its effect is unknown; what
-            # it left is judged when nothing is in flight (ids 1..n, tables that agree).
+        cancelled = self.asynchronous and isinstance(outcome.error, asyncio.CancelledError)
+        if cancelled or self.indeterminate(index):
+            # Cancelled (contend.machines.cancelling), or it raised after a reply was lost: like a
+            # crash, its effect is unknown; what it left is judged when nothing is in flight (ids
+            # 1..n, tables that agree).
             self.started_step.pop(index, None)
             return
         if outcome.error is not None:

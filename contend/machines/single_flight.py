@@ -7,8 +7,9 @@ for half the lease while others poll) or raises. Properties:
 * runs-once: a computation never starts while another one is running whose
   leader is alive and inside its lease; and a caller that joined a flight (its
   call began while the flight's computation ran) never computes again once
-  that computation finished inside its lease and its leader returned it, even
-  if the second computation would not overlap the first;
+  that computation finished inside its lease, while its leader (alive, its call
+  not failed) still holds the lease or after the leader returned the value,
+  even if the second computation would not overlap the first;
 * shared-result: a call that returns gives back the value of a computation
   that finished (never None, never something nobody computed);
 * leader-failure: when the computation raised, the callers that waited for it
@@ -44,6 +45,7 @@ class Computation:
     finished: float | None = None
     failed: bool = False
     delivered: float | None = None  # when its leader's call returned its value
+    leader_raised: bool = False  # its leader's call raised (a lost reply, say): waiters may retry
 
     @property
     def value(self) -> str:
@@ -111,8 +113,15 @@ class SingleFlightMachine(ScheduledMachine):
                     (
                         RUNS_ONCE,
                         f"c{index}'s call began while c{joined.client}'s computation #{joined.number} ran; "
-                        f"#{joined.number} finished inside its lease and was handed to its caller, and "
-                        f"c{index} then ran the function again (#{mine.number})",
+                        f"#{joined.number} finished inside its lease ({(joined.finished or started) - joined.started:.3f} s "
+                        f"of {LEASE_MS / 1000:g} s), "
+                        + (
+                            "and was handed to its caller"
+                            if joined.delivered is not None and joined.delivered <= started
+                            else f"its leader c{joined.client} still held the lease"
+                        )
+                        + f", and c{index} then ran the function again (#{mine.number}, virtual time "
+                        f"{started:.3f} s)",
                     )
                 )
             if slow:
@@ -129,7 +138,8 @@ class SingleFlightMachine(ScheduledMachine):
 
     def joined_flight(self, index: int, now: float) -> Computation | None:
         """A successful computation whose flight client `index` joined (its call began while it
-        ran) and that its leader had handed over by `now`: `index` must not compute again."""
+        ran): `index` must not compute again while that computation's leader, alive, still holds
+        its lease (it has the value to hand over), nor once the leader has handed it over."""
         began = self.call_started.get(index)
         lease = LEASE_MS / 1000
         for c in self.computations:
@@ -138,10 +148,11 @@ class SingleFlightMachine(ScheduledMachine):
                 and began is not None
                 and c.finished is not None
                 and not c.failed
+                and not c.leader_raised
+                and c.client not in self.dead
                 and c.started < began < c.finished
                 and c.finished - c.started < lease
-                and c.delivered is not None
-                and c.delivered <= now
+                and ((c.delivered is not None and c.delivered <= now) or now < c.started + lease)
             ):
                 return c
         return None
@@ -165,6 +176,12 @@ class SingleFlightMachine(ScheduledMachine):
                 and c.delivered is None
             ):
                 c.delivered = self.scheduler.vclock
+        if outcome.error is not None:
+            for c in self.computations:
+                if c.client == index and c.delivered is None:
+                    c.leader_raised = True
+        if self.indeterminate(index):
+            return  # it lost a reply and raised: its effect is unknown, its error is no finding
         if outcome.error is None:
             if outcome.value not in finished and SHARED_RESULT in self.claims:
                 self.fail(

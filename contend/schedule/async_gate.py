@@ -12,7 +12,9 @@ Patched, only in scheduled client threads (others pass through untouched):
 * `redis.asyncio.connection.AbstractConnection.send_packed_command`: one step per
   round trip (a command, a pipeline, a MULTI/EXEC block), as in the sync gate; the
   connection handshake is not gated (`on_connect_check_health`).
-* `AbstractConnection.read_response`: the replies, for the trace.
+* `AbstractConnection.read_response`: the replies, for the trace; a round trip marked lost is
+  run by the server, then its reply is dropped with the connection, as in the sync gate.
+* `Retry.call_with_retry` and `redis.asyncio.retry`'s sleep: followed, and virtual.
 * `redis.asyncio.client.Redis.execute_command`: blocking pops (BLPOP, BRPOP, ...) become
   polls on virtual time, as in the sync gate: the server is never left blocking.
 * A redis.asyncio cluster client's discovery of the cluster (CLUSTER SLOTS and COMMAND, on
@@ -34,19 +36,29 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
 import redis._parsers
 import redis.asyncio.client
 import redis.asyncio.cluster
 import redis.asyncio.connection
+import redis.asyncio.retry
 
-from contend.schedule import gate
-
-if TYPE_CHECKING:
-    from contend.schedule.scheduler import ClientHandle
+from contend.schedule.gating import (
+    BLOCKING_POPS,
+    MAX_POLL_INTERVAL,
+    POLL_INTERVAL,
+    CancelAt,
+    GatedClient,
+    LostReply,
+    current,
+    enter_retry_call,
+    leave_retry_call,
+    node_of,
+    one_pass,
+)
+from contend.servers.payload import decode_packed
 
 REAL_ASYNC_SLEEP = asyncio.sleep
 _originals: dict[str, Any] = {}
@@ -64,27 +76,8 @@ _DISCOVERY = (
 )
 
 
-class CancelAt(enum.Enum):
-    """Where a scheduled cancellation lands in the client's operation."""
-
-    BEFORE_SEND = "before its command is sent"
-    AFTER_SEND = "after its command is sent, while it awaits the reply"
-    SLEEPING = "while it sleeps between round trips"
-
-
-class VirtualClockLoop(asyncio.SelectorEventLoop):
-    """A client's event loop whose clock is the scheduler's virtual monotonic clock."""
-
-    def __init__(self, client: ClientHandle) -> None:
-        super().__init__()
-        self._contend_client = client
-
-    def time(self) -> float:
-        return self._contend_client.scheduler.monotonic()
-
-
 def patch() -> None:
-    """Install the patches (called by contend.schedule.gate.install, which counts references)."""
+    """Install the patches (the scheduler installs the gates, reference counted)."""
     conn_cls = redis.asyncio.connection.AbstractConnection
     _originals["send"] = conn_cls.send_packed_command
     _originals["read"] = conn_cls.read_response
@@ -97,7 +90,11 @@ def patch() -> None:
     for holder, name in _DISCOVERY:
         original = _originals[f"{holder.__name__}.{name}"] = getattr(holder, name)
         setattr(holder, name, _ungated_discovery(original))
+    _originals["call_with_retry"] = redis.asyncio.retry.Retry.call_with_retry
+    redis.asyncio.retry.Retry.call_with_retry = _tracked_retry  # type: ignore[method-assign]
     asyncio.sleep = _sleep  # type: ignore[assignment]
+    # redis.asyncio's Retry sleeps between attempts with an asyncio.sleep it imported by name.
+    redis.asyncio.retry.sleep = _sleep  # type: ignore[attr-defined]
 
 
 def unpatch() -> None:
@@ -109,18 +106,20 @@ def unpatch() -> None:
     redis.asyncio.client.Redis.execute_command = _originals["execute"]  # type: ignore[method-assign]
     for holder, name in _DISCOVERY:
         setattr(holder, name, _originals[f"{holder.__name__}.{name}"])
+    redis.asyncio.retry.Retry.call_with_retry = _originals["call_with_retry"]  # type: ignore[method-assign]
     asyncio.sleep = REAL_ASYNC_SLEEP
+    redis.asyncio.retry.sleep = REAL_ASYNC_SLEEP  # type: ignore[attr-defined]
 
 
-def _scheduled() -> ClientHandle | None:
+def _scheduled() -> GatedClient | None:
     """The scheduled client whose loop runs this code, if any (not during a handshake)."""
-    client = gate.current()
+    client = current()
     if client is None or _handshaking.get() or _discovering.get():
         return None
     return client
 
 
-async def _cancel_here(client: ClientHandle, where: CancelAt) -> None:
+async def _cancel_here(client: GatedClient, where: CancelAt) -> None:
     """If the scheduler asked for a cancellation at `where`, cancel the client's operation task
     now, as a `task.cancel()` from outside would: when this code runs in that task, the
     CancelledError comes out of this await; when it runs in a task the operation awaits through
@@ -146,15 +145,24 @@ async def _gated_send(self: Any, command: Any, check_health: bool = True) -> Non
         return await _originals["send"](self, command, check_health)  # type: ignore[no-any-return]
     if client.crashed:
         raise redis.ConnectionError(f"client {client.name} crashed")
-    client.before_round_trip(gate.decode_packed(command), gate._node(self))  # blocks until its turn
+    commands = decode_packed(command)
+    client.before_round_trip(commands, node_of(self))  # blocks until its turn
     # Where a real cancellation lands before the send: redis-py awaits the pool for the
     # connection first, and returns the connection, nothing sent, when cancelled there.
     await _cancel_here(client, CancelAt.BEFORE_SEND)
+    lose = client.take_lost_reply()
     await _originals["send"](self, command, check_health)
+    if lose is not None:
+        self._contend_lost = (lose, commands)  # the reply is read, then lost, by _recorded_read
 
 
 async def _recorded_read(self: Any, *args: Any, **kwargs: Any) -> Any:
     client = _scheduled()
+    lost = getattr(self, "_contend_lost", None)
+    if lost is not None:
+        self._contend_lost = None
+        if client is not None:
+            await _lose_reply(self, client, lost[0], lost[1], args, kwargs)
     try:
         if client is not None and client.cancel_at is CancelAt.AFTER_SEND:
             reply = await _read_cancelled(self, client, *args, **kwargs)
@@ -169,7 +177,32 @@ async def _recorded_read(self: Any, *args: Any, **kwargs: Any) -> Any:
     return reply
 
 
-async def _read_cancelled(conn: Any, client: ClientHandle, *args: Any, **kwargs: Any) -> Any:
+async def _lose_reply(
+    conn: Any, client: GatedClient, kind: LostReply, commands: list[list[str]], args: Any, kwargs: Any
+) -> None:
+    """The server has run the round trip: read every reply it sends (so its effect is complete),
+    then drop the connection and raise what redis-py raises when a reply never arrives."""
+    replies: list[Any] = []
+    for _ in range(max(1, len(commands))):
+        try:
+            replies.append(await _originals["read"](conn, *args, **kwargs))
+        except redis.ResponseError as exc:
+            replies.append(exc)
+    client.reply_lost(kind, commands, replies)
+    await conn.disconnect()
+    raise kind.error(commands)
+
+
+async def _tracked_retry(self: Any, do: Any, fail: Any, *args: Any, **kwargs: Any) -> Any:
+    """redis.asyncio's Retry.call_with_retry, noting which retry call the code runs inside."""
+    token = enter_retry_call()
+    try:
+        return await _originals["call_with_retry"](self, do, fail, *args, **kwargs)
+    finally:
+        leave_retry_call(token)
+
+
+async def _read_cancelled(conn: Any, client: GatedClient, *args: Any, **kwargs: Any) -> Any:
     """redis-py's read_response, with the cancellation landing where a real one does while the
     reply is awaited: in its parser's read, inside read_response's own error handling (which
     drops the connection, since the reply is left unread)."""
@@ -201,7 +234,7 @@ def _ungated_discovery(original: Any) -> Any:
     crashed client's refused, as its commands are."""
 
     async def discover(self: Any, *args: Any, **kwargs: Any) -> Any:
-        client = gate.current()
+        client = current()
         if client is not None and client.crashed:
             raise redis.ConnectionError(f"client {client.name} crashed")
         token = _discovering.set(True)
@@ -218,20 +251,20 @@ async def _polled_execute(self: Any, *args: Any, **options: Any) -> Any:
     until it gets an element or the caller's timeout has passed in virtual time."""
     execute = _originals["execute"]
     name = str(args[0]).upper() if args else ""
-    if _scheduled() is None or name not in gate.BLOCKING_POPS:
+    if _scheduled() is None or name not in BLOCKING_POPS:
         return await execute(self, *args, **options)
     loop = asyncio.get_running_loop()
     timeout = float(args[-1])
     deadline = None if timeout == 0 else loop.time() + timeout
-    pause = gate.POLL_INTERVAL
+    pause = POLL_INTERVAL
     while True:
-        reply = await execute(self, *gate._one_pass(name, args[1:-1]))
+        reply = await execute(self, *one_pass(name, args[1:-1]))
         if reply is not None:
             return reply
         if deadline is not None and loop.time() >= deadline:
             return None
         await _sleep(pause if deadline is None else min(pause, deadline - loop.time()))
-        pause = min(pause * 2, gate.MAX_POLL_INTERVAL)
+        pause = min(pause * 2, MAX_POLL_INTERVAL)
 
 
 async def _sleep(delay: float, result: Any = None) -> Any:

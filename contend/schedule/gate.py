@@ -7,7 +7,13 @@ unmodified code, third-party libraries included:
   single command, a whole pipeline, a MULTI/EXEC block): the thread yields to
   the scheduler there and goes on only when granted a turn. The connection
   handshake (HELLO, AUTH, SELECT, CLIENT SETINFO) is not gated.
-* `AbstractConnection.read_response` records the replies for the trace.
+* `AbstractConnection.read_response` records the replies for the trace. For a round trip the
+  scheduler marks lost (`Scheduler.step(i, lose=...)`), it reads every reply the server sends,
+  so the server has run the whole round trip, then drops the connection and raises what
+  redis-py raises when a reply never arrives (ConnectionError, or TimeoutError).
+* `Retry.call_with_retry` is followed, and `redis.retry`'s sleep is virtual: after a lost
+  reply, the client's own retry settings resend as they would in production, and the trace
+  says whether redis-py's Retry or the code itself sent the round trip again.
 * `Pipeline._execute_pipeline`, when the scheduler splits pipelines, sends a
   plain (non-transactional) pipeline one command at a time: one step each, as
   the server may interleave other clients between them.
@@ -43,44 +49,40 @@ import threading
 import time
 import timeit
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
 import redis.client
 import redis.connection
+import redis.retry
 
 from contend.errors import ContendError
+from contend.schedule.gating import (
+    BLOCKING_POPS,
+    MAX_POLL_INTERVAL,
+    POLL_INTERVAL,
+    REAL_EVENT_WAIT,
+    REAL_MONOTONIC,
+    REAL_PERF_COUNTER,
+    REAL_SLEEP,
+    REAL_TIME,
+    GatedClient,
+    LostReply,
+    current,
+    enter_retry_call,
+    leave_retry_call,
+    node_of,
+    one_pass,
+)
+from contend.servers.payload import decode_packed
 
-if TYPE_CHECKING:
-    from contend.schedule.scheduler import ClientHandle
-
-BLOCKING_POPS = frozenset({"BLPOP", "BRPOP", "BLMOVE", "BRPOPLPUSH", "BZPOPMIN", "BZPOPMAX"})
-POLL_INTERVAL = 0.01  # virtual seconds between polls of a blocking pop, at first
-MAX_POLL_INTERVAL = 0.16  # ... and at most
-
-_local = threading.local()
-_install_lock = threading.Lock()
-_installed = 0
+#: This thread's state inside the gate: in a connection's handshake, or in a real (not virtual) wait.
+_flags = threading.local()
 _originals: dict[str, Any] = {}
-
-REAL_SLEEP = time.sleep
-REAL_MONOTONIC = time.monotonic
-REAL_TIME = time.time
-REAL_PERF_COUNTER = time.perf_counter
-REAL_EVENT_WAIT = threading.Event.wait
-
-
-def current() -> ClientHandle | None:
-    """The scheduled client this thread runs, if any."""
-    return getattr(_local, "client", None)
-
-
-def bind(client: ClientHandle | None) -> None:
-    _local.client = client
 
 
 def _in_handshake() -> bool:
-    return bool(getattr(_local, "handshake", False))
+    return bool(getattr(_flags, "handshake", False))
 
 
 #: The redis-py releases (major, minor), first and last, whose internals the gate was written and
@@ -118,67 +120,56 @@ def check_redis_py(version: str | None = None) -> None:
         )
 
 
-def install() -> None:
-    """Patch redis-py and time (reference counted; `uninstall` undoes the last one)."""
-    global _installed
-    with _install_lock:
-        if _installed == 0:
-            check_redis_py()
-        _installed += 1
-        if _installed > 1:
-            return
-        conn_cls = redis.connection.AbstractConnection
-        _originals["send"] = conn_cls.send_packed_command
-        _originals["read"] = conn_cls.read_response
-        _originals["handshake"] = conn_cls.on_connect_check_health
-        _originals["pipeline"] = redis.client.Pipeline._execute_pipeline
-        _originals["execute"] = redis.client.Redis.execute_command
-        _originals["pubsub"] = redis.client.PubSub.parse_response
-        _originals["submit"] = concurrent.futures.ThreadPoolExecutor.submit
-        conn_cls.send_packed_command = _gated_send  # type: ignore[method-assign]
-        conn_cls.read_response = _recorded_read  # type: ignore[method-assign]
-        conn_cls.on_connect_check_health = _ungated_handshake  # type: ignore[method-assign]
-        redis.client.Pipeline._execute_pipeline = _split_pipeline  # type: ignore[method-assign]
-        redis.client.Redis.execute_command = _polled_execute  # type: ignore[method-assign]
-        redis.client.PubSub.parse_response = _polled_pubsub  # type: ignore[method-assign]
-        concurrent.futures.ThreadPoolExecutor.submit = _inline_submit  # type: ignore[method-assign]
-        threading.Event.wait = _event_wait  # type: ignore[method-assign]
-        _originals["thread_start"] = threading.Thread.start
-        threading.Thread.start = _thread_start  # type: ignore[method-assign]
-        time.sleep = _sleep  # type: ignore[assignment]
-        time.monotonic = _monotonic
-        time.time = _time
-        time.perf_counter = _perf_counter
-        timeit.default_timer = _perf_counter  # what pottery's ContextTimer reads
-        from contend.schedule import async_gate
-
-        async_gate.patch()
+def patch() -> None:
+    """Patch redis-py and time (the scheduler installs the gates, reference counted)."""
+    conn_cls = redis.connection.AbstractConnection
+    _originals["send"] = conn_cls.send_packed_command
+    _originals["read"] = conn_cls.read_response
+    _originals["handshake"] = conn_cls.on_connect_check_health
+    _originals["pipeline"] = redis.client.Pipeline._execute_pipeline
+    _originals["execute"] = redis.client.Redis.execute_command
+    _originals["pubsub"] = redis.client.PubSub.parse_response
+    _originals["submit"] = concurrent.futures.ThreadPoolExecutor.submit
+    conn_cls.send_packed_command = _gated_send  # type: ignore[method-assign]
+    conn_cls.read_response = _recorded_read  # type: ignore[method-assign]
+    conn_cls.on_connect_check_health = _ungated_handshake  # type: ignore[method-assign]
+    redis.client.Pipeline._execute_pipeline = _split_pipeline  # type: ignore[method-assign]
+    redis.client.Redis.execute_command = _polled_execute  # type: ignore[method-assign]
+    redis.client.PubSub.parse_response = _polled_pubsub  # type: ignore[method-assign]
+    concurrent.futures.ThreadPoolExecutor.submit = _inline_submit  # type: ignore[method-assign]
+    threading.Event.wait = _event_wait  # type: ignore[method-assign]
+    _originals["call_with_retry"] = redis.retry.Retry.call_with_retry
+    redis.retry.Retry.call_with_retry = _tracked_retry  # type: ignore[method-assign]
+    # redis-py's Retry sleeps between attempts with a `sleep` it imported by name: virtual too.
+    redis.retry.sleep = _sleep  # type: ignore[assignment]
+    _originals["thread_start"] = threading.Thread.start
+    threading.Thread.start = _thread_start  # type: ignore[method-assign]
+    time.sleep = _sleep  # type: ignore[assignment]
+    time.monotonic = _monotonic
+    time.time = _time
+    time.perf_counter = _perf_counter
+    timeit.default_timer = _perf_counter  # what pottery's ContextTimer reads
 
 
-def uninstall() -> None:
-    global _installed
-    with _install_lock:
-        _installed -= 1
-        if _installed > 0:
-            return
-        conn_cls = redis.connection.AbstractConnection
-        conn_cls.send_packed_command = _originals["send"]  # type: ignore[method-assign]
-        conn_cls.read_response = _originals["read"]  # type: ignore[method-assign]
-        conn_cls.on_connect_check_health = _originals["handshake"]  # type: ignore[method-assign]
-        redis.client.Pipeline._execute_pipeline = _originals["pipeline"]  # type: ignore[method-assign]
-        redis.client.Redis.execute_command = _originals["execute"]  # type: ignore[method-assign]
-        redis.client.PubSub.parse_response = _originals["pubsub"]  # type: ignore[method-assign]
-        concurrent.futures.ThreadPoolExecutor.submit = _originals["submit"]  # type: ignore[method-assign]
-        threading.Event.wait = REAL_EVENT_WAIT  # type: ignore[method-assign]
-        threading.Thread.start = _originals["thread_start"]  # type: ignore[method-assign]
-        time.sleep = REAL_SLEEP
-        time.monotonic = REAL_MONOTONIC
-        time.time = REAL_TIME
-        time.perf_counter = REAL_PERF_COUNTER
-        timeit.default_timer = REAL_PERF_COUNTER
-        from contend.schedule import async_gate
-
-        async_gate.unpatch()
+def unpatch() -> None:
+    """Undo `patch`."""
+    conn_cls = redis.connection.AbstractConnection
+    conn_cls.send_packed_command = _originals["send"]  # type: ignore[method-assign]
+    conn_cls.read_response = _originals["read"]  # type: ignore[method-assign]
+    conn_cls.on_connect_check_health = _originals["handshake"]  # type: ignore[method-assign]
+    redis.client.Pipeline._execute_pipeline = _originals["pipeline"]  # type: ignore[method-assign]
+    redis.client.Redis.execute_command = _originals["execute"]  # type: ignore[method-assign]
+    redis.client.PubSub.parse_response = _originals["pubsub"]  # type: ignore[method-assign]
+    concurrent.futures.ThreadPoolExecutor.submit = _originals["submit"]  # type: ignore[method-assign]
+    threading.Event.wait = REAL_EVENT_WAIT  # type: ignore[method-assign]
+    redis.retry.Retry.call_with_retry = _originals["call_with_retry"]  # type: ignore[method-assign]
+    redis.retry.sleep = REAL_SLEEP  # type: ignore[attr-defined]
+    threading.Thread.start = _originals["thread_start"]  # type: ignore[method-assign]
+    time.sleep = REAL_SLEEP
+    time.monotonic = REAL_MONOTONIC
+    time.time = REAL_TIME
+    time.perf_counter = REAL_PERF_COUNTER
+    timeit.default_timer = REAL_PERF_COUNTER
 
 
 # Patched redis-py ----------------------------------------------------------
@@ -196,23 +187,28 @@ def _gated_send(self: Any, command: Any, check_health: bool = True) -> Any:
             # Code still unwinding in a crashed client (a finally block, a __del__):
             # a dead process sends nothing, and its connection is gone.
             raise redis.ConnectionError(f"client {client.name} crashed")
-        node = _node(self)
-        client.before_round_trip(decode_packed(command), node)
+        node = node_of(self)
+        commands = decode_packed(command)
+        client.before_round_trip(commands, node)
         if node and node in client.unreachable:
             error = redis.ConnectionError(f"{client.name} is cut off from {node} (a network partition)")
             client.record_reply(error)
             raise error
+        lose = client.take_lost_reply()
+        sent = _originals["send"](self, command, check_health)
+        if lose is not None:
+            self._contend_lost = (lose, commands)  # the reply is read, then lost, by _recorded_read
+        return sent
     return _originals["send"](self, command, check_health)
-
-
-def _node(conn: Any) -> str:
-    """host:port of a connection's server ("" for a unix socket)."""
-    port = getattr(conn, "port", None)
-    return f"{getattr(conn, 'host', '')}:{port}" if port else ""
 
 
 def _recorded_read(self: Any, *args: Any, **kwargs: Any) -> Any:
     client = current()
+    lost = getattr(self, "_contend_lost", None)
+    if lost is not None:
+        self._contend_lost = None
+        if client is not None:
+            _lose_reply(self, client, lost[0], lost[1], args, kwargs)
     try:
         reply = _originals["read"](self, *args, **kwargs)
     except redis.ResponseError as exc:
@@ -224,13 +220,38 @@ def _recorded_read(self: Any, *args: Any, **kwargs: Any) -> Any:
     return reply
 
 
+def _lose_reply(
+    conn: Any, client: GatedClient, kind: LostReply, commands: list[list[str]], args: Any, kwargs: Any
+) -> None:
+    """The server has run the round trip: read every reply it sends (so its effect is complete),
+    then drop the connection and raise what redis-py raises when a reply never arrives."""
+    replies: list[Any] = []
+    for _ in range(max(1, len(commands))):
+        try:
+            replies.append(_originals["read"](conn, *args, **kwargs))
+        except redis.ResponseError as exc:
+            replies.append(exc)
+    client.reply_lost(kind, commands, replies)
+    conn.disconnect()
+    raise kind.error(commands)
+
+
+def _tracked_retry(self: Any, do: Any, fail: Any, *args: Any, **kwargs: Any) -> Any:
+    """redis-py's Retry.call_with_retry, noting which retry call the code runs inside."""
+    token = enter_retry_call()
+    try:
+        return _originals["call_with_retry"](self, do, fail, *args, **kwargs)
+    finally:
+        leave_retry_call(token)
+
+
 def _ungated_handshake(self: Any, *args: Any, **kwargs: Any) -> Any:
     outer = _in_handshake()
-    _local.handshake = True
+    _flags.handshake = True
     try:
         return _originals["handshake"](self, *args, **kwargs)
     finally:
-        _local.handshake = outer
+        _flags.handshake = outer
 
 
 def _split_pipeline(self: Any, connection: Any, commands: Any, raise_on_error: bool) -> Any:
@@ -245,28 +266,6 @@ def _split_pipeline(self: Any, connection: Any, commands: Any, raise_on_error: b
     return replies
 
 
-#: Blocking pops, each with the command (or script) that does one non-blocking pass.
-_POP_ONCE = {
-    "BLPOP": "LPOP",
-    "BRPOP": "RPOP",
-    "BZPOPMIN": "ZPOPMIN",
-    "BZPOPMAX": "ZPOPMAX",
-}
-# KEYS: the lists (or sorted sets) in the order the blocking pop names them. ARGV[1]: the
-# non-blocking pop (LPOP, RPOP, ZPOPMIN, ZPOPMAX). {key, element[, score]} from the first
-# non-empty key, as the blocking pop would answer, or false when all are empty.
-_POP_SCRIPT = """
-for _, key in ipairs(KEYS) do
-    local got = redis.call(ARGV[1], key)
-    if got and (type(got) ~= 'table' or #got > 0) then
-        if type(got) == 'table' then return {key, got[1], got[2]} end
-        return {key, got}
-    end
-end
-return false
-"""
-
-
 def _polled_execute(self: Any, *args: Any, **options: Any) -> Any:
     execute: Callable[..., Any] = _originals["execute"]
     client = current()
@@ -277,22 +276,13 @@ def _polled_execute(self: Any, *args: Any, **options: Any) -> Any:
     deadline = None if timeout == 0 else _monotonic() + timeout
     pause = POLL_INTERVAL
     while True:
-        reply = execute(self, *_one_pass(name, args[1:-1]))
+        reply = execute(self, *one_pass(name, args[1:-1]))
         if reply is not None:
             return reply
         if deadline is not None and _monotonic() >= deadline:
             return None
         _sleep(pause if deadline is None else min(pause, deadline - _monotonic()))
         pause = min(pause * 2, MAX_POLL_INTERVAL)  # a long wait costs few steps
-
-
-def _one_pass(name: str, operands: tuple[Any, ...]) -> tuple[Any, ...]:
-    """The non-blocking command doing what a blocking pop does when data is there."""
-    if name == "BRPOPLPUSH":
-        return ("RPOPLPUSH", *operands)
-    if name == "BLMOVE":
-        return ("LMOVE", *operands)
-    return ("EVAL", _POP_SCRIPT, len(operands), *operands, _POP_ONCE[name])
 
 
 def _polled_pubsub(self: Any, block: bool = True, timeout: float = 0) -> Any:
@@ -323,16 +313,16 @@ def _inline_submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: A
 def _thread_start(self: threading.Thread) -> None:
     """Thread.start waits (Event.wait) for the new thread to run: a real wait, not a virtual one,
     so a client that starts a background thread (a lease renewer) does so in one step."""
-    outer = getattr(_local, "real_waits", False)
-    _local.real_waits = True
+    outer = getattr(_flags, "real_waits", False)
+    _flags.real_waits = True
     try:
         _originals["thread_start"](self)
     finally:
-        _local.real_waits = outer
+        _flags.real_waits = outer
 
 
 def _event_wait(self: threading.Event, timeout: float | None = None) -> bool:
-    if current() is None or getattr(_local, "real_waits", False):
+    if current() is None or getattr(_flags, "real_waits", False):
         return REAL_EVENT_WAIT(self, timeout)
     deadline = None if timeout is None else _monotonic() + max(0.0, float(timeout))
     while not self.is_set():
@@ -364,32 +354,3 @@ def _perf_counter() -> float:
 def _time() -> float:
     client = current()
     return REAL_TIME() if client is None else client.wall_time()
-
-
-# Reading what a round trip sends -----------------------------------------------
-def decode_packed(command: Any) -> list[list[str]]:
-    """The commands in a packed RESP payload, each as a list of printable strings."""
-    if isinstance(command, str):
-        command = [command.encode()]
-    data = b"".join(bytes(c) for c in command)
-    out: list[list[str]] = []
-    i = 0
-    try:
-        while i < len(data):
-            if data[i : i + 1] != b"*":
-                out.append([data[i:].decode(errors="replace").strip()])
-                break
-            end = data.index(b"\r\n", i)
-            count = int(data[i + 1 : end])
-            i = end + 2
-            args = []
-            for _ in range(count):
-                end = data.index(b"\r\n", i)
-                size = int(data[i + 1 : end])
-                i = end + 2
-                args.append(data[i : i + size].decode(errors="replace"))
-                i += size + 2
-            out.append(args)
-    except ValueError:
-        out.append(["<undecodable>"])
-    return out

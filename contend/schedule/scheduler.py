@@ -27,9 +27,43 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from contend.schedule import gate
-from contend.schedule.async_gate import CancelAt, VirtualClockLoop
+from contend.schedule import async_gate, gate
+from contend.schedule.gating import (
+    REAL_EVENT_WAIT,
+    REAL_MONOTONIC,
+    REAL_TIME,
+    CancelAt,
+    LostReply,
+    VirtualClockLoop,
+    bind,
+    retry_call,
+)
 from contend.servers.cluster_client import disconnect
+
+_install_lock = threading.Lock()
+_installed = 0
+
+
+def install() -> None:
+    """Install both gates, the sync one and the redis.asyncio one (reference counted: one
+    `uninstall` undoes one `install`); UnsupportedRedisPy on a redis-py they were not written for."""
+    global _installed
+    with _install_lock:
+        if _installed == 0:
+            gate.check_redis_py()
+            gate.patch()
+            async_gate.patch()
+        _installed += 1
+
+
+def uninstall() -> None:
+    """Undo one `install`; the last one removes the gates."""
+    global _installed
+    with _install_lock:
+        _installed -= 1
+        if _installed == 0:
+            gate.unpatch()
+            async_gate.unpatch()
 
 
 class SchedulerError(RuntimeError):
@@ -59,6 +93,12 @@ class TraceEntry:
     note: str = ""
     #: The server (host:port) the round trip went to: on a Redis Cluster, which node.
     node: str = ""
+    #: The server ran it, but its reply never reached the client, which saw this exception.
+    lost: str = ""
+    #: This round trip sends again one whose reply was lost (that step's index), and who sent it:
+    #: "redis-py's Retry" (the client's own retry settings) or "the code".
+    resend_of: int | None = None
+    resent_by: str = ""
 
     def describe(self, show_node: bool = False) -> str:
         if self.note:
@@ -66,7 +106,12 @@ class TraceEntry:
         sent = "; ".join(" ".join(_short(a) for a in cmd) for cmd in self.sent)
         replies = ", ".join(_short(repr(_plain(r))) for r in self.replies)
         where = f" @{self.node}" if show_node and self.node else ""
-        return f"#{self.index:<3} {self.client:<4} {sent}{where}  →  {replies}"
+        text = f"#{self.index:<3} {self.client:<4} {sent}{where}  →  {replies}"
+        if self.lost:
+            text += f"  ✗ reply lost: the client saw {self.lost}"
+        if self.resend_of is not None:
+            text += f"  (resent by {self.resent_by} after the reply to #{self.resend_of} was lost)"
+        return text
 
 
 @dataclass
@@ -107,6 +152,10 @@ class ClientHandle:
         self.unreachable: set[str] = set()
         #: The task running the client's operation: the one a scheduled cancellation cancels.
         self.op_task: asyncio.Task[Any] | None = None
+        #: Lose the reply of the round trip this step sends (set by `Scheduler.step`).
+        self.lose_reply: LostReply | None = None
+        #: The last round trip whose reply was lost: (what it sent, the retry call it was in, its step).
+        self.lost_round_trip: tuple[list[list[str]], object | None, int] | None = None
         self._work: Callable[[], Any] | None = None
         self._has_work = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"contend-client-{name}", daemon=True)
@@ -126,6 +175,15 @@ class ClientHandle:
 
     def record_reply(self, reply: Any) -> None:
         self.scheduler._record_reply(self, reply)
+
+    def take_lost_reply(self) -> LostReply | None:
+        """Client thread: should the reply of the round trip being sent be lost? (Asked once.)"""
+        lose, self.lose_reply = self.lose_reply, None
+        return lose
+
+    def reply_lost(self, kind: LostReply, commands: list[list[str]], replies: list[Any]) -> None:
+        """Client thread: the server ran `commands` and answered `replies`, which never arrive."""
+        self.scheduler._reply_lost(self, kind, commands, replies)
 
     def sleep(self, seconds: float) -> None:
         self._check_alive()
@@ -148,9 +206,9 @@ class ClientHandle:
             raise ClientCrashed(self.name)
 
     def _loop(self) -> None:
-        gate.bind(self)
+        bind(self)
         while True:
-            gate.REAL_EVENT_WAIT(self._has_work)
+            REAL_EVENT_WAIT(self._has_work)
             self._has_work.clear()
             work = self._work
             if work is None:
@@ -221,8 +279,8 @@ class Scheduler:
         #: Of those, the seconds the clock jumped because every live client was asleep (waiting
         #: in a retry loop or a blocking call), not because the harness moved it (`advance`).
         self.waited = 0.0
-        self.wall_base = gate.REAL_TIME()
-        self.mono_base = gate.REAL_MONOTONIC()
+        self.wall_base = REAL_TIME()
+        self.mono_base = REAL_MONOTONIC()
         self.clients: list[ClientHandle] = []
         self.trace: list[TraceEntry] = []
         self.schedule: list[int] = []  # the client index of every step, for replay
@@ -232,7 +290,7 @@ class Scheduler:
         self._closed = False
         #: Called with the number of seconds when the clock jumps (not for the cost of a step).
         self.on_jump: Callable[[float], None] | None = None
-        gate.install()
+        install()
 
     # Clients and operations ------------------------------------------------------
     def add_client(self, name: str | None = None, *, connection: Any = None) -> int:
@@ -266,18 +324,29 @@ class Scheduler:
             ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= self.vclock]
         return ready
 
-    def step(self, index: int) -> TraceEntry:
-        """Let client `index` perform one round trip (or wake from its sleep)."""
+    def step(self, index: int, lose: LostReply | None = None) -> TraceEntry:
+        """Let client `index` perform one round trip (or wake from its sleep). With `lose`, the
+        server runs the round trip but its reply never reaches the client, which sees the
+        connection drop (or time out) as redis-py reports it; `lose` needs a client about to
+        send (READY)."""
         client = self.clients[index]
         if index not in self.runnable():
             raise SchedulerError(f"client {client.name} cannot step: it is {client.status.value}")
+        if lose is not None and client.status is not Status.READY:
+            raise SchedulerError(
+                f"client {client.name} is {client.status.value}: it has no round trip to lose"
+            )
         step = TraceEntry(len(self.trace), client.name, [], vtime=self.vclock)
         if client.status is Status.READY:
             step.sent = client.pending
         self.trace.append(step)
         self.schedule.append(index)
         self._current_step = step
-        self._run(client, note=None)
+        client.lose_reply = lose
+        try:
+            self._run(client, note=None)
+        finally:
+            client.lose_reply = None  # not taken: the round trip was refused before it was sent
         self.vclock += self.step_cost
         return step
 
@@ -401,7 +470,7 @@ class Scheduler:
         for client in self.clients:
             client._submit(None)
         self._closed = True
-        gate.uninstall()
+        uninstall()
 
     def __enter__(self) -> Scheduler:
         return self
@@ -421,9 +490,9 @@ class Scheduler:
         with self._cv:
             self._turn = client
             self._cv.notify_all()
-            deadline = gate.REAL_MONOTONIC() + self.yield_timeout
+            deadline = REAL_MONOTONIC() + self.yield_timeout
             while self._turn is not None:
-                left = deadline - gate.REAL_MONOTONIC()
+                left = deadline - REAL_MONOTONIC()
                 if left <= 0:
                     raise SchedulerError(
                         f"client {client.name} did not reach its next round trip within "
@@ -477,11 +546,27 @@ class Scheduler:
             step.node = step.node or client.pending_node
         if step is not None and not step.sent:
             step.sent = client.pending
+        lost = client.lost_round_trip
+        if step is not None and lost is not None and step.sent == lost[0]:
+            client.lost_round_trip = None
+            step.resend_of = lost[2]
+            same_call = lost[1] is not None and lost[1] is retry_call()
+            step.resent_by = "redis-py's Retry (the client's retry settings)" if same_call else "the code"
         client.pending = []
 
     def _record_reply(self, client: ClientHandle, reply: Any) -> None:
         if self._current_step is not None:
             self._current_step.replies.append(reply)
+
+    def _reply_lost(
+        self, client: ClientHandle, kind: LostReply, commands: list[list[str]], replies: list[Any]
+    ) -> None:
+        step = self._current_step
+        if step is None:
+            return
+        step.replies.extend(replies)
+        step.lost = kind.value
+        client.lost_round_trip = (commands, retry_call(), step.index)
 
     def _note_wake(self, client: ClientHandle, seconds: float) -> None:
         step = self._current_step

@@ -9,6 +9,10 @@ have taken effect). `crash_after(n)` lets n more round trips through and then
 raises `SimulatedCrash` on every one after: the client died there.
 `pause_after(n)` lets n more round trips through and then holds the next one
 until `resume()`: the client stalls between two round trips of an operation.
+`lose_after(n, error)` lets n more round trips through and then loses the reply of the
+next one: the server runs it (every reply is read), the connection drops and `error`
+(what redis-py raises then: a ConnectionError or TimeoutError) comes out of the read.
+A later round trip that sends the same commands again counts as a resend (`resent`).
 
 `watch_servers(ServerWatch(...))` checks every command the process packs against the servers
 of the run: one for a server outside it is not sent (`ForeignRoundTrip` in the thread that sent
@@ -31,6 +35,7 @@ import redis.connection
 
 from contend.errors import ContendError
 from contend.servers.cluster_client import pools_of
+from contend.servers.payload import decode_packed
 
 T = TypeVar("T")
 
@@ -47,6 +52,11 @@ class RoundTrips:
         self.budget: int | None = None
         self.pause_at: int | None = None
         self.paused = threading.Event()  # set while round trips are held by pause_after
+        #: Lose the reply of round trip number `lose_at` (1-based), raising `lose_with` instead.
+        self.lose_at: int | None = None
+        self.lose_with: Exception | None = None
+        self.lost: list[list[list[str]]] = []  # what each round trip whose reply was lost sent
+        self.resent = 0  # round trips that sent again what a lost one had sent
         self._resume = threading.Event()
         self._lock = threading.Lock()
 
@@ -77,6 +87,11 @@ class RoundTrips:
         self._resume.clear()
         self.pause_at = self.sent + round_trips
 
+    def lose_after(self, round_trips: int, error: Exception) -> None:
+        """Let `round_trips` more round trips through, then lose the next one's reply (`error`)."""
+        self.lose_at = self.sent + round_trips + 1
+        self.lose_with = error
+
     def resume(self) -> None:
         self.pause_at = None
         self.paused.clear()
@@ -98,10 +113,31 @@ def tap(client: redis.Redis, trips: RoundTrips | None = None) -> RoundTrips:
             def send_packed_command(self: Any, command: Any, check_health: bool = True) -> None:
                 self.connect()  # a refused connection raises here, before anything is counted as sent
                 trips.spend()
+                commands = decode_packed(command) if trips.lost or trips.lose_at else []
+                if trips.lost and commands == trips.lost[-1]:
+                    trips.resent += 1
                 base.send_packed_command(self, command, check_health)
+                if trips.lose_at is not None and trips.sent == trips.lose_at:
+                    trips.lose_at = None
+                    trips.lost.append(commands)
+                    self._contend_lose = (trips.lose_with, len(commands))
+
+            def read_response(self: Any, *args: Any, **kwargs: Any) -> Any:
+                lose = getattr(self, "_contend_lose", None)
+                if lose is None:
+                    return base.read_response(self, *args, **kwargs)
+                self._contend_lose = None
+                error, replies = lose
+                for _ in range(max(1, replies)):  # the server has run every command of it
+                    with contextlib.suppress(redis.ResponseError):
+                        base.read_response(self, *args, **kwargs)
+                self.disconnect()
+                raise error
 
             tapped[base] = type(
-                f"Tapped{base.__name__}", (base,), {"send_packed_command": send_packed_command}
+                f"Tapped{base.__name__}",
+                (base,),
+                {"send_packed_command": send_packed_command, "read_response": read_response},
             )
         return tapped[base]
 

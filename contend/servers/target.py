@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import redis
 import redis.asyncio
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry
 
 from contend.servers.cluster import EmbeddedCluster
 from contend.servers.cluster_client import SlotCheckingAsyncCluster, SlotCheckingCluster
@@ -37,6 +40,10 @@ class Target:
     embedded_cluster: EmbeddedCluster | None = None
     #: The servers behind it, when they came through `open_target` (what faults act on).
     deployment: Deployment | None = None
+    #: How many times the clients made here resend a command after a ConnectionError or
+    #: TimeoutError, with redis-py's exponential backoff (`contend check --client-retries N`):
+    #: 0 as from `Redis.from_url`, 10 as from `redis.Redis(host=...)` in redis-py 8.
+    client_retries: int = 0
 
     @property
     def cluster(self) -> bool:
@@ -48,6 +55,10 @@ class Target:
         wait for a free one (redis-py's default pool raises past 100 connections instead).
         On a cluster, a RedisCluster client (`pool_size` connections at most per node)."""
         kwargs.setdefault("socket_connect_timeout", 5)
+        if self.client_retries and not self.cluster:
+            kwargs.setdefault(
+                "retry", Retry(ExponentialWithJitterBackoff(cap=1, base=0.01), self.client_retries)
+            )
         if self.cluster:
             if pool_size is not None:
                 kwargs["max_connections"] = pool_size
@@ -61,6 +72,10 @@ class Target:
 
     def async_client(self, **kwargs: Any) -> redis.asyncio.Redis:
         """A new redis.asyncio client (see `async_client`)."""
+        if self.client_retries and not self.cluster:
+            kwargs.setdefault(
+                "retry", AsyncRetry(ExponentialWithJitterBackoff(cap=1, base=0.01), self.client_retries)
+            )
         return async_client(self.url, **kwargs)
 
     @property
@@ -96,9 +111,10 @@ def open_target(
     *,
     persistence: Persistence = "none",
     cluster: int | None = None,
+    client_retries: int = 0,
 ) -> Iterator[Target]:
     """The embedded server (started here, stopped on exit), an embedded cluster of `cluster`
-    masters, or the server at `redis_url`."""
+    masters, or the server at `redis_url`; its clients resend `client_retries` times."""
     deployment = Deployment(
         redis_url=redis_url,
         redis_server=redis_server,
@@ -108,7 +124,7 @@ def open_target(
     )
     try:
         deployment.start()
-        yield target_of(deployment)
+        yield replace(target_of(deployment), client_retries=client_retries)
     finally:
         deployment.stop()
 

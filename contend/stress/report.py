@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from contend.ci.junit import Case, Outcome
 from contend.ci.summary import code_block, table
-from contend.history.checker import Linearizability
+from contend.history.verdict import Linearizability
 from contend.stress.run import StressResult
 
 

@@ -1,7 +1,7 @@
 """Multiprocess stress runs: N worker processes, faults injected, the recorded history checked.
 
 `run_stress` starts the embedded server (or connects to --redis-url), spawns
-the workers (`contend.workloads`), runs the nemesis (`contend.nemesis`) in the
+the workers (`contend.stress.workers`), runs the nemesis (`contend.stress.nemesis`) in the
 parent's main thread while they work, merges the workers' records by time into
 one history (`<out>/stress-<id>/history.jsonl`, kept for `contend history
 check`), checks it (linearizability against the family's model, plus the
@@ -43,11 +43,11 @@ from redis.crc import key_slot
 from contend.ci.document import document
 from contend.errors import ContendError
 from contend.exitcodes import ExitCode
-from contend.history.checker import Linearizability, Verdict
 from contend.history.formats import write_jsonl
 from contend.history.invariants import Violation
 from contend.history.models import HistoryCheck, exit_code, history_check
 from contend.history.records import Call, Record, make_record, pair
+from contend.history.verdict import Linearizability, Verdict
 from contend.impl.catalog import IMPLEMENTATIONS, SEED_LAYOUT_DBS, Implementation, by_name
 from contend.servers.cluster import check_cluster_option
 from contend.servers.deployment import Deployment
@@ -69,8 +69,8 @@ from contend.stress.workers import (
 )
 from contend.subject.loader import load_factory
 from contend.subject.multi_master import DEFAULT_MASTERS, MULTI_MASTER_LOCKS, check_masters
-from contend.subject.probe import PROBE_SECONDS, check_offline, detect_capabilities, within
-from contend.subject.protocols import check_factory_signature, check_object
+from contend.subject.probe import PROBE_SECONDS, check_offline, try_once
+from contend.subject.protocols import check_factory_signature
 
 MAX_PROCS = 256
 #: How long workers may take to start (spawned interpreters import redis-py and the implementations).
@@ -406,24 +406,9 @@ def probe(workload: StressWorkload, namespace: Namespace) -> StressWorkload:
     fencing token comes from (as `contend check` finds out). A catalog workload is returned as is."""
     if not workload.user:
         return workload
-    client, kind = namespace.client, workload.family
-
-    def make() -> Any:
-        if kind == "registry":
-            obj = workload.factory(client, namespace.child("probe"))
-        else:
-            obj = workload.factory(client, namespace.key("probe"), 10_000)
-        check_object(obj, kind, workload.name)
-        return obj
-
-    found, error = within(lambda: detect_capabilities(workload.factory, kind, make))
-    if isinstance(error, ContendError):
-        raise error
-    if error is not None:
-        raise ContendError(
-            f"--impl {workload.name}: making one {kind} and trying it before the run raised "
-            f"{type(error).__name__}: {error}"
-        )
+    kind = workload.family
+    where = namespace.child("probe") if kind == "registry" else namespace.key("probe")
+    found = try_once(workload.factory, kind, workload.name, namespace.client, where)
     if kind != "lock":
         return workload
     if found is None:

@@ -8,6 +8,7 @@ import contextlib
 import inspect
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import redis
@@ -26,10 +27,43 @@ from contend.subject.protocols import (
 )
 
 
+class FactoryRaised(ProtocolError):
+    """The factory itself raised when contend asked it for one object: nothing can be checked."""
+
+
+def build(make: Callable[[], Any], kind: str) -> Any:
+    """`make()`, or FactoryRaised saying what the factory raised and what to change."""
+    try:
+        return make()
+    except ProtocolError:
+        raise
+    except Exception as exc:
+        where = _where(exc)
+        raise FactoryRaised(
+            f"the {kind} factory raised {type(exc).__name__}: {exc}{where} when contend asked it for one "
+            f"object (as it does for every client); it must return an object with the protocol's "
+            f"methods for valid arguments"
+        ) from None
+
+
+def _where(exc: BaseException) -> str:
+    """' (at file.py:LINE)' for the innermost frame of `exc`'s traceback that is not contend's."""
+    tb = exc.__traceback__
+    place = ""
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if "/contend/" not in name.replace("\\", "/"):
+            place = f" (at {name.rsplit('/', 1)[-1]}:{tb.tb_lineno})"
+        tb = tb.tb_next
+    return place
+
+
 def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[], Any]) -> Capabilities:
     """What an implementation offers: `make()` builds one object (on a key nobody else uses);
-    for a lock, one acquire and release of it tell where its fencing token comes from."""
-    obj = make()
+    for a lock, one acquire and release of it tell where its fencing token comes from. If that
+    acquire raises, the capabilities that need it stay unknown (`note` says why), and the checks
+    report what the implementation does."""
+    obj = build(make, kind)
     if kind == "registry":
         return Capabilities(register_many=callable(getattr(obj, "register_many", None)))
     clock = takes_clock(factory)
@@ -38,7 +72,15 @@ def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[
         return Capabilities(clock=clock, ttl_resolution_ms=resolution)
     extend = callable(getattr(obj, "extend", None))
     fencing = None
-    acquired = obj.acquire(blocking=False)
+    try:
+        acquired = obj.acquire(blocking=False)
+    except Exception as exc:
+        return Capabilities(
+            extend=extend,
+            clock=clock,
+            ttl_resolution_ms=resolution,
+            note=f"acquire(blocking=False) on a free lock raised {type(exc).__name__}: {exc}{_where(exc)}",
+        )
     if inspect.isawaitable(acquired):
         if inspect.iscoroutine(acquired):
             acquired.close()
@@ -68,13 +110,21 @@ def detect_async_capabilities(factory: Callable[..., Any], kind: str, url: str, 
     async def probe() -> Capabilities:
         client = async_client(url)
         try:
-            obj = factory(client, key) if kind == "registry" else factory(client, key, 10_000)
+            obj = build(
+                lambda: factory(client, key) if kind == "registry" else factory(client, key, 10_000), kind
+            )
             if kind == "registry":
                 return Capabilities(register_many=callable(getattr(obj, "register_many", None)))
             if kind == "single_flight":
                 return Capabilities()
             fencing = None
-            acquired = await obj.acquire(blocking=False)
+            try:
+                acquired = await obj.acquire(blocking=False)
+            except Exception as exc:
+                note = (
+                    f"acquire(blocking=False) on a free lock raised {type(exc).__name__}: {exc}{_where(exc)}"
+                )
+                return Capabilities(extend=callable(getattr(obj, "extend", None)), note=note)
             if granted(acquired):
                 if as_token(acquired) is not None:
                     fencing = TOKEN_RETURNED
@@ -157,8 +207,10 @@ def bounded(probe: Callable[[], Capabilities], otherwise: Capabilities) -> Capab
     found, error = within(probe)
     if isinstance(error, CrossSlotError):
         return otherwise  # on a Redis Cluster: the checks report the keys that span slots
-    if error is not None:
-        raise error
+    if isinstance(error, ProtocolError) or (error is not None and not isinstance(error, Exception)):
+        raise error  # the protocol is not met (said in a line); or KeyboardInterrupt, SystemExit
+    if error is not None:  # what the code raised is for the checks to report, with their evidence
+        return replace(otherwise, note=f"probing raised {type(error).__name__}: {error}{_where(error)}")
     return found if found is not None else otherwise
 
 
@@ -176,3 +228,37 @@ def check_offline(factory: Callable[..., Any], kind: str, spec: str) -> None:
         check_object(obj, kind, spec)
     finally:
         offline.close()
+
+
+def try_once(
+    factory: Callable[..., Any], kind: str, spec: str, client: redis.Redis, where: str
+) -> Capabilities | None:
+    """Before a run of the user's code (stress, load): one object built on the server, under
+    `where` (a registry's namespace, a lock's key), checked against the protocol, and for a lock
+    one acquire and release of it (None if they did not return within PROBE_SECONDS).
+    ContendError (exit 2) naming `spec` when the factory raises,
+    the object lacks the protocol's methods, or the first acquire of a free lock raises: a run
+    of code that cannot take one step measures nothing."""
+
+    def make() -> Any:
+        obj = factory(client, where) if kind == "registry" else factory(client, where, 10_000)
+        check_object(obj, kind, spec)
+        return obj
+
+    found, error = within(lambda: detect_capabilities(factory, kind, make))
+    if isinstance(error, FactoryRaised):
+        raise FactoryRaised(f"--impl {spec}: {error}") from None
+    if isinstance(error, ProtocolError) or (error is not None and not isinstance(error, Exception)):
+        raise error
+    if error is not None:
+        raise ProtocolError(
+            f"--impl {spec}: making one {kind} and trying it before the run raised "
+            f"{type(error).__name__}: {error}{_where(error)}; `contend check --impl {spec} --kind {kind}` "
+            "says more"
+        ) from None
+    if found is not None and found.note:
+        raise ProtocolError(
+            f"--impl {spec}: {found.note}: a run of it would measure nothing; "
+            f"`contend check --impl {spec} --kind {kind}` says more"
+        )
+    return found

@@ -74,6 +74,8 @@ class Capabilities:
     register_many: bool = False
     clock: bool = False  # the factory takes an injectable `clock`
     ttl_resolution_ms: int = 1  # the factory can only hold leases in multiples of this (whole seconds: 1000)
+    #: What went wrong while finding these out (the code raised), for the table's evidence.
+    note: str = ""
 
     def describe(self) -> str:
         """'extend, fencing token from acquire's return' or 'nothing optional'."""
@@ -88,7 +90,8 @@ class Capabilities:
             parts.append("an injectable clock")
         if self.ttl_resolution_ms > 1:
             parts.append(f"leases in steps of {self.ttl_resolution_ms} ms")
-        return ", ".join(parts) or "nothing optional"
+        text = ", ".join(parts) or "nothing optional"
+        return f"{text} (not all found out: {self.note})" if self.note else text
 
 
 class ProtocolError(ContendError):

@@ -14,7 +14,13 @@ from contend.servers.tap import watching_servers
 from contend.servers.target import Target
 from contend.subject.claims import DEFAULT_CLAIMS, check_claim_names
 from contend.subject.loader import factory_name, user_factory
-from contend.subject.probe import bounded, detect_async_capabilities, detect_capabilities, is_async
+from contend.subject.probe import (
+    FactoryRaised,
+    bounded,
+    detect_async_capabilities,
+    detect_capabilities,
+    is_async,
+)
 from contend.subject.protocols import Capabilities, check_object
 
 
@@ -108,7 +114,12 @@ def user_subject(
         probe_ns = target.namespace(client=target.client())
         try:
             key = probe_ns.prefix if kind == "registry" else probe_ns.key("probe")
-            found = bounded(lambda: detect_async_capabilities(factory, kind, target.url, key), Capabilities())
+            found = _named(
+                name,
+                lambda: bounded(
+                    lambda: detect_async_capabilities(factory, kind, target.url, key), Capabilities()
+                ),
+            )
         finally:
             probe_ns.cleanup()
             probe_ns.client.close()
@@ -135,7 +146,9 @@ def user_subject(
             check_object(obj, kind, name)
             return obj
 
-        capabilities = bounded(lambda: detect_capabilities(factory, kind, make), Capabilities())
+        capabilities = _named(
+            name, lambda: bounded(lambda: detect_capabilities(factory, kind, make), Capabilities())
+        )
     finally:
         ns.cleanup()
         client.close()
@@ -172,3 +185,11 @@ def with_capabilities(subject: Subject, target: Target, namespace: Namespace) ->
 
     found = bounded(lambda: detect_capabilities(subject.factory, subject.family, make), Capabilities())
     return replace(subject, capabilities=found)
+
+
+def _named(name: str, probe: Callable[[], Capabilities]) -> Capabilities:
+    """`probe()`, with a factory that raised named as the command line names it."""
+    try:
+        return probe()
+    except FactoryRaised as exc:
+        raise FactoryRaised(f"--impl {name}: {exc}") from None

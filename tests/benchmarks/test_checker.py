@@ -6,7 +6,8 @@ import shutil
 from pathlib import Path
 
 from contend.benchmarks.checker import corrupt_each_key, kv_history, main, porcupine
-from contend.history.checker import Linearizability, check_history
+from contend.history.checker import check_history
+from contend.history.verdict import Linearizability
 from contend.models.kv import KvModel
 
 DATA = Path(__file__).resolve().parents[1] / "data"

@@ -56,7 +56,7 @@ def test_user_implementation_passes(capsys, tmp_path):
 
 
 def test_racy_user_implementation_fails(capsys):
-    code = main(["check", "--impl", "tests.fixtures.user_registry:make_racy", *SMALL])
+    code = main(["check", "--impl", "tests.fixtures.user_registry:make_racy", "--kind", "registry", *SMALL])
     out = capsys.readouterr().out
     assert code == 1
     assert "FAIL" in out and "burst-one-name" in out and "Failed to register" in out
@@ -74,7 +74,7 @@ def test_racy_user_implementation_fails(capsys):
     ],
 )
 def test_user_implementation_protocol_errors(spec, message, capsys):
-    assert main(["check", "--impl", spec]) == 2
+    assert main(["check", "--impl", spec, "--kind", "registry"]) == 2
     captured = capsys.readouterr()
     assert message in captured.err
     if spec != "tests.fixtures.user_registry:broken":  # only the object's methods need a server to probe
@@ -238,3 +238,36 @@ def test_a_schedule_check_out_of_time_passes_what_it_tried_not_flaky(capsys):
     out = " ".join(capsys.readouterr().out.split())
     assert code == 0, out
     assert "before the check's time budget ended the search, short of the 5000 examples asked for" in out
+
+
+def test_impl_needs_its_kind(capsys):
+    """Never a silent default: a lock factory is not checked as a registry."""
+    assert main(["check", "--impl", "tests.fixtures.foreign.raising_lock:make"]) == 2
+    err = capsys.readouterr().err
+    assert "needs --kind: the protocol it follows" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("tests.fixtures.user_lock_faults:raising_factory", "the lock factory raised RuntimeError"),
+        ("tests.fixtures.user_lock_faults:returns_none", "returned a NoneType without acquire"),
+    ],
+)
+def test_a_factory_that_raises_or_returns_nothing_is_one_line_and_exit_2(spec, message, capsys, tmp_path):
+    report = tmp_path / "r.json"
+    assert main(["check", "--impl", spec, "--kind", "lock", "--json", str(report)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+    assert json.loads(report.read_text())["exit_code"] == 2
+
+
+def test_an_acquire_that_raises_in_the_probe_ends_as_rows_with_evidence(capsys, tmp_path):
+    report = tmp_path / "r.json"
+    spec = "tests.fixtures.user_lock_faults:acquire_raises"
+    code = main(["check", "--impl", spec, "--kind", "lock", "--check", "crash", "--json", str(report)])
+    out = capsys.readouterr().out
+    assert code == 1 and "Traceback" not in out
+    assert "acquire(blocking=False) on a free lock raised ValueError: acquire exploded" in out
+    (row,) = json.loads(report.read_text())["implementations"]
+    assert row["verdict"].startswith("FAIL")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from contend.history.checker import Linearizability, check_calls
-from contend.history.models import LockRunModel
+import pytest
+
+from contend.history.checker import NothingToCheck, check_calls
+from contend.history.models import LockRunModel, history_check
+from contend.history.verdict import Linearizability
 from tests.history.helpers import by_time, history, hold
 
 
@@ -11,3 +14,22 @@ def test_lock_run_model_leaves_the_counter_to_the_invariants():
     calls = history(*by_time(hold(0, 0, 5, 7) + hold(1, 10, 15, 17)))
     verdict = check_calls(calls, LockRunModel(spontaneous_expiry=True))
     assert verdict.outcome is Linearizability.LINEARIZABLE and verdict.skipped == 2
+
+
+def test_a_stress_run_still_refuses_a_history_in_which_nothing_took_effect():
+    """`contend history check` passes it (as Jepsen does); a stress run, whose every operation
+    failed, tested nothing: HistoryCheck.run refuses it unless told otherwise."""
+    calls = history(
+        (0, "invoke", "acquire", None, 0),
+        (0, "fail", "acquire", None, 1),
+        (1, "invoke", "acquire", None, 2),
+    )
+    check = history_check("mutex", calls)
+    with pytest.raises(
+        NothingToCheck, match=r"none of the 2 operation\(s\) took effect \(1 pending, 1 failed\)"
+    ):
+        check.run(calls)
+    verdict, violations = check.run(calls, require_effect=False)
+    assert verdict is not None and verdict.outcome is Linearizability.LINEARIZABLE and violations == []
+    with pytest.raises(NothingToCheck, match="no client operation"):
+        check.run([])

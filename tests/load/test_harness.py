@@ -122,7 +122,7 @@ def test_no_arguments_start_and_stop_an_embedded_server(tmp_path):
         (["--impl", "nope.mod:make", "--kind", "lock"], "--impl 'nope.mod:make': cannot import 'nope.mod'"),
         (["--impl", LOCK, "--kind", "lock", "--strategy", "watch"], "and --strategy watch: choose one"),
         (["--impl", LOCK, "--kind", "semaphore"], "not a semaphore; check it with contend check --impl"),
-        (["--impl", LOCK], "a registry factory is called as factory(client: redis.Redis, namespace: str)"),
+        (["--impl", LOCK], "needs --kind: the protocol it follows (lock or registry"),
         (["--impl", REGISTRY, "--kind", "registry"], "it runs in the registry workload, not in counter"),
         (["--kind", "lock"], "--kind lock names the protocol of --impl"),
         (["--master"], "--master without --redis-url: the embedded redis-server would listen on 127.0.0.1"),

@@ -9,7 +9,7 @@ import pytest
 import redis.asyncio
 
 from contend.schedule import ReplayChooser, Scheduler, SchedulerError
-from contend.schedule.async_gate import CancelAt
+from contend.schedule.gating import CancelAt
 
 
 def async_clients(target, scheduler, n):
@@ -164,3 +164,31 @@ def test_a_blocking_pop_is_polled_on_virtual_time(contend_target, ns):
         s.run_all(lambda current, ready: ready[-1])
         assert s.clients[0].outcome.value == [key.encode(), b"x"]
     assert time.monotonic() - began < 10
+
+
+def test_an_async_lost_reply_is_resent_by_the_clients_retry(contend_target, ns):
+    from redis.asyncio.retry import Retry
+    from redis.backoff import ExponentialWithJitterBackoff
+
+    from contend.schedule.gating import LostReply
+
+    key = ns.key("n")
+    with Scheduler() as s:
+        plain = redis.asyncio.Redis.from_url(contend_target.url)
+        retrying = redis.asyncio.Redis.from_url(
+            contend_target.url, retry=Retry(ExponentialWithJitterBackoff(1, 0.01), 3)
+        )
+        for conn in (plain, retrying):
+            s.add_client(connection=conn)
+        outcomes = []
+        for index, conn in enumerate((plain, retrying)):
+            s.start(index, lambda conn=conn: conn.incr(key), "incr")
+            s.step(index, lose=LostReply.CONNECTION)
+            while index in s.runnable():
+                s.step(index)
+            outcomes.append(s.clients[index].outcome)
+        resent = [step for step in s.trace if step.resend_of is not None]
+    assert isinstance(outcomes[0].error, redis.ConnectionError)  # from_url: no resend
+    assert outcomes[1].value == 3  # ran at 2, lost, resent: 3
+    assert contend_target.client().get(key) == b"3"
+    assert len(resent) == 1 and resent[0].resent_by.startswith("redis-py's Retry")

@@ -17,8 +17,10 @@ from contend.schedule import (
     Scheduler,
     SchedulerError,
     gate,
+    gating,
 )
 from contend.schedule.scheduler import compress, schedule_expression
+from contend.servers.payload import decode_packed
 
 
 def clients(target, n):
@@ -123,12 +125,12 @@ def test_sleeps_are_virtual(contend_target):
             conns[0].ping()
             return time.monotonic() - start
 
-        began = gate.REAL_MONOTONIC()
+        began = gating.REAL_MONOTONIC()
         s.start(0, slow, "sleep 30 s")
         s.run_all(lambda current, ready: ready[0])
         assert s.clients[0].outcome.value >= 30
-    assert gate.REAL_MONOTONIC() - began < 5, "a virtual 30 s sleep must not take real time"
-    assert time.sleep is gate.REAL_SLEEP, "closing the scheduler restores time"
+    assert gating.REAL_MONOTONIC() - began < 5, "a virtual 30 s sleep must not take real time"
+    assert time.sleep is gating.REAL_SLEEP, "closing the scheduler restores time"
     conns[0].close()
 
 
@@ -144,10 +146,10 @@ def test_blocking_pop_is_polled_not_blocked(contend_target, ns):
         s.run_all(lambda current, ready: ready[-1])
         assert s.clients[0].outcome.value == [key.encode(), b"job"]
         s.start(0, lambda: conns[0].blpop([key], timeout=2), "BLPOP 2 s on an empty list")
-        began = gate.REAL_MONOTONIC()
+        began = gating.REAL_MONOTONIC()
         s.run_all(lambda current, ready: ready[0])
         assert s.clients[0].outcome.ok and s.clients[0].outcome.value is None
-        assert gate.REAL_MONOTONIC() - began < 2
+        assert gating.REAL_MONOTONIC() - began < 2
     for c in conns:
         c.close()
 
@@ -326,10 +328,10 @@ def test_pubsub_waits_are_virtual(contend_target, ns):
 
 
 def test_the_gate_reads_what_a_round_trip_sends():
-    assert gate.decode_packed([b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"]) == [["GET", "k"]]
+    assert decode_packed([b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"]) == [["GET", "k"]]
     conn = redis.connection.Connection()
     packed = conn.pack_commands([("MULTI",), ("SET", "k", "v", "NX"), ("EXEC",)])
-    assert gate.decode_packed(packed) == [["MULTI"], ["SET", "k", "v", "NX"], ["EXEC"]]
+    assert decode_packed(packed) == [["MULTI"], ["SET", "k", "v", "NX"], ["EXEC"]]
 
 
 @pytest.mark.parametrize("version", ["5.3.1", "8.2.0", "9.0.0", "garbage"])
@@ -341,3 +343,84 @@ def test_a_redis_py_the_gate_was_not_written_for_is_refused(version):
 
 def test_the_installed_redis_py_is_supported():
     gate.check_redis_py()  # what CI installs is inside the range pyproject.toml pins
+
+
+# A reply lost after the server ran the round trip ---------------------------------------------
+def _run(s, index, lose):
+    s.step(index, lose=lose)
+    while index in s.runnable():
+        s.step(index)
+    return s.clients[index].outcome
+
+
+@pytest.mark.parametrize(
+    ("kind", "raised"),
+    [(gating.LostReply.CONNECTION, redis.ConnectionError), (gating.LostReply.TIMEOUT, redis.TimeoutError)],
+)
+def test_a_lost_reply_leaves_the_effect_on_the_server_and_an_error_in_the_client(
+    contend_target, ns, kind, raised
+):
+    (conn,) = clients(contend_target, 1)  # from_url: redis-py's Retry resends nothing
+    key = ns.key("n")
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+        s.start(0, lambda: conn.incr(key), "incr")
+        outcome = _run(s, 0, kind)
+        trace = s.format_trace()
+    assert isinstance(outcome.error, raised) and "was lost" in str(outcome.error)
+    assert contend_target.client().get(key) == b"1"  # the server ran it once
+    assert f"INCRBY {key} 1  →  1  ✗ reply lost: the client saw {kind.value}" in trace
+
+
+def test_a_lost_transaction_reply_is_resent_by_the_clients_retry_and_runs_twice(contend_target, ns):
+    """redis-py's Retry resends MULTI/EXEC after a lost reply: the trace says who resent it."""
+    from redis.backoff import ExponentialWithJitterBackoff
+    from redis.retry import Retry
+
+    conn = redis.Redis.from_url(contend_target.url, retry=Retry(ExponentialWithJitterBackoff(1, 0.01), 3))
+    conn.ping()
+    key = ns.key("m")
+
+    def transfer():
+        with conn.pipeline() as pipe:
+            pipe.incr(key)
+            return pipe.execute()
+
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+        s.start(0, transfer, "tx")
+        outcome = _run(s, 0, gating.LostReply.TIMEOUT)
+        resent = [step for step in s.trace if step.resend_of is not None]
+    assert outcome.value == [2]  # the code saw the resend's reply, not a lost one
+    assert contend_target.client().get(key) == b"2"  # the transaction ran twice
+    assert len(resent) == 1 and resent[0].resent_by.startswith("redis-py's Retry")
+    assert s.trace[resent[0].resend_of].lost == "TimeoutError"
+
+
+def test_code_that_catches_a_lost_reply_and_sends_again_is_named_as_the_sender(contend_target, ns):
+    (conn,) = clients(contend_target, 1)
+    key = ns.key("n")
+
+    def incr_until_answered():
+        for _ in range(3):
+            try:
+                return conn.incr(key)
+            except redis.ConnectionError:
+                continue
+        return None
+
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+        s.start(0, incr_until_answered, "incr")
+        outcome = _run(s, 0, gating.LostReply.CONNECTION)
+        (resent,) = [step for step in s.trace if step.resend_of is not None]
+    assert outcome.value == 2 and resent.resent_by == "the code"
+
+
+def test_only_a_round_trip_can_lose_its_reply(contend_target, ns):
+    (conn,) = clients(contend_target, 1)
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+        s.start(0, lambda: time.sleep(1), "sleep")
+        with pytest.raises(SchedulerError, match="no round trip to lose"):
+            s.step(0, lose=gating.LostReply.CONNECTION)

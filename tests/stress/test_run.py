@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from contend.cli import main
-from contend.history.checker import Linearizability
 from contend.history.records import pair
+from contend.history.verdict import Linearizability
 from contend.stress.run import StressOptions, StressResult, merge, run_stress
 from tests.servers.test_server import wait_gone
 

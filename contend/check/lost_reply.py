@@ -1,0 +1,387 @@
+"""Lost replies: the server runs a round trip, then the connection drops (or the client times
+out) before its reply arrives. The client sees a ConnectionError or TimeoutError; the server
+has the effect. Through the round-trip tap (`contend.servers.tap`), for each round trip in turn
+of an uncontended operation:
+
+* lock and semaphore: acquire on a free lock, acquire while the lock is full, release, and
+  extend (if it has one) lose that round trip's reply. Whatever each returns or raises is
+  allowed (a lost reply makes it indeterminate, as Jepsen's `info`), but a grant must be true:
+  an acquire that reports success while others fill the lock is mutual exclusion broken, and
+  one that reports success must keep a third client out. Whatever lease a lost reply left
+  behind must end: another client gets the lock within a few TTLs (crash liveness).
+* registry: register(name) loses that round trip's reply; then another client registers the
+  same name and a second one. The name keeps one id, and the ids are 1..n with tables that
+  agree: a resend that ran the registration twice (the client's retry settings, or the code's
+  own retry) shows as a gap or a second id.
+* single-flight: a call loses that round trip's reply; another caller must then still get the
+  value, and the function must have run once per flight.
+
+The clients are the target's (`contend check --client-retries N` gives them redis-py's Retry, as
+`redis.Redis(host=...)` has by default); the evidence says when a round trip was sent again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+
+from contend.check.faults import FAULT_TTL, key_state, own_clients, tapped_client
+from contend.check.framework import Check, CheckContext, CheckFailed, expect
+from contend.impl.catalog import (
+    CRASH_LIVENESS,
+    GAP_FREE,
+    MUTUAL_EXCLUSION,
+    NO_SPURIOUS_ERRORS,
+    PROGRESS,
+    RUNS_ONCE,
+    STABLE_IDS,
+    TABLES_AGREE,
+)
+from contend.servers.tap import RoundTrips
+from contend.subject.protocols import granted
+
+#: Round trips an uncontended operation may take before the check stops counting.
+MAX_ROUND_TRIPS = 12
+
+
+def lost(k: int, steps: int) -> Exception:
+    """The error round trip `k` of `steps` raises when its reply is lost: a dropped connection,
+    or (every other one) a client-side timeout, as redis-py words them."""
+    if k % 2:
+        return redis.ConnectionError(f"Connection closed by server. (contend: reply {k} of {steps} lost)")
+    return redis.TimeoutError(f"Timeout reading from socket (contend: reply {k} of {steps} lost)")
+
+
+def resent(trips: RoundTrips) -> str:
+    """What the evidence says when a lost round trip was sent again."""
+    if not trips.resent:
+        return ""
+    return (
+        f"; the lost round trip was sent again ({trips.resent}×, by the client's retry settings or "
+        "the code's own retry): the server ran it twice"
+    )
+
+
+def _count(
+    ctx: CheckContext, extra: list[redis.Redis], run: Callable[[Any], Any], make: Callable[[Any], Any]
+) -> int:
+    """Round trips `run(obj)` makes on a fresh object (twice: the first may load scripts)."""
+    client, trips = tapped_client(ctx, extra)
+    counted = 0
+    for _ in range(2):
+        obj = make(client)
+        trips.sent = 0
+        with contextlib.suppress(Exception):
+            run(obj)
+        counted = trips.sent
+    return max(1, min(counted, MAX_ROUND_TRIPS))
+
+
+# --- locks and semaphores -------------------------------------------------------------------------
+
+
+def _limit(ctx: CheckContext) -> int:
+    return 2 if ctx.subject is not None and ctx.subject.family == "semaphore" else 1
+
+
+def _lock(ctx: CheckContext, client: redis.Redis, key: str, ttl: int) -> Any:
+    limit = _limit(ctx)
+    return ctx.factory(client, key, ttl, limit=limit) if limit > 1 else ctx.factory(client, key, ttl)
+
+
+def _free_within(ctx: CheckContext, key: str, ttl: int, bound: float, what: str) -> None:
+    """crash liveness: another client gets the lock within `bound` seconds."""
+    waiter = _lock(ctx, ctx.client(), key, ttl)
+    start = time.monotonic()
+    with expect(f"{what}: another client's acquire", prop=CRASH_LIVENESS):
+        got = granted(waiter.acquire(blocking=True, timeout=bound))
+    if not got:
+        raise CheckFailed(
+            f"{what}; another client then waited {time.monotonic() - start:.1f} s "
+            f"({bound / (ttl / 1000):.1f} TTLs) in vain; left behind: {key_state(ctx.namespace.client, key)}",
+            prop=CRASH_LIVENESS,
+        )
+    with contextlib.suppress(Exception):
+        waiter.release()
+
+
+def _keeps_out(ctx: CheckContext, key: str, ttl: int, what: str) -> None:
+    """mutual exclusion: with the lock full, a third client's try-acquire is refused."""
+    probe = _lock(ctx, ctx.client(), key, ttl)
+    try:
+        got = granted(probe.acquire(blocking=False))
+    except Exception:
+        got = False
+    if got:
+        with contextlib.suppress(Exception):
+            probe.release()
+        raise CheckFailed(
+            f"{what}, yet a third client acquired at once: the grant was not true "
+            f"(left behind: {key_state(ctx.namespace.client, key)})",
+            prop=MUTUAL_EXCLUSION,
+        )
+
+
+def lock_check(ctx: CheckContext) -> str:
+    """Each round trip of acquire (free, and while full), release and extend loses its reply."""
+    ttl = ctx.ttl(FAULT_TTL)
+    bound = ttl * 3 / 1000 + 0.5
+    limit = _limit(ctx)
+    extendable = bool(
+        ctx.subject is not None and ctx.subject.capabilities and ctx.subject.capabilities.extend
+    )
+    with own_clients() as extra:
+        counter = itertools.count()
+
+        def key(what: str) -> str:
+            return ctx.namespace.key("lost", what, next(counter))
+
+        acquiring = _count(
+            ctx, extra, lambda lock: lock.acquire(blocking=False), lambda c: _lock(ctx, c, key("n"), ttl)
+        )
+
+        def held(c: redis.Redis) -> Any:
+            lock = _lock(ctx, c, key("n"), ttl)
+            lock.acquire(blocking=False)
+            return lock
+
+        releasing = _count(ctx, extra, lambda lock: lock.release(), held)
+        extending = _count(ctx, extra, lambda lock: lock.extend(ttl), held) if extendable else 0
+        tried = 0
+        for k in range(1, acquiring + 1):
+            tried += _acquire_free(ctx, extra, key("free"), k, acquiring, ttl, bound)
+            tried += _acquire_full(ctx, extra, key("full"), k, acquiring, ttl, bound, limit)
+        for k in range(1, releasing + 1):
+            tried += _release(ctx, extra, key("release"), k, releasing, ttl, bound)
+        for k in range(1, extending + 1):
+            tried += _extend(ctx, extra, key("extend"), k, extending, ttl, bound)
+    parts = f"acquire {acquiring}, release {releasing}" + (f", extend {extending}" if extendable else "")
+    return f"{tried} lost replies ({parts} round trip(s)): every grant true, the lock free again within a few TTLs"
+
+
+def _acquire_free(
+    ctx: CheckContext, extra: list[redis.Redis], key: str, k: int, steps: int, ttl: int, bound: float
+) -> int:
+    client, trips = tapped_client(ctx, extra)
+    lock = _lock(ctx, client, key, ttl)
+    trips.lose_after(k - 1, lost(k, steps))
+    ctx.note(f"lost reply: round trip {k} of {steps} of an acquire of a free lock")
+    try:
+        got = granted(lock.acquire(blocking=False))
+    except Exception:
+        got = False
+    what = f"the reply to round trip {k} of an acquire of a free lock was lost{resent(trips)}"
+    if not trips.lost:
+        return 0  # fewer round trips this time
+    if got and _limit(ctx) == 1:
+        _keeps_out(ctx, key, ttl, f"{what}; the acquire reported success")
+        with contextlib.suppress(Exception):
+            lock.release()
+    _free_within(ctx, key, ttl, bound, what + ("; it reported success and released" if got else ""))
+    return 1
+
+
+def _acquire_full(
+    ctx: CheckContext,
+    extra: list[redis.Redis],
+    key: str,
+    k: int,
+    steps: int,
+    ttl: int,
+    bound: float,
+    limit: int,
+) -> int:
+    holders = []
+    for _ in range(limit):
+        holder = _lock(ctx, ctx.client(), key, ttl)
+        with expect("an uncontended acquire", prop=PROGRESS):
+            if not granted(holder.acquire(blocking=False)):
+                raise CheckFailed("a lock with room could not be acquired", prop=PROGRESS)
+        holders.append(holder)
+    client, trips = tapped_client(ctx, extra)
+    lock = _lock(ctx, client, key, ttl)
+    trips.lose_after(k - 1, lost(k, steps))
+    ctx.note(f"lost reply: round trip {k} of {steps} of an acquire while the lock is full")
+    try:
+        got = granted(lock.acquire(blocking=False))
+    except Exception:
+        got = False
+    if not trips.lost:
+        return 0
+    if got:
+        raise CheckFailed(
+            f"the reply to round trip {k} of {steps} of an acquire was lost while {limit} client(s) held "
+            f"the lock, and the acquire reported success anyway{resent(trips)} "
+            f"(left behind: {key_state(ctx.namespace.client, key)})",
+            prop=MUTUAL_EXCLUSION,
+        )
+    for holder in holders:
+        with contextlib.suppress(Exception):
+            holder.release()
+    _free_within(ctx, key, ttl, bound, f"the reply to round trip {k} of an acquire of a full lock was lost")
+    return 1
+
+
+def _release(
+    ctx: CheckContext, extra: list[redis.Redis], key: str, k: int, steps: int, ttl: int, bound: float
+) -> int:
+    client, trips = tapped_client(ctx, extra)
+    lock = _lock(ctx, client, key, ttl)
+    with expect("an uncontended acquire", prop=PROGRESS):
+        if not granted(lock.acquire(blocking=False)):
+            raise CheckFailed("a free lock could not be acquired", prop=PROGRESS)
+    trips.lose_after(k - 1, lost(k, steps))
+    ctx.note(f"lost reply: round trip {k} of {steps} of a release")
+    with contextlib.suppress(Exception):
+        lock.release()
+    if not trips.lost:
+        return 0
+    _free_within(
+        ctx, key, ttl, bound, f"the reply to round trip {k} of {steps} of a release was lost{resent(trips)}"
+    )
+    return 1
+
+
+def _extend(
+    ctx: CheckContext, extra: list[redis.Redis], key: str, k: int, steps: int, ttl: int, bound: float
+) -> int:
+    client, trips = tapped_client(ctx, extra)
+    lock = _lock(ctx, client, key, ttl)
+    with expect("an uncontended acquire", prop=PROGRESS):
+        if not granted(lock.acquire(blocking=False)):
+            raise CheckFailed("a free lock could not be acquired", prop=PROGRESS)
+    trips.lose_after(k - 1, lost(k, steps))
+    ctx.note(f"lost reply: round trip {k} of {steps} of an extend")
+    with contextlib.suppress(Exception):
+        lock.extend(ttl)
+    if not trips.lost:
+        return 0
+    what = f"the reply to round trip {k} of {steps} of an extend({ttl}) was lost{resent(trips)} and the holder then died"
+    _free_within(ctx, key, ttl, bound + ttl / 1000, what)
+    return 1
+
+
+# --- registries -----------------------------------------------------------------------------------
+
+
+def registry_check(ctx: CheckContext) -> str:
+    """Each round trip of a registration loses its reply; then the same name and a second one are
+    registered by another client: one id per name, ids 1..n, tables that agree."""
+    with own_clients() as extra:
+        made = itertools.count()
+
+        def space() -> str:
+            return ctx.namespace.child("lost", str(next(made)))
+
+        steps = _count(ctx, extra, lambda reg: reg.register("a"), lambda c: ctx.factory(c, space()))
+        for k in range(1, steps + 1):
+            _registration(ctx, extra, space(), k, steps)
+    return f"the reply to each of {steps} round trip(s) of a registration lost: one id per name, ids 1..n"
+
+
+def _registration(ctx: CheckContext, extra: list[redis.Redis], prefix: str, k: int, steps: int) -> None:
+    client, trips = tapped_client(ctx, extra)
+    first = ctx.factory(client, prefix)
+    trips.lose_after(k - 1, lost(k, steps))
+    ctx.note(f"lost reply: round trip {k} of {steps} of register('a')")
+    try:
+        got: Any = first.register("a")
+    except Exception as exc:
+        got = exc
+    if not trips.lost:
+        return
+    what = f"the reply to round trip {k} of {steps} of register('a') was lost{resent(trips)}"
+    other = ctx.factory(ctx.client(), prefix)
+    with expect(f"{what}; another client's register('a')", prop=NO_SPURIOUS_ERRORS):
+        a = other.register("a")
+    if not isinstance(got, Exception) and got != a:
+        raise CheckFailed(
+            f"{what}; it returned {got} anyway, and another client's register('a') then returned {a}",
+            prop=STABLE_IDS,
+        )
+    with expect(f"{what}; another client's register('b')", prop=NO_SPURIOUS_ERRORS):
+        b = other.register("b")
+    if sorted([a, b]) != [1, 2]:
+        raise CheckFailed(f"{what}; then 'a' has id {a} and 'b' has id {b}, not 1 and 2", prop=GAP_FREE)
+    with expect(f"{what}; reading the tables back", prop=TABLES_AGREE):
+        back = (other.reverse(a), other.reverse(b), other.count())
+    if back != ("a", "b", 2):
+        raise CheckFailed(
+            f"{what}; reverse({a}), reverse({b}) and count() gave {back}, not ('a', 'b', 2)",
+            prop=TABLES_AGREE,
+        )
+
+
+# --- single-flight --------------------------------------------------------------------------------
+
+
+def flight_check(ctx: CheckContext) -> str:
+    """Each round trip of a leader's call loses its reply; another caller must get a value, and the
+    function runs once per flight."""
+    ttl = ctx.ttl(2_000)
+    with own_clients() as extra:
+        made = itertools.count()
+
+        def key() -> str:
+            return ctx.namespace.key("lost-flight", next(made))
+
+        steps = _count(ctx, extra, lambda f: f.call(lambda: 3), lambda c: ctx.factory(c, key(), ttl))
+        for k in range(1, steps + 1):
+            _flight(ctx, extra, key(), k, steps, ttl)
+    return f"the reply to each of {steps} round trip(s) of a call lost: the next caller got a value"
+
+
+def _flight(ctx: CheckContext, extra: list[redis.Redis], key: str, k: int, steps: int, ttl: int) -> None:
+    runs: list[int] = []
+    lock = threading.Lock()
+
+    def compute() -> int:
+        with lock:
+            runs.append(1)
+        return 3
+
+    client, trips = tapped_client(ctx, extra)
+    leader = ctx.factory(client, key, ttl)
+    trips.lose_after(k - 1, lost(k, steps))
+    ctx.note(f"lost reply: round trip {k} of {steps} of a call")
+    with contextlib.suppress(Exception):
+        leader.call(compute)
+    if not trips.lost:
+        return
+    what = f"the reply to round trip {k} of {steps} of a call was lost{resent(trips)}"
+    other = ctx.factory(ctx.client(), key, ttl)
+    before = len(runs)
+    with expect(f"{what}; the next caller", prop=PROGRESS):
+        value = other.call(compute)
+    if value != 3:
+        raise CheckFailed(f"{what}; the next caller got {value!r}, not the function's 3", prop=PROGRESS)
+    if len(runs) > before + 1:
+        raise CheckFailed(
+            f"{what}; the next call ran the function {len(runs) - before} times", prop=RUNS_ONCE
+        )
+
+
+LOCK_LOST_REPLY = Check(
+    "lost-reply",
+    "each round trip's reply lost after the server ran it: grants true, the lock free again",
+    lock_check,
+    MUTUAL_EXCLUSION,
+)
+REGISTRY_LOST_REPLY = Check(
+    "lost-reply",
+    "each round trip's reply lost after the server ran it: one id per name, ids 1..n",
+    registry_check,
+    GAP_FREE,
+)
+FLIGHT_LOST_REPLY = Check(
+    "lost-reply",
+    "each round trip's reply lost after the server ran it: the next caller gets the value",
+    flight_check,
+    PROGRESS,
+)

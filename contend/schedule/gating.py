@@ -1,0 +1,171 @@
+"""What the two gates (contend.schedule.gate for redis-py, async_gate for redis.asyncio) share:
+which scheduled client a thread runs, the real clock, how a blocking pop is polled, how a
+cancellation is placed, and how a round trip's payload reads. Neither gate imports the other,
+nor the scheduler: the scheduler installs both (`contend.schedule.scheduler`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import enum
+import threading
+import time
+from typing import Any, Protocol
+
+import redis
+
+
+class LostReply(enum.Enum):
+    """How a reply is lost after the server ran the round trip: what the client then sees."""
+
+    CONNECTION = "ConnectionError"  # the connection dropped (a network fault, the server's side closed)
+    TIMEOUT = "TimeoutError"  # the client gave up waiting (socket_timeout) and dropped the connection
+
+    def error(self, commands: list[list[str]]) -> Exception:
+        """The exception redis-py raises in this case, naming what the server had already run."""
+        what = "; ".join(" ".join(cmd[:2]) for cmd in commands[:3]) + (" …" if len(commands) > 3 else "")
+        if self is LostReply.TIMEOUT:
+            return redis.TimeoutError(f"Timeout reading from socket (contend: the reply to {what} was lost)")
+        return redis.ConnectionError(f"Connection closed by server. (contend: the reply to {what} was lost)")
+
+
+class SchedulerView(Protocol):
+    """What the gates ask of the scheduler."""
+
+    split_pipelines: bool
+
+    @property
+    def closed(self) -> bool: ...
+
+    def monotonic(self) -> float: ...
+
+    def note_cancelled(self, client: Any, where: str) -> None: ...
+
+
+class GatedClient(Protocol):
+    """What the gates ask of a scheduled client (contend.schedule.scheduler.ClientHandle)."""
+
+    name: str
+    unreachable: set[str]
+    cancel_at: CancelAt | None
+    op_task: asyncio.Task[Any] | None
+
+    @property
+    def scheduler(self) -> SchedulerView: ...
+
+    @property
+    def crashed(self) -> bool: ...
+
+    def take_lost_reply(self) -> LostReply | None: ...
+
+    def reply_lost(self, kind: LostReply, commands: list[list[str]], replies: list[Any]) -> None: ...
+
+    def before_round_trip(self, commands: list[list[str]], node: str = "") -> None: ...
+
+    def record_reply(self, reply: Any) -> None: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+    def wall_time(self) -> float: ...
+
+
+BLOCKING_POPS = frozenset({"BLPOP", "BRPOP", "BLMOVE", "BRPOPLPUSH", "BZPOPMIN", "BZPOPMAX"})
+POLL_INTERVAL = 0.01  # virtual seconds between polls of a blocking pop, at first
+MAX_POLL_INTERVAL = 0.16  # ... and at most
+
+_local = threading.local()
+
+REAL_SLEEP = time.sleep
+REAL_MONOTONIC = time.monotonic
+REAL_TIME = time.time
+REAL_PERF_COUNTER = time.perf_counter
+REAL_EVENT_WAIT = threading.Event.wait
+
+
+#: The redis-py `Retry.call_with_retry` call this code runs inside (a new object per call), so a
+#: resend after a lost reply can be told apart: redis-py's own retry resends inside the call in
+#: which the error was raised; code that catches the error and tries again makes a new call.
+_retry_call: contextvars.ContextVar[object | None] = contextvars.ContextVar(
+    "contend_retry_call", default=None
+)
+
+
+def retry_call() -> object | None:
+    """The redis-py retry call under way in this thread or task, if any."""
+    return _retry_call.get()
+
+
+def enter_retry_call() -> contextvars.Token[object | None]:
+    """A redis-py retry call begins (the gates wrap `Retry.call_with_retry` with this)."""
+    return _retry_call.set(object())
+
+
+def leave_retry_call(token: contextvars.Token[object | None]) -> None:
+    _retry_call.reset(token)
+
+
+def current() -> GatedClient | None:
+    """The scheduled client this thread runs, if any."""
+    return getattr(_local, "client", None)
+
+
+def bind(client: GatedClient | None) -> None:
+    """This thread runs `client` (None: no scheduled client)."""
+    _local.client = client
+
+
+def node_of(conn: Any) -> str:
+    """host:port of a connection's server ("" for a unix socket)."""
+    port = getattr(conn, "port", None)
+    return f"{getattr(conn, 'host', '')}:{port}" if port else ""
+
+
+#: Blocking pops, each with the command (or script) that does one non-blocking pass.
+_POP_ONCE = {
+    "BLPOP": "LPOP",
+    "BRPOP": "RPOP",
+    "BZPOPMIN": "ZPOPMIN",
+    "BZPOPMAX": "ZPOPMAX",
+}
+# KEYS: the lists (or sorted sets) in the order the blocking pop names them. ARGV[1]: the
+# non-blocking pop (LPOP, RPOP, ZPOPMIN, ZPOPMAX). {key, element[, score]} from the first
+# non-empty key, as the blocking pop would answer, or false when all are empty.
+_POP_SCRIPT = """
+for _, key in ipairs(KEYS) do
+    local got = redis.call(ARGV[1], key)
+    if got and (type(got) ~= 'table' or #got > 0) then
+        if type(got) == 'table' then return {key, got[1], got[2]} end
+        return {key, got}
+    end
+end
+return false
+"""
+
+
+def one_pass(name: str, operands: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The non-blocking command doing what a blocking pop does when data is there."""
+    if name == "BRPOPLPUSH":
+        return ("RPOPLPUSH", *operands)
+    if name == "BLMOVE":
+        return ("LMOVE", *operands)
+    return ("EVAL", _POP_SCRIPT, len(operands), *operands, _POP_ONCE[name])
+
+
+class CancelAt(enum.Enum):
+    """Where a scheduled cancellation lands in the client's operation."""
+
+    BEFORE_SEND = "before its command is sent"
+    AFTER_SEND = "after its command is sent, while it awaits the reply"
+    SLEEPING = "while it sleeps between round trips"
+
+
+class VirtualClockLoop(asyncio.SelectorEventLoop):
+    """A client's event loop whose clock is the scheduler's virtual monotonic clock."""
+
+    def __init__(self, client: GatedClient) -> None:
+        super().__init__()
+        self._contend_client = client
+
+    def time(self) -> float:
+        return self._contend_client.scheduler.monotonic()

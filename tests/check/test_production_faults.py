@@ -1,0 +1,76 @@
+"""Production faults on code contend never saw (issue 25): lost replies, stalls inside an acquire,
+deadlines, and single-flight's runs-once under chosen schedules.
+
+Each one-defect mutant in tests/fixtures/foreign is caught by the check meant for its fault, for
+the property its defect breaks; correct implementations in other styles pass those checks. Only
+the check in question runs, with a fixed seed, so the search is the same on every run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from contend.check.battery import run_battery
+from contend.check.framework import CheckOptions
+from contend.impl.catalog import GAP_FREE, MUTUAL_EXCLUSION, PROGRESS, RUNS_ONCE, STALE_GRANT, TABLES_AGREE
+from contend.subject.subject import user_subject
+
+OPTIONS = CheckOptions(shrink=False, schedule_examples=200, serial_names=200, burst_rounds=4, model_ops=100)
+
+#: module, kind, the check meant for its fault, the properties its defect may be reported as
+MUTANTS = [
+    ("retry_incr_registry", "registry", "lost-reply", {GAP_FREE, TABLES_AGREE}),
+    ("hopeful_lock", "lock", "lost-reply", {MUTUAL_EXCLUSION}),
+    ("touch_lock", "lock", "schedule", {STALE_GRANT, MUTUAL_EXCLUSION}),
+    ("fence_after_lock", "lock", "schedule", {STALE_GRANT, MUTUAL_EXCLUSION}),
+    ("patient_lock", "lock", "schedule", {PROGRESS}),
+    ("lease_sleeper_lock", "lock", "schedule", {PROGRESS}),
+    ("early_release_flight", "single_flight", "schedule", {RUNS_ONCE}),
+    ("rerun_flight", "single_flight", "schedule", {RUNS_ONCE}),
+]
+
+CORRECT = [
+    ("raising_lock", "lock", "lost-reply"),
+    ("returning_lock", "lock", "lost-reply"),
+    ("zset_semaphore", "semaphore", "lost-reply"),
+    ("lua_registry", "registry", "lost-reply"),
+    ("watch_registry", "registry", "lost-reply"),
+    ("flight", "single_flight", "lost-reply"),
+]
+
+
+def run(module: str, kind: str, check: str, target, ns):
+    subject = user_subject(f"tests.fixtures.foreign.{module}:make", kind, target)
+    (row,) = run_battery(target, [subject], OPTIONS, ns, only_checks=[check])
+    return row
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("module", "kind", "check", "broken"), MUTANTS, ids=[m[0] for m in MUTANTS])
+def test_a_mutant_is_caught_by_the_check_for_its_fault(module, kind, check, broken, contend_target, ns):
+    row = run(module, kind, check, contend_target, ns)
+    found = {r.prop for r in row.failed}
+    assert found, f"{module}: the {check} check passed it ({[r.detail for r in row.results]})"
+    assert found <= broken, f"{module} was reported for {found - broken}: {[r.detail for r in row.failed]}"
+
+
+@pytest.mark.parametrize(("module", "kind", "check"), CORRECT, ids=[m[0] for m in CORRECT])
+def test_a_correct_implementation_survives_lost_replies(module, kind, check, contend_target, ns):
+    row = run(module, kind, check, contend_target, ns)
+    assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
+
+
+def test_a_stale_grant_names_the_stall_and_the_virtual_times(contend_target, ns):
+    row = run("touch_lock", "lock", "schedule", contend_target, ns)
+    (result,) = row.failed
+    assert result.prop in (STALE_GRANT, MUTUAL_EXCLUSION)
+    if result.prop == STALE_GRANT:
+        assert "after a stall of" in result.detail and "virtual time" in result.detail
+        assert "a third client took the lock right after" in result.detail
+
+
+def test_a_missed_deadline_says_how_long_it_waited(contend_target, ns):
+    row = run("lease_sleeper_lock", "lock", "schedule", contend_target, ns)
+    (result,) = row.failed
+    assert result.prop == PROGRESS
+    assert "acquire(timeout=0.2)" in result.detail and "past its timeout" in result.detail
