@@ -248,9 +248,7 @@ def run_check(
         # an error it caught, a hang), its command spans slots: that is the finding, and the only one.
         more = f" ({len(refused)} such refusals in this check)" if len(refused) > 1 else ""
         facts: dict[str, Any] = {"refusal": _refusal_facts(refused[0])}
-        if (
-            isinstance(error, CheckFailed) and error.property == CLUSTER_SLOTS
-        ):  # the machine's, with its trace
+        if isinstance(error, CheckFailed) and error.property == CLUSTER_SLOTS:  # the machine's, traced
             facts = {"seconds_to_first": round(seconds, 3), **error.facts, **facts}
             return CheckResult(check.name, FAIL, str(error), seconds, CLUSTER_SLOTS, facts)
         return CheckResult(check.name, FAIL, f"{refused[0]}{more}", seconds, CLUSTER_SLOTS, facts)

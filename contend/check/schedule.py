@@ -33,6 +33,7 @@ class _OutOfTime(BaseException):
     catch a BaseException, so no shrinking or replay follows)."""
 
 
+SCHEDULE_NAME = "schedule"
 _BLOB = re.compile(r"@reproduce_failure\('([^']+)', b'([^']*)'\)")
 
 
@@ -77,9 +78,6 @@ def _cluster_options(ctx: CheckContext) -> tuple[str, ...]:
     check = f":{ctx.subject.name}:{SCHEDULE_NAME}"
     run = ctx.namespace.prefix.removesuffix(check) if ctx.namespace.prefix.endswith(check) else ""
     return (*where, "--namespace", run) if run else where
-
-
-SCHEDULE_NAME = "schedule"
 
 
 def schedule_check(ctx: CheckContext) -> str:
