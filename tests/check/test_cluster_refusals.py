@@ -18,7 +18,7 @@ from contend.servers.target import open_target
 MUTANTS = {
     "grant_count_lock": ("EVAL", ":grants (slot "),  # a script's undeclared key: the server refuses it
     "holders_lock": ("MULTI/EXEC", ":holders (slot "),  # a transaction over two slots: redis-py does
-    "rename_lock": ("RENAMENX", ":pending:"),  # a multi-key command over two slots: redis-py does
+    "frozen_lock": ("MGET", ":frozen (slot "),  # a multi-key command over two slots: redis-py does
 }
 FEW = ("--check", "model", "--check", "schedule", "--no-shrink")
 
