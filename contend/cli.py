@@ -45,15 +45,24 @@ def _namespace_prefix(text: str) -> str:
     return text
 
 
+class _RedisUrls(argparse.Action):
+    """--redis-url: the last one in `redis_url`, every one in `redis_urls` (independent masters)."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        namespace.redis_urls = [*(getattr(namespace, "redis_urls", None) or []), values]
+        namespace.redis_url = values
+
+
 def _target_options() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     group = common.add_argument_group("server")
     group.add_argument(
         "--redis-url",
         metavar="URL",
+        action=_RedisUrls,
         help="use an existing server (redis://[user:password@]host:port/db, rediss:// for TLS) "
         "instead of starting one; keys stay under a fresh namespace that is deleted afterwards, "
-        "and FLUSHDB/FLUSHALL are never sent",
+        "and FLUSHDB/FLUSHALL are never sent (contend check --masters N takes it N times: the masters)",
     )
     group.add_argument(
         "--redis-server",
@@ -108,6 +117,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser(argv).parse_args(argv)
     restore = interrupt.install() if threading.current_thread() is threading.main_thread() else None
     try:
+        urls = getattr(args, "redis_urls", None) or []
+        if len(urls) > 1 and not getattr(args, "masters", None):
+            raise ContendError(
+                f"--redis-url given {len(urls)} times: one server, or `contend check --masters {len(urls)}` "
+                "for that many independent masters"
+            )
         return int(args.handler(args, stdout, stderr))
     except ContendError as exc:
         stderr.print(f"[bold red]contend:[/] {escape(str(exc))}", soft_wrap=True)

@@ -21,6 +21,7 @@ subclass. See docs/TESTING.md.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -50,6 +51,7 @@ from contend.schedule.gate import check_redis_py
 from contend.servers.target import Target, open_target
 from contend.subject.claims import DEFAULT_CLAIMS
 from contend.subject.loader import factory_name, user_factory
+from contend.subject.multi_master import check_masters
 from contend.subject.protocols import protocol
 from contend.subject.subject import user_subject
 
@@ -96,6 +98,8 @@ class CheckKwargs(TypedDict, total=False):
     run_seconds: float | None
     replay: str | None
     allow_inconclusive: bool
+    masters: int
+    client_retries: int
 
 
 def check(
@@ -113,6 +117,8 @@ def check(
     run_seconds: float | None = USER_RUN_SECONDS,
     replay: str | None = None,
     allow_inconclusive: bool = False,
+    masters: int = 0,
+    client_retries: int = 0,
 ) -> list[ResultRow]:
     """Run the `kind` battery on `factory` (a callable, or 'package.module:factory'), as
     `contend check --impl ... --kind KIND` does with the same options; the result rows.
@@ -120,6 +126,10 @@ def check(
     `target` is the server (the `contend_target` fixture); None starts an embedded one for the
     call. `claim`/`no_claim` add or drop a property (`--claim`/`--no-claim`), `checks` runs only
     those checks (`--check`), `replay` re-runs one recorded schedule example (`--replay`).
+    `masters` (odd, 3 to 9) checks a lock over that many independent masters, its factory
+    called as factory(clients, key, ttl_ms) (`--masters N`): embedded ones, started for the
+    call, or `target` and its `also` servers. `client_retries` gives the clients redis-py's
+    Retry with that many resends (`--client-retries N`).
     Raises ContendCheckFailed (an AssertionError) when a property broke, or when a check was
     inconclusive and `allow_inconclusive` is False; ValueError or TypeError on bad arguments and
     contend.subject.protocols.ProtocolError for a factory that does not follow the protocol,
@@ -139,11 +149,13 @@ def check(
         replay=replay,
     )
     only = [SCHEDULE.name] if replay else list(checks)
-    with _server(target) as server:
+    if masters:
+        check_masters(masters)
+    with _server(target, masters, client_retries) as server:
         client = server.client()
         run_ns = server.namespace(client=client)
         try:
-            subject = user_subject(factory, kind, server, claim=claim, no_claim=no_claim)
+            subject = user_subject(factory, kind, server, claim=claim, no_claim=no_claim, masters=masters)
             with quieted() as noise:
                 rows = run_battery(server, [subject], options, run_ns, only_checks=only)
         finally:
@@ -294,11 +306,11 @@ def _validate(
 
 
 @contextlib.contextmanager
-def _server(target: Target | None) -> Iterator[Target]:
+def _server(target: Target | None, masters: int = 0, client_retries: int = 0) -> Iterator[Target]:
     if target is not None:
-        yield target
+        yield dataclasses.replace(target, client_retries=client_retries) if client_retries else target
         return
-    with open_target() as started:
+    with open_target(masters=masters, client_retries=client_retries) as started:
         yield started
 
 

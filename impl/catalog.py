@@ -22,6 +22,7 @@ from contend.impl.locks import (
     incr_counter,
     lock_with_timeout,
     redis_objects,
+    redlock,
     semaphore,
     set_nx_ex,
     setnx_del,
@@ -147,6 +148,9 @@ class Implementation:
     #: Why it runs on one server only (not on a Redis Cluster), or "" when it runs on a cluster:
     #: every command, script and transaction of it names keys of one hash slot.
     single_node: str = ""
+    #: It spans this many independent masters (0: one server); its factory then takes the list of
+    #: their clients: factory(clients, key, ttl_ms).
+    masters: int = 0
 
     @property
     def known_bad(self) -> bool:
@@ -176,6 +180,8 @@ _THREE_DBS = "uses databases 15, 14 and 13; a Redis Cluster has database 0 only"
 _RACY = frozenset({NO_SPURIOUS_ERRORS, GAP_FREE, TABLES_AGREE})
 _FLIGHT = SINGLE_FLIGHT_PROPERTIES
 
+# The expiry-time locks (SETNX/GETSET) compute the expiry they write before a round trip that may
+# come after a stall: a grant then carries a lease that had already run out (stale-grant).
 IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         "naive", "registry", reg.NaiveRegistry, "registry",
@@ -215,17 +221,17 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         "setnx_getset", "lock", setnx_getset.factory, "lease",
         "SETNX an expiry time; GET, GETSET to take an expired one; DEL (seed 002's Mutex)",
-        "seed 002", LEASE_CLAIMS, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE}),
+        "seed 002", LEASE_CLAIMS, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE, STALE_GRANT}),
     ),
     Implementation(
         "redis_objects", "lock", redis_objects.factory, "lease",
         "redis-objects' lock: SETNX/GET/GETSET expiry times; DEL only if not expired",
-        "seed 004", LEASE_CLAIMS, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE}),
+        "seed 004", LEASE_CLAIMS, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE, STALE_GRANT}),
     ),
     Implementation(
         "setnx_del", "lock", setnx_del.factory, "lease",
         "SETNX an expiry time; an expired lock is DELeted, then SETNX again",
-        "seed 004", LEASE_CLAIMS, frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE}),
+        "seed 004", LEASE_CLAIMS, frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, STALE_GRANT}),
     ),
     Implementation(
         "set_nx_ex", "lock", set_nx_ex.factory, "lease",
@@ -309,6 +315,18 @@ ASYNC_IMPLEMENTATIONS: tuple[Implementation, ...] = (
         "async_check_then_set", "registry", async_check_then_set.factory, "registry",
         "redis.asyncio HGET, INCR, HSETNX, HSETNX at separate awaits (naive's twin)",
         "seed 000", _ALL_REGISTRY, _RACY, asynchronous=True,
+    ),
+)  # fmt: skip
+
+
+#: Locks that span independent masters (`contend check --masters N`). Kept out of IMPLEMENTATIONS:
+#: their factories take the list of the masters' clients, not one client.
+MULTI_MASTER_IMPLEMENTATIONS: tuple[Implementation, ...] = (
+    Implementation(
+        "redlock", "lock", redlock.Redlock, "lease",
+        "Redlock as published: SET NX PX on each master, quorum N//2+1, validity TTL - elapsed - drift; "
+        "release and extend on every master",
+        "antirez", LEASE_CLAIMS, masters=5,
     ),
 )  # fmt: skip
 

@@ -278,3 +278,13 @@ def test_the_suite_example_reads_as_the_docs_say():
     assert "check_lock(make_lock, contend_target)" in text
     assert "class MyLockMachine(LockMachine)" in text and "run_machine(" in text
     assert "--hypothesis-profile contend-ci" in text
+
+
+@pytest.mark.slow
+def test_a_lock_over_masters_is_checked_from_a_test_suite():
+    from contend.testing import check_lock
+
+    rows = check_lock("tests.fixtures.masters.vote_lock:make", masters=3, checks=["crash", "lost-reply"])
+    assert [row.verdict for row in rows] == ["pass"]
+    with pytest.raises(ContendCheckFailed, match="safe-release"):
+        check_lock("tests.fixtures.masters.blind_release_redlock:make", masters=3, checks=["expiry"])

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 import redis
 from pottery import Redlock  # type: ignore[import-not-found,import-untyped]
 
+from contend.adapters.fidelity import lease_probe
 from contend.adapters.units import check_lease, seconds_truncated_to
 
 
@@ -98,3 +99,11 @@ def over_masters(other_urls: Sequence[str]) -> Callable[[redis.Redis, str, int],
 
     factory.__name__ = f"pottery_over_{1 + len(other_urls)}_masters"
     return factory
+
+
+FIDELITY = "auto_release_time is seconds sent as int(t * 1000) ms, and the seconds given truncate back to ttl_ms exactly"
+
+
+def fidelity(client: redis.Redis, key: str) -> str:
+    """What the library left on the server for a lease taken through the adapter."""
+    return lease_probe(factory, client, key, 1501, f"redlock:{key}")

@@ -31,6 +31,7 @@ import time
 import redis
 import redis_lock  # type: ignore[import-not-found,import-untyped]
 
+from contend.adapters.fidelity import lease_probe
 from contend.adapters.units import check_lease, whole_seconds
 
 #: How long a release's wake-up signal waits for a waiter (its `signal_expire`, ms; default 1000).
@@ -84,3 +85,11 @@ def auto_renewal_factory(client: redis.Redis, key: str, ttl_ms: int) -> PythonRe
 
 factory.ttl_resolution_ms = 1000  # type: ignore[attr-defined]
 auto_renewal_factory.ttl_resolution_ms = 1000  # type: ignore[attr-defined]
+
+
+FIDELITY = "expire is whole seconds (the library calls int(expire)) and only whole-second TTLs are asked for"
+
+
+def fidelity(client: redis.Redis, key: str) -> str:
+    """What the library left on the server for a lease taken through the adapter."""
+    return lease_probe(factory, client, key, 3000, f"lock:{key}", seconds=True)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import redis
 from redis.lock import Lock
 
+from contend.adapters.fidelity import lease_probe
 from contend.adapters.units import check_lease, seconds_truncated_to
 
 #: redis-py's `sleep` between tries of a blocking acquire (its default is 0.1 s).
@@ -52,3 +53,13 @@ class RedisPyLock:
 def factory(client: redis.Redis, key: str, ttl_ms: int) -> RedisPyLock:
     """The lock-protocol factory."""
     return RedisPyLock(client, key, ttl_ms)
+
+
+FIDELITY = (
+    "timeout is seconds sent as int(timeout * 1000) ms, and the seconds given truncate back to ttl_ms exactly"
+)
+
+
+def fidelity(client: redis.Redis, key: str) -> str:
+    """What the library left on the server for a lease taken through the adapter."""
+    return lease_probe(factory, client, key, 1501)

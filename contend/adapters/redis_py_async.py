@@ -21,6 +21,7 @@ from typing import Any
 import redis.asyncio
 from redis.asyncio.lock import Lock
 
+from contend.adapters.fidelity import lease_probe_async
 from contend.adapters.units import check_lease, seconds_truncated_to
 
 #: redis-py's `sleep` between tries of a blocking acquire (its default is 0.1 s).
@@ -52,3 +53,13 @@ class AsyncRedisPyLock:
 def factory(client: redis.asyncio.Redis, key: str, ttl_ms: int) -> AsyncRedisPyLock:
     """The lock-protocol factory."""
     return AsyncRedisPyLock(client, key, ttl_ms)
+
+
+FIDELITY = (
+    "timeout is seconds sent as int(timeout * 1000) ms, and the seconds given truncate back to ttl_ms exactly"
+)
+
+
+async def fidelity_async(client: redis.asyncio.Redis, key: str) -> str:
+    """What the library left on the server for a lease taken through the adapter."""
+    return await lease_probe_async(factory, client, key, 1501)

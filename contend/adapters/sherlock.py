@@ -26,6 +26,7 @@ from __future__ import annotations
 import redis
 import sherlock as sherlock_lib  # type: ignore[import-not-found,import-untyped]
 
+from contend.adapters.fidelity import lease_probe
 from contend.adapters.units import check_lease, whole_seconds
 
 #: sherlock's `retry_interval` between tries of a blocking acquire (its default is 0.1 s).
@@ -70,3 +71,13 @@ def never_expire_factory(client: redis.Redis, key: str, ttl_ms: int) -> Sherlock
 
 
 factory.ttl_resolution_ms = 1000  # type: ignore[attr-defined]
+
+
+FIDELITY = (
+    "expire is whole seconds (its script's EXPIRE takes integers) and only whole-second TTLs are asked for"
+)
+
+
+def fidelity(client: redis.Redis, key: str) -> str:
+    """What the library left on the server for a lease taken through the adapter."""
+    return lease_probe(factory, client, key, 3000, seconds=True)

@@ -29,6 +29,8 @@ from contend.servers.tap import ForeignServer, RoundTrips, foreign_round_trip, t
 from contend.servers.target import Target
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
+#: How much longer the leases of the real-time checks are for a lock over several masters.
+MASTERS_SCALE = 5
 
 
 class CheckFailed(AssertionError):
@@ -104,8 +106,12 @@ class CheckContext:
 
     def ttl(self, ms: int) -> int:
         """A lease of `ms` milliseconds, rounded up to what the implementation can hold (a library
-        that takes whole seconds declares `ttl_resolution_ms = 1000` on its factory)."""
+        that takes whole seconds declares `ttl_resolution_ms = 1000` on its factory); MASTERS_SCALE
+        times as long for a lock over several masters, whose acquire is a round trip per master and
+        whose validity is the lease minus their time (short leases would run out on a busy machine)."""
         step = getattr(getattr(self.subject, "capabilities", None), "ttl_resolution_ms", 1) or 1
+        if getattr(self.subject, "masters", 0):
+            ms *= MASTERS_SCALE
         return -(-ms // step) * step
 
     def note(self, text: str) -> None:

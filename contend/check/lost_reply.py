@@ -40,6 +40,7 @@ from contend.impl.catalog import (
     NO_SPURIOUS_ERRORS,
     PROGRESS,
     RUNS_ONCE,
+    SHARED_RESULT,
     STABLE_IDS,
     TABLES_AGREE,
 )
@@ -111,13 +112,18 @@ def _free_within(ctx: CheckContext, key: str, ttl: int, bound: float, what: str)
         waiter.release()
 
 
-def _keeps_out(ctx: CheckContext, key: str, ttl: int, what: str) -> None:
-    """mutual exclusion: with the lock full, a third client's try-acquire is refused."""
+def _keeps_out(ctx: CheckContext, key: str, ttl: int, what: str, since: float) -> None:
+    """mutual exclusion: with the lock full, a third client's try-acquire is refused, as long as
+    the grant's lease (taken at `since` at the earliest) is surely still running."""
     probe = _lock(ctx, ctx.client(), key, ttl)
     try:
         got = granted(probe.acquire(blocking=False))
     except Exception:
         got = False
+    if got and time.monotonic() - since >= 0.8 * ttl / 1000:
+        with contextlib.suppress(Exception):
+            probe.release()
+        return  # the machine was too slow to tell: the lease may have run out on its own
     if got:
         with contextlib.suppress(Exception):
             probe.release()
@@ -172,6 +178,7 @@ def _acquire_free(
     lock = _lock(ctx, client, key, ttl)
     trips.lose_after(k - 1, lost(k, steps))
     ctx.note(f"lost reply: round trip {k} of {steps} of an acquire of a free lock")
+    since = time.monotonic()
     try:
         got = granted(lock.acquire(blocking=False))
     except Exception:
@@ -180,7 +187,7 @@ def _acquire_free(
     if not trips.lost:
         return 0  # fewer round trips this time
     if got and _limit(ctx) == 1:
-        _keeps_out(ctx, key, ttl, f"{what}; the acquire reported success")
+        _keeps_out(ctx, key, ttl, f"{what}; the acquire reported success", since)
         with contextlib.suppress(Exception):
             lock.release()
     _free_within(ctx, key, ttl, bound, what + ("; it reported success and released" if got else ""))
@@ -198,6 +205,7 @@ def _acquire_full(
     limit: int,
 ) -> int:
     holders = []
+    since = time.monotonic()
     for _ in range(limit):
         holder = _lock(ctx, ctx.client(), key, ttl)
         with expect("an uncontended acquire", prop=PROGRESS):
@@ -214,6 +222,8 @@ def _acquire_full(
         got = False
     if not trips.lost:
         return 0
+    if got and time.monotonic() - since >= 0.8 * ttl / 1000:
+        return 0  # the machine was too slow to tell: the holders' leases may have run out on their own
     if got:
         raise CheckFailed(
             f"the reply to round trip {k} of {steps} of an acquire was lost while {limit} client(s) held "
@@ -357,10 +367,12 @@ def _flight(ctx: CheckContext, extra: list[redis.Redis], key: str, k: int, steps
     what = f"the reply to round trip {k} of {steps} of a call was lost{resent(trips)}"
     other = ctx.factory(ctx.client(), key, ttl)
     before = len(runs)
-    with expect(f"{what}; the next caller", prop=PROGRESS):
+    try:
         value = other.call(compute)
+    except Exception:
+        return  # a failed leader may free its waiters with an error (leader-failure allows it)
     if value != 3:
-        raise CheckFailed(f"{what}; the next caller got {value!r}, not the function's 3", prop=PROGRESS)
+        raise CheckFailed(f"{what}; the next caller got {value!r}, not the function's 3", prop=SHARED_RESULT)
     if len(runs) > before + 1:
         raise CheckFailed(
             f"{what}; the next call ran the function {len(runs) - before} times", prop=RUNS_ONCE

@@ -47,7 +47,14 @@ from contend.servers.cluster import check_cluster_option
 from contend.servers.target import open_target
 from contend.subject.claims import check_claim_names
 from contend.subject.loader import user_factory
-from contend.subject.subject import Subject, catalog_implementation, catalog_subjects, user_subject
+from contend.subject.multi_master import MULTI_MASTER_SIGNATURE, check_masters
+from contend.subject.subject import (
+    Subject,
+    catalog_implementation,
+    catalog_subjects,
+    multi_master_subjects,
+    user_subject,
+)
 
 ALL_CHECKS = sorted({c.name for checks in (*BATTERIES.values(), *ASYNC_BATTERIES.values()) for c in checks})
 ALL_PROPERTIES = sorted({p for family in BATTERIES for p in catalog.properties_of(family)})
@@ -76,6 +83,16 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "redis.cluster.RedisCluster clients (redis.asyncio's for async implementations); "
         "implementations the catalog marks single-node only are "
         "skipped with the reason (an existing cluster: --redis-url redis+cluster://HOST:PORT)",
+    )
+    parser.add_argument(
+        "--masters",
+        type=int,
+        metavar="N",
+        help="run on N independent masters (odd, 3 to 9; embedded, without persistence, or --redis-url "
+        "given N times): with --impl --kind lock, your lock spanning them, its factory called as "
+        f"{MULTI_MASTER_SIGNATURE}; without --impl, the catalog's multi-master locks (Redlock). The "
+        "lock battery runs, and the state machine adds partitions, paused masters and masters "
+        "restarted empty (after a TTL down, as Redlock requires)",
     )
     parser.add_argument(
         "--family",
@@ -197,6 +214,8 @@ def _validate(args: argparse.Namespace) -> None:
     """Bad input is refused before anything starts."""
     resolve_outputs(args)
     check_cluster_option(args.cluster, args.redis_url)
+    if args.masters is not None:
+        _validate_masters(args)
     for name in args.only or ():
         try:
             catalog_implementation(name)
@@ -231,6 +250,29 @@ def _validate(args: argparse.Namespace) -> None:
             )
 
 
+def _validate_masters(args: argparse.Namespace) -> None:
+    """--masters N: an odd count from 3 to 9, a lock, no cluster, --redis-url none or N times."""
+    check_masters(args.masters)
+    if args.cluster is not None:
+        raise ContendError(
+            "--masters runs on independent masters, --cluster on one Redis Cluster: choose one"
+        )
+    if args.impl and args.kind not in (None, "lock"):
+        raise ContendError(
+            f"--masters spans a lock over independent masters; --kind {args.kind} is not a lock"
+        )
+    if args.family or args.only:
+        raise ContendError(
+            "--masters runs your --impl, or the catalog's multi-master locks: drop --family and --only"
+        )
+    urls = getattr(args, "redis_urls", None) or []
+    if urls and len(urls) != args.masters:
+        raise ContendError(
+            f"--masters {args.masters} with --redis-url given {len(urls)} time(s): give it once per master, "
+            f"or leave it out and contend starts {args.masters} embedded masters"
+        )
+
+
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     options = CheckOptions(
         seed=args.seed,
@@ -253,8 +295,14 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     started = time.perf_counter()
     interrupted: interrupt.Interrupted | None = None
     interrupt.on_forced_exit(lambda: print_partial(rows, out, args, started))
+    master_urls = tuple(getattr(args, "redis_urls", None) or ()) if args.masters else ()
     with open_target(
-        args.redis_url, args.redis_server, cluster=args.cluster, client_retries=args.client_retries
+        None if master_urls else args.redis_url,
+        args.redis_server,
+        cluster=args.cluster,
+        client_retries=args.client_retries,
+        masters=0 if master_urls else args.masters or 0,
+        master_urls=master_urls,
     ) as target:
         out.print(escape(f"contend check on {target.description}"), soft_wrap=True)
         client = target.client()
@@ -319,7 +367,18 @@ def print_partial(rows: list[ResultRow], out: Console, args: argparse.Namespace,
 
 def _subjects(args: argparse.Namespace, target: Any) -> list[Subject]:
     if args.impl:
-        subjects = [user_subject(args.impl, args.kind, target, claim=args.claim, no_claim=args.no_claim)]
+        subjects = [
+            user_subject(
+                args.impl,
+                args.kind,
+                target,
+                claim=args.claim,
+                no_claim=args.no_claim,
+                masters=args.masters or 0,
+            )
+        ]
+    elif args.masters:
+        subjects = multi_master_subjects(target, args.masters)
     else:
         subjects = catalog_subjects(args.family or list(BATTERIES), args.only or ())
     if target.cluster and (args.impl or args.only):

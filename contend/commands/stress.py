@@ -78,9 +78,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--masters",
         type=int,
         metavar="N",
-        help="with --only redlock or pottery_redlock: the lock's independent embedded masters, an odd "
-        "number from 3 to 9 (default 5), without persistence; the counter it protects stays on a server "
-        "of its own (nemeses master-pause, master-restart and partition act on the masters)",
+        help="with --only redlock or pottery_redlock, or your own lock over masters (--impl M:F --kind lock, "
+        "called as factory(clients: list[redis.Redis], key, ttl_ms)): the lock's independent embedded "
+        "masters, an odd number from 3 to 9 (default 5 for the Redlocks), without persistence; the "
+        "counter it protects stays on a server of its own (nemeses master-pause, master-restart and "
+        "partition act on the masters)",
     )
     parser.add_argument(
         "--duration", type=float, default=5.0, metavar="S", help="seconds of load (default %(default)s)"

@@ -6,6 +6,7 @@ from contend.impl.catalog import SEED_LAYOUT_DBS
 from contend.machines import locks, registry, single_flight
 from contend.machines.base import ScheduledMachine
 from contend.machines.cancelling import CANCEL_RULES, REGISTRY_CANCEL_RULES
+from contend.machines.masters import masters_machine
 
 
 def family_machine(impl: Any) -> type[ScheduledMachine]:
@@ -30,6 +31,8 @@ def _family_machine(impl: Any) -> type[ScheduledMachine]:
     if impl.family == "registry":
         dbs = SEED_LAYOUT_DBS if impl.name.startswith("seed_layout") else ()
         return registry.machine_for(impl.factory, dbs=dbs, name=impl.name)
+    if impl.family == "lock" and getattr(impl, "masters", 0):
+        return masters_machine(impl)
     if impl.family == "lock":
         return locks.machine_for(impl)
     if impl.family == "semaphore":

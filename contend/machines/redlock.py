@@ -37,13 +37,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from hypothesis import strategies as st
-from hypothesis.stateful import precondition, rule
-
 from contend.machines.base import PropertyViolated
-from contend.machines.fencing import FENCES, NO_STALE_WRITE, CriticalSections
+from contend.machines.fencing import FENCES, NO_STALE_WRITE
 from contend.machines.hunt import run_once
-from contend.machines.locks import _RARELY, LockMachine
+from contend.machines.locks import LockMachine
+from contend.machines.masters import MastersMachine
 from contend.servers.server import EmbeddedRedis
 from contend.servers.target import Target
 from contend.subject.claims import LOCK_CLAIMS
@@ -83,89 +81,24 @@ def machine_for(
     lib: str = "contend",
     fence: str | None = None,
     resource_url: str = "",
-) -> type[CriticalSections]:
-    """The lock machine for Redlock (`lib`'s) over `servers`, with the restart rule when `restarts`.
-    With `fence` (a name in FENCES), holders write to a resource at `resource_url` and the
-    property judged is the resource's (no-stale-write), not the lock's."""
+) -> type[MastersMachine]:
+    """The masters machine for Redlock (`lib`'s) over `servers`, masters restarting empty at once
+    (Kleppmann's case) when `restarts`, and no master pauses (the search stays on restarts). With
+    `fence` (a name in FENCES), holders write to a resource at `resource_url` and the property
+    judged is the resource's (no-stale-write), not the lock's."""
     body: dict[str, Any] = {
         "factory": staticmethod(LIBRARIES[lib].over_urls(target.also)),
         "claims": LOCK_CLAIMS if fence is None else frozenset(),
         "servers": servers,
+        "restart_at_once": True,
         "fence": None if fence is None else FENCES[fence],
         "resource_url": resource_url,
         "stats": Counter(),
-        "acquire": acquire,
-        "cut_off": cut_off,
+        "pause_master": None,
     }
-    if restarts:
-        body["restart_master"] = restart_master
-    return type("RedlockMachine", (CriticalSections,), body)
-
-
-#: Round trips after which a client may crash (None, three times in four: it does not). Redlock's
-#: acquire takes one round trip per master: from 1 to MASTERS - 1 a client dies half-way through
-#: its first attempt, from MASTERS on as a holder (inside its critical section) or half-way
-#: through releasing. (The lock machine's own 1 to 4, half the time, killed every other acquirer
-#: of Redlock before it could hold anything.)
-CRASH_AFTER = st.one_of(st.none(), st.none(), st.none(), st.integers(1, 2 * MASTERS))
-
-
-@precondition(lambda self: bool(self.idle_workers()))
-@rule(
-    client=st.integers(0, 3),
-    stall=st.sampled_from([False] * (_RARELY - 1) + [True]),
-    stall_inside=st.sampled_from([None] * (_RARELY - 1) + [1, 2]),
-    crash_after=CRASH_AFTER,
-    extend=st.booleans(),
-    hold=st.booleans(),
-)
-def acquire(
-    self: Any,
-    client: int,
-    stall: bool,
-    stall_inside: int | None,
-    crash_after: int | None,
-    extend: bool,
-    hold: bool = False,
-) -> None:
-    """The lock machine's acquire; with `hold`, the holder then stays inside its critical
-    section (holding the lock) until Hypothesis draws `proceed` for it."""
-    idle = self.idle_workers()
-    index = idle[client % len(idle)]  # the client LockMachine.acquire picks
-    if hold:
-        self.hold_wanted.add(index)
-    else:
-        self.hold_wanted.discard(index)  # an earlier acquire's wish, if it was not granted
-    LockMachine.acquire(self, client, stall, stall_inside, crash_after, extend)
-
-
-@precondition(lambda self: not any(c.unreachable for c in self.scheduler.clients))
-@rule(client=st.integers(0, 3), first=st.integers(0, MASTERS - 1))
-def cut_off(self: Any, client: int, first: int) -> None:
-    """A network partition: one client can no longer reach a minority of the masters (two of five,
-    from master `first` on), for the rest of the example."""
-    index = client % self.workers
-    ports = [self.servers[(first + k) % len(self.servers)].port for k in range(MINORITY)]
-    self.scheduler.clients[index].unreachable = {f"127.0.0.1:{port}" for port in ports}
-    names = ", ".join(f"master {(first + k) % len(self.servers) + 1}" for k in range(MINORITY))
-    self.scheduler.note(f"{self.scheduler.clients[index].name} is cut off from {names}")
-
-
-@precondition(lambda self: bool(self.believers) and not _restarted(self))
-@rule(which=st.integers(0, MASTERS - 1))
-def restart_master(self: Any, which: int) -> None:
-    """While a client holds the lock, one master is killed (SIGKILL) and started again on the same
-    port without persistence: it comes back empty. Once per example: one is enough."""
-    server = self.servers[which % len(self.servers)]
-    server.kill()
-    server.start()
-    self.scheduler.note(
-        f"master {which % len(self.servers) + 1} (:{server.port}) restarted empty (no persistence)"
-    )
-
-
-def _restarted(machine: Any) -> bool:
-    return any("restarted empty" in step.note for step in machine.scheduler.trace)
+    if not restarts:
+        body["restart_master"] = None
+    return type("RedlockMachine", (MastersMachine,), body)
 
 
 @dataclass

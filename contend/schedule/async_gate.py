@@ -57,6 +57,7 @@ from contend.schedule.gating import (
     leave_retry_call,
     node_of,
     one_pass,
+    unreachable_error,
 )
 from contend.servers.payload import decode_packed
 
@@ -146,7 +147,12 @@ async def _gated_send(self: Any, command: Any, check_health: bool = True) -> Non
     if client.crashed:
         raise redis.ConnectionError(f"client {client.name} crashed")
     commands = decode_packed(command)
-    client.before_round_trip(commands, node_of(self))  # blocks until its turn
+    node = node_of(self)
+    client.before_round_trip(commands, node)  # blocks until its turn
+    if node and node in client.unreachable:
+        error = unreachable_error(client.name, node, client.unreachable[node])
+        client.record_reply(error)
+        raise error
     # Where a real cancellation lands before the send: redis-py awaits the pool for the
     # connection first, and returns the connection, nothing sent, when cancelled there.
     await _cancel_here(client, CancelAt.BEFORE_SEND)

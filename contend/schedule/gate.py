@@ -73,6 +73,7 @@ from contend.schedule.gating import (
     leave_retry_call,
     node_of,
     one_pass,
+    unreachable_error,
 )
 from contend.servers.payload import decode_packed
 
@@ -191,7 +192,7 @@ def _gated_send(self: Any, command: Any, check_health: bool = True) -> Any:
         commands = decode_packed(command)
         client.before_round_trip(commands, node)
         if node and node in client.unreachable:
-            error = redis.ConnectionError(f"{client.name} is cut off from {node} (a network partition)")
+            error = unreachable_error(client.name, node, client.unreachable[node])
             client.record_reply(error)
             raise error
         lose = client.take_lost_reply()

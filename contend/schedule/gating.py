@@ -47,7 +47,7 @@ class GatedClient(Protocol):
     """What the gates ask of a scheduled client (contend.schedule.scheduler.ClientHandle)."""
 
     name: str
-    unreachable: set[str]
+    unreachable: dict[str, str]
     cancel_at: CancelAt | None
     op_task: asyncio.Task[Any] | None
 
@@ -89,6 +89,20 @@ REAL_EVENT_WAIT = threading.Event.wait
 _retry_call: contextvars.ContextVar[object | None] = contextvars.ContextVar(
     "contend_retry_call", default=None
 )
+
+
+#: Why a client cannot reach a server (`ClientHandle.unreachable`): what it sees before sending.
+PARTITION = "a network partition"
+PAUSED = "the server is paused"
+DOWN = "the server is down"
+
+
+def unreachable_error(client: str, node: str, why: str) -> Exception:
+    """What redis-py raises for a round trip to a server the client cannot reach: a paused server
+    times out, a partitioned or dead one refuses or drops the connection."""
+    if why == PAUSED:
+        return redis.TimeoutError(f"Timeout reading from {node} ({client}: {why})")
+    return redis.ConnectionError(f"Error connecting to {node} ({client}: {why})")
 
 
 def retry_call() -> object | None:

@@ -148,8 +148,9 @@ class ClientHandle:
         self.aloop: VirtualClockLoop | None = None
         #: host:port of the server its next round trip goes to.
         self.pending_node = ""
-        #: Servers (host:port) it is cut off from: a round trip there fails with a ConnectionError.
-        self.unreachable: set[str] = set()
+        #: Servers (host:port) it cannot reach, and why (gating.PARTITION, PAUSED, DOWN): a round
+        #: trip there fails before it is sent, as redis-py would report it.
+        self.unreachable: dict[str, str] = {}
         #: The task running the client's operation: the one a scheduled cancellation cancels.
         self.op_task: asyncio.Task[Any] | None = None
         #: Lose the reply of the round trip this step sends (set by `Scheduler.step`).

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contend.impl.catalog import MUTUAL_EXCLUSION
+from contend.impl.catalog import CRASH_LIVENESS, MUTUAL_EXCLUSION, NO_SPURIOUS_ERRORS, PROGRESS, SAFE_RELEASE
 
-#: The versions the expectations were recorded with (the scoreboard says when another is installed).
-RECORDED_WITH: dict[str, str] = {
-    "redis": "8.1.0",
-    "python-redis-lock": "4.0.1",
-    "pottery": "3.0.1",
-    "sherlock": "0.4.1",
-}
+#: The redis-py the expectations were recorded with (the other libraries' versions are pinned in
+#: contend.scoreboard.libraries; the scoreboard says when another one ran).
+RECORDED_WITH: dict[str, str] = {"redis": "8.1.0"}
+
+#: What a finding says when the library's tracker has nothing on it.
+NOT_IN_TRACKER = "not found in the tracker"
 
 
 @dataclass(frozen=True)
@@ -34,6 +33,15 @@ class Finding:
     explanation: str  # one paragraph
     documented: bool  # the library's documentation says so (a limitation, not a bug)
     reproduction: str  # path of the standalone reproduction under tests/
+    #: Whether the library's tracker knows it: the issue or PR, or NOT_IN_TRACKER (with what is related).
+    tracker: str = NOT_IN_TRACKER
+    #: Why a run may not meet it (what it depends on that no seed fixes), or "" when every run must.
+    sometimes: str = ""
+
+    @property
+    def anchor(self) -> str:
+        """The id of its section in the report (the same in GitHub, MkDocs and the HTML page)."""
+        return f"finding-{self.library}-{self.prop}"
 
 
 FINDINGS: tuple[Finding, ...] = (
@@ -50,6 +58,194 @@ FINDINGS: tuple[Finding, ...] = (
         "comparison.)",
         documented=False,
         reproduction="tests/scoreboard/reproductions/sherlock_no_expiry.py",
+        tracker=f"{NOT_IN_TRACKER} (the never-expiring path came with "
+        "https://github.com/py-sherlock/sherlock/pull/37, which meant locks without expiry to last)",
+    ),
+    Finding(
+        "sherlock-no-expiry",
+        SAFE_RELEASE,
+        "sherlock/lock.py: `RedisLock._acquire_script` (see its mutual-exclusion finding)",
+        "The same cause as its mutual-exclusion finding: the acquire script deletes the key it has "
+        "just set, so every holder holds nothing and any client acquires at any time. The state "
+        "machine (with its lost replies and stalls) reads a third client's grant after a release "
+        "as that release having freed its successor's lease.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/sherlock_no_expiry.py",
+        tracker=f"{NOT_IN_TRACKER} (see its mutual-exclusion finding)",
+        sometimes="the state machine's search is bounded in real time and meets this shape of the "
+        "defect after the mutual-exclusion one only in some runs",
+    ),
+    Finding(
+        "celery-once",
+        SAFE_RELEASE,
+        "celery_once/backends/redis.py: `Redis.clear_lock` (`self.redis.delete(key)`), which "
+        "`QueueOnce.after_return` (celery_once/tasks.py) calls when a task ends",
+        "The lock is taken with redis-py's token-checked `Lock`, but released with a plain DEL. A "
+        "task that runs past its `timeout` (the README's fall back: the lock clears after it) has "
+        "lost its lock; a second run of the task is queued and locks; when the first run ends, "
+        "`clear_lock` deletes the second run's lock, and a third run is queued while the second "
+        "still runs: two runs at once, which is what celery-once exists to prevent. Releasing "
+        "through the `Lock` it acquired with (its token) would leave the successor's lock alone.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/celery_once_clear_lock.py",
+        tracker=f"{NOT_IN_TRACKER} (cameronmaske/celery-once; the same pattern in Celery's own "
+        "cookbook is https://github.com/celery/celery/issues/2926)",
+    ),
+    Finding(
+        "celery-singleton",
+        SAFE_RELEASE,
+        "celery_singleton/backends/redis.py: `RedisBackend.unlock` (`self.redis.delete(lock)`), "
+        "which `Singleton.release_lock` calls from `on_success` and `on_failure`",
+        "The lock is `SET lock task_id NX EX expiry` and the unlock a plain DEL, though the lock "
+        "holds the task id. A task that runs past its `lock_expiry` lets a duplicate lock and "
+        "start; when the first ends, `unlock` deletes the duplicate's lock and a third copy is "
+        "queued while the second runs. Deleting only when the value is the task's own id (a "
+        "compare-and-delete script) would leave the successor's lock alone.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/celery_singleton_unlock.py",
+        tracker=f"{NOT_IN_TRACKER} (steinitzu/celery-singleton)",
+    ),
+    Finding(
+        "cashews",
+        CRASH_LIVENESS,
+        "cashews/backends/interface.py: `Backend.lock`, whose `finally: await self.unlock(key, "
+        "identifier)` is not shielded from cancellation",
+        "`lock()` is an async context manager that unlocks in a `finally`. A task cancelled while "
+        "that unlock waits for a connection (a request timeout, a shutdown) never sends it: the "
+        "context manager is finished and cannot be left again, so the key stays until `expire` "
+        "runs out with nobody able to release it, the way redis-py's asyncio lock did before "
+        "its issue #3847 was fixed. Shielding the unlock (or retrying it) would free the lock "
+        "at once.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/cashews_cancelled_unlock.py",
+        tracker=f"{NOT_IN_TRACKER} (Krukov/cashews)",
+    ),
+    Finding(
+        "redis-semaphore",
+        CRASH_LIVENESS,
+        "redis_semaphore/__init__.py: `Semaphore._exists_or_init` (and `current_time`)",
+        "An acquire first runs `GETSET <ns>:EXISTS ok` and, if it was the first, creates the "
+        "tokens (`_init`). A client that dies between the two leaves EXISTS without a TTL and no "
+        "tokens: every later acquire sees EXISTS, creates nothing and finds no token, for ever; "
+        "`stale_client_timeout` cannot help, since no token was grabbed. Separately, "
+        "`current_time` joins the server's seconds and microseconds as strings, so 5123 µs reads "
+        "as 0.5123 s: a crashed holder's token can come back up to a second late (the model "
+        "check's finding).",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/redis_semaphore_crash.py",
+        tracker="related, maybe the same: https://github.com/bluele/redis-semaphore/issues/15 "
+        "(open: after a crash a new process cannot acquire although stale_client_timeout "
+        "passed); the Ruby original's https://github.com/dv/redis-semaphore/issues/49 shows the "
+        "same state (EXISTS, no AVAILABLE)",
+    ),
+    Finding(
+        "pottery-nextid",
+        NO_SPURIOUS_ERRORS,
+        "pottery/nextid.py: `NextID.__next__` (its `num_tries` loop over the `__current_id` getter "
+        "and setter)",
+        "A draw reads the current id from a majority of masters, then sets current + 1 with a "
+        "script that only moves the id forward; when another draw moved it first, the set is "
+        "refused, counted as QuorumNotAchieved and tried again, `num_tries` (3) times in all. "
+        "With 8 clients drawing at once from one healthy server, over a third of the draws "
+        "raised QuorumNotAchieved (the ids handed out were distinct and increasing). Its "
+        'docstring promises IDs produced "safely and reliably" and describes QuorumNotAchieved '
+        "as not achieving a quorum of masters, not as losing a race; retrying a lost race "
+        "without a bound (it cannot make the id go backwards) would remove the error.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/pottery_nextid_contention.py",
+        tracker=f"{NOT_IN_TRACKER} (brainix/pottery)",
+    ),
+    Finding(
+        "redis-semaphore",
+        SAFE_RELEASE,
+        "redis_semaphore/__init__.py: `Semaphore.release` (`has_lock` asks whether the token is "
+        "grabbed, not whether this holder grabbed it) and `release_stale_locks`",
+        "Tokens are the numbers 0..count-1, so a grant cannot be told from a later grant of the "
+        "same token. A holder that stalls past `stale_client_timeout` has its token given back "
+        "by the next acquire, which may take that very token; the stalled holder's `release` "
+        "then finds the token grabbed (by its successor), pushes it back, and a third client "
+        "takes it while the second still holds it.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/redis_semaphore_token_reuse.py",
+        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
+        sometimes="whether a stalled holder counts as stale depends on the microseconds of the server's "
+        "clock (`current_time` reads 5123 µs as 0.5123 s), so the model check meets it in some runs",
+    ),
+    Finding(
+        "redis-semaphore",
+        MUTUAL_EXCLUSION,
+        "redis_semaphore/__init__.py: `Semaphore.release` (see its safe-release finding)",
+        "The same cause as its safe-release finding, met by the lease model check: a stalled "
+        "holder's late release gives back the token its successor now holds, and another client "
+        "takes it while the successor still holds it.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/redis_semaphore_token_reuse.py",
+        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
+        sometimes="whether a stalled holder counts as stale depends on the microseconds of the server's "
+        "clock (its progress finding), so the model check meets it in some runs",
+    ),
+    Finding(
+        "redis-semaphore",
+        PROGRESS,
+        "redis_semaphore/__init__.py: `Semaphore.current_time` "
+        "(`float('.'.join(map(str, self.client.time())))`)",
+        "The server's TIME is seconds and microseconds; joined as strings, 5123 µs reads as 0.5123 s, "
+        "so whenever the microseconds have fewer than six digits the semaphore's clock runs up to a "
+        "second fast. A grab recorded at such a moment looks younger than it is and a stale token "
+        "comes back late; read at such a moment, a live holder's grab looks older. The many-permit "
+        "model check met a free permit that could not be taken.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/redis_semaphore_clock.py",
+        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
+        sometimes="it depends on the microseconds of the server's clock when a grab is recorded and "
+        "when it is judged stale, which no seed fixes",
+    ),
+    Finding(
+        "redis-lock-py",
+        PROGRESS,
+        "redis_lock/lock.py: `RedisLock.acquire` (`pubsub_timeout += delay_interval * 2 ** attempts`)",
+        "A waiter subscribes to the lock's channel and retries its SET when a message comes or its "
+        "wait times out; the wait grows exponentially (0.5 s, 1.5 s, 3.5 s, 7.5 s, ...). A lease "
+        "that expires (its holder died) publishes nothing, so the waiter notices it only at its "
+        "next time-out: a 3 s lease whose holder died is taken about 2.5 s after it ran out, and "
+        "the lateness grows with the wait. The state machine met an acquire still waiting 20 s "
+        "after a 10 s lease. The growing delay is documented (`delay_interval`); that it also "
+        "delays noticing an expired lease is not.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/redis_lock_py_backoff.py",
+        tracker="related: https://github.com/miintto/redis-lock-py/issues/3 (a waiter missed the "
+        "release message) and https://github.com/miintto/redis-lock-py/pull/4, which added the "
+        "growing wait; neither discusses a lease that expires",
+        sometimes="the state machine meets it when it draws an expiry while a waiter's wait has grown; "
+        "its search is bounded in real time, so not every run gets there",
+    ),
+    Finding(
+        "dramatiq",
+        MUTUAL_EXCLUSION,
+        "dramatiq/rate_limits/concurrent.py: `ConcurrentRateLimiter._release` (see its safe-release "
+        "finding: the same decrement of the shared counter)",
+        "The same cause as its safe-release finding, met by the semaphore model check with several "
+        "permits: a release by a holder whose slot already expired takes back a slot another "
+        "holder counts on, and one more holder than `limit` is admitted.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/dramatiq_late_release.py",
+        tracker=f"{NOT_IN_TRACKER} (Bogdanp/dramatiq)",
+        sometimes="the many-permit model check meets it in the full board's 150 operations, seldom in "
+        "--quick's 100",
+    ),
+    Finding(
+        "dramatiq",
+        SAFE_RELEASE,
+        "dramatiq/rate_limits/concurrent.py: `ConcurrentRateLimiter._release` (`backend.decr` of "
+        "the one shared counter, dramatiq/rate_limits/backends/redis.py)",
+        "Holders have no identity: the limiter is one counter whose key expires `ttl` ms after "
+        "its last change, and a release decrements it whoever took the slot. With limit 1 (the "
+        'docstring\'s "distributed mutex"), a holder that runs past `ttl` loses the key, a second '
+        "holder sets it to 1, the first one's release takes it back to 0, and a third is "
+        "admitted while the second still holds the slot.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/dramatiq_late_release.py",
+        tracker=f"{NOT_IN_TRACKER} (Bogdanp/dramatiq)",
     ),
 )
 
@@ -122,6 +318,72 @@ LIMITATIONS: dict[str, tuple[tuple[str, bool], ...]] = {
         ("a blocking acquire's `timeout` counts retries, not time", False),
     ),
     "sherlock-no-expiry": (("no fencing token", True),),
+    "pottery-nextid": (
+        ("\"there may be 'holes' in the sequence of IDs\" (ids are not 1..n: gap-free is not claimed)", True),
+        (
+            "judged by a burst of clients only: the scheduler's state machines have no ID-generator family yet",
+            False,
+        ),
+    ),
+    "walrus": (
+        ("no fencing token, no extend, no acquire timeout", True),
+        ('the event list of each lock "persists indefinitely" unless `clear()` removes it', True),
+    ),
+    "redlock-py": (
+        ("no fencing token, no extend", True),
+        ("validity is read off `time.time()`, the wall clock, which contend's clock checks move", False),
+        (
+            "a quorum reached with some servers failing raises MultipleRedlockException and leaves "
+            "the keys it set until their TTL (`Redlock.lock`)",
+            False,
+        ),
+    ),
+    "redlock": (
+        ("no fencing token, no extend", True),
+        ("validity is read off `datetime.utcnow()`, the wall clock", False),
+    ),
+    "redis-lock-py": (
+        ("no fencing token", True),
+        (
+            "`extend(n)` adds n seconds to what is left (`TTL` + n, whole seconds, so up to a second "
+            "less than asked): not contend's extend, not judged",
+            False,
+        ),
+    ),
+    "redis-lock-py-spin": (("no fencing token", True),),
+    "celery-once": (
+        ("no fencing token, no extend", True),
+        ("one Redis client per process, made from the settings' URL (a module global)", False),
+    ),
+    "celery-singleton": (
+        ("no fencing token, no extend, no blocking acquire (a duplicate is refused)", True),
+        ("without `lock_expiry` (the default) the lock never expires", True),
+    ),
+    "cashews": (
+        ("no fencing token, no extend, no acquire timeout", True),
+        (
+            "with errors suppressed (the default), a lock whose server does not answer is entered "
+            'without being held: "if redis unavailable ... we will have a brake lock"',
+            True,
+        ),
+    ),
+    "redis-semaphore": (
+        ("no fencing token, no extend", True),
+        (
+            "tokens are the numbers 0..count-1, not a fresh value per grant, so a holder cannot tell "
+            "its grant from a later one of the same token",
+            False,
+        ),
+        (
+            "a waiter blocked in BLPOP does not reclaim stale tokens: only an acquire that starts "
+            "does (`release_stale_locks`)",
+            False,
+        ),
+    ),
+    "dramatiq": (
+        ("no fencing token, no extend, no blocking acquire (the actor is retried)", True),
+        ("every acquire and release resets the counter's TTL: one busy key never expires", False),
+    ),
 }
 
 

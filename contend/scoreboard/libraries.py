@@ -1,10 +1,10 @@
 """The rows of the scoreboard: one library in one documented configuration each.
 
-A row names the adapter factory (`contend.adapters`), the PyPI distribution
-whose version it reports, and what the library claims in its own
-documentation, no more: a lock that never expires does not claim crash
-liveness. Libraries are imported only when their row runs; one that is not
-installed is skipped with the pip command that installs it.
+A row names the adapter factory (`contend.adapters`), the PyPI distribution whose version it
+reports, the pinned requirements its environment is made from (contend.scoreboard.environments),
+the family whose battery judges it, and what the library claims, quoted from its own
+documentation with the file the words come from. It claims no more than that: a lock that never
+expires does not claim crash liveness. A row that cannot run says why (`not_run`).
 """
 
 from __future__ import annotations
@@ -16,14 +16,30 @@ from importlib import metadata
 from typing import Any
 
 from contend.errors import ContendError
-from contend.impl.catalog import MUTUAL_EXCLUSION, SAFE_RELEASE
+from contend.impl.catalog import (
+    CLOCK_SKEW_SAFE,
+    MUTUAL_EXCLUSION,
+    NO_SPURIOUS_ERRORS,
+    SAFE_RELEASE,
+    UNIQUE_IDS,
+)
 from contend.subject.claims import LOCK_CLAIMS
 
-INSTALL_HINT = "pip install 'contend[libs]'"
+#: The family of ID generators (contend.scoreboard.ids): `next()` only, no names.
+ID_FAMILY = "id_generator"
+INSTALL_HINT = "pip install 'contend[libs]', or run without --environment current"
 
 
 class LibraryMissing(ContendError):
-    """The library a row needs is not installed."""
+    """The library a row needs is not installed (or does not import) where the row runs."""
+
+
+@dataclass(frozen=True)
+class Quote:
+    """What a library says about itself, and the file of its distribution it says it in."""
+
+    text: str
+    source: str
 
 
 @dataclass(frozen=True)
@@ -33,14 +49,24 @@ class Library:
     key: str  # what --lib takes
     title: str  # the library and its configuration, in words
     distribution: str  # on PyPI, for the version
-    adapter: str  # module:function in contend.adapters
+    adapter: str  # module:function in contend.adapters ("" for a row that is not run)
     claims: frozenset[str] = LOCK_CLAIMS
     #: Servers the lock spans (Redlock's masters): the others are embedded servers of their own.
     masters: int = 1
     configuration: str = ""
+    #: The battery that judges it: lock, semaphore, registry, single_flight, or ID_FAMILY.
+    family: str = "lock"
+    #: What its environment installs (pinned); () for redis-py itself, contend's own dependency.
+    requirements: tuple[str, ...] = ()
+    #: The library's own words for what it promises.
+    quotes: tuple[Quote, ...] = ()
+    #: Why the row cannot be judged, when it cannot ("" when it runs).
+    not_run: str = ""
+    #: Why a check of this row may end inconclusive, which then is no surprise ("": it may not).
+    may_be_inconclusive: str = ""
 
     def version(self) -> str:
-        """The installed version, or LibraryMissing."""
+        """The installed version where this runs, or LibraryMissing."""
         try:
             return metadata.version(self.distribution)
         except metadata.PackageNotFoundError:
@@ -48,20 +74,31 @@ class Library:
                 f"{self.key}: {self.distribution} is not installed ({INSTALL_HINT})"
             ) from None
 
+    def pinned(self) -> str:
+        """The version its requirements pin ("" when unpinned or redis-py's own)."""
+        for req in self.requirements:
+            name, _, version = req.partition("==")
+            if name.split("[")[0].lower() == self.distribution.lower():
+                return version
+        return ""
+
     def load(self) -> Callable[..., Any]:
         """The adapter's function (importing the library), or LibraryMissing."""
         module_name, name = self.adapter.split(":")
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            raise LibraryMissing(
-                f"{self.key}: {self.distribution} cannot be imported ({exc}); {INSTALL_HINT}"
-            ) from None
+            raise LibraryMissing(f"{self.key}: {self.distribution} cannot be imported ({exc})") from None
         made: Callable[..., Any] = getattr(module, name)
         return made
 
+    def adapter_module(self) -> Any:
+        """The adapter's module (importing the library), or LibraryMissing."""
+        self.load()
+        return importlib.import_module(self.adapter.split(":")[0])
+
     def factory(self, other_urls: Sequence[str] = ()) -> Callable[..., Any]:
-        """The lock-protocol factory (for several masters: built over `other_urls`, the servers
+        """The protocol factory (for several masters: built over `other_urls`, the servers
         besides the client's), or LibraryMissing."""
         made = self.load()
         return made(list(other_urls)) if self.masters > 1 else made
@@ -74,6 +111,13 @@ LIBRARIES: tuple[Library, ...] = (
         "redis",
         "contend.adapters.redis_py:factory",
         configuration="`client.lock(name, timeout=ttl, sleep=0.005)`, thread-local token (the default)",
+        quotes=(
+            Quote(
+                "a Lua script that checks the token so that a client would not be able to release "
+                "another's lock; thread_local so that another thread cannot either",
+                "redis/lock.py (Lock docstring, paraphrased: the token and thread_local paragraphs)",
+            ),
+        ),
     ),
     Library(
         "redis-py-asyncio",
@@ -82,6 +126,7 @@ LIBRARIES: tuple[Library, ...] = (
         "contend.adapters.redis_py_async:factory",
         configuration="`redis.asyncio` client, `client.lock(name, timeout=ttl, sleep=0.005)`: coroutines, "
         "judged by the async battery (cancellation included)",
+        quotes=(Quote("A shared, distributed Lock. Using Redis for locking", "redis/asyncio/lock.py"),),
     ),
     Library(
         "python-redis-lock",
@@ -89,6 +134,11 @@ LIBRARIES: tuple[Library, ...] = (
         "python-redis-lock",
         "contend.adapters.python_redis_lock:factory",
         configuration="`redis_lock.Lock(client, name, expire=ttl)`, whole seconds",
+        requirements=("python-redis-lock==4.0.1",),
+        quotes=(
+            Quote("Lock context manager implemented via redis SETNX/BLPOP.", "README.rst"),
+            Quote("If set, the lock will expire after that many seconds", "redis_lock/__init__.py (Lock)"),
+        ),
     ),
     Library(
         "python-redis-lock-renewal",
@@ -96,6 +146,14 @@ LIBRARIES: tuple[Library, ...] = (
         "python-redis-lock",
         "contend.adapters.python_redis_lock:auto_renewal_factory",
         configuration="`redis_lock.Lock(client, name, expire=ttl, auto_renewal=True)`",
+        requirements=("python-redis-lock==4.0.1",),
+        quotes=(
+            Quote(
+                "If set to True, Lock will automatically renew the lock so that it doesn't expire for "
+                "as long as the lock is held",
+                "redis_lock/__init__.py (Lock, auto_renewal)",
+            ),
+        ),
     ),
     Library(
         "pottery",
@@ -103,6 +161,15 @@ LIBRARIES: tuple[Library, ...] = (
         "pottery",
         "contend.adapters.pottery:factory",
         configuration="`Redlock(key=name, masters={client}, auto_release_time=ttl)`",
+        requirements=("pottery==3.0.1",),
+        quotes=(
+            Quote(
+                "This algorithm safely and reliably provides a mutually-exclusive locking primitive to "
+                "protect a resource shared across threads, processes, and even machines, without a "
+                "single point of failure.",
+                "pottery/redlock.py (Redlock)",
+            ),
+        ),
     ),
     Library(
         "pottery-3",
@@ -111,6 +178,32 @@ LIBRARIES: tuple[Library, ...] = (
         "contend.adapters.pottery:three_masters",
         masters=3,
         configuration="`Redlock(key=name, masters={three servers}, auto_release_time=ttl)`",
+        requirements=("pottery==3.0.1",),
+        quotes=(
+            Quote(
+                "Redlock is a distributed lock ... a majority of Redis masters",
+                "pottery/redlock.py (Redlock, abridged)",
+            ),
+        ),
+    ),
+    Library(
+        "pottery-nextid",
+        "pottery NextID, 1 master",
+        "pottery",
+        "contend.adapters.pottery_nextid:factory",
+        claims=frozenset({UNIQUE_IDS, NO_SPURIOUS_ERRORS}),
+        family=ID_FAMILY,
+        configuration="`NextID(key=name, masters={client})`, `next(ids)`: ID allocation without names "
+        "(not the registry protocol, which it does not offer)",
+        requirements=("pottery==3.0.1",),
+        quotes=(
+            Quote("Distributed Redis-powered monotonically increasing ID generator.", "pottery/nextid.py"),
+            Quote(
+                "This algorithm safely and reliably produces monotonically increasing IDs across threads, "
+                "processes, and even machines, without a single point of failure.",
+                "pottery/nextid.py (NextID)",
+            ),
+        ),
     ),
     Library(
         "sherlock",
@@ -118,6 +211,11 @@ LIBRARIES: tuple[Library, ...] = (
         "sherlock",
         "contend.adapters.sherlock:factory",
         configuration="`RedisLock(name, client=client, expire=ttl)`, whole seconds",
+        requirements=("sherlock==0.4.1",),
+        quotes=(
+            Quote("Distributed inter-process locks with a choice of backend", "README.rst"),
+            Quote("API similar to standard library's threading.Lock", "README.rst"),
+        ),
     ),
     Library(
         "sherlock-no-expiry",
@@ -126,6 +224,218 @@ LIBRARIES: tuple[Library, ...] = (
         "contend.adapters.sherlock:never_expire_factory",
         claims=frozenset({MUTUAL_EXCLUSION, SAFE_RELEASE}),
         configuration='`RedisLock(name, client=client, expire=None)`: the README\'s "never expire locks"',
+        requirements=("sherlock==0.4.1",),
+        quotes=(Quote("never expire locks", "README.rst (expire=None)"),),
+    ),
+    Library(
+        "portalocker",
+        "portalocker RedisLock (Pub/Sub)",
+        "portalocker",
+        "contend.adapters.portalocker:factory",
+        claims=frozenset({MUTUAL_EXCLUSION, SAFE_RELEASE, CLOCK_SKEW_SAFE}),
+        configuration="`RedisLock(name, connection=client)`, `acquire(timeout=0, fail_when_locked=True)` "
+        "for a try: no lease",
+        requirements=("portalocker[redis]==4.4.2",),
+        not_run="not judged: its lock is a Pub/Sub subscription with no lease, kept by a reader thread of "
+        "its own and decided by answers awaited in real time (`unavailable_timeout`, 1 s), so contend's "
+        "lease model does not apply (its model check expires leases portalocker does not have) and the "
+        "scheduler does not control it (on the same schedule it behaved differently: Hypothesis's "
+        "FlakyStrategyDefinition; 8 clients × 25 locked increments did not finish in 30 s). The "
+        "adapter (contend/adapters/portalocker.py, with `interrupt_on_lost=False`: by default a lost "
+        "lock raises KeyboardInterrupt in the main thread) is kept for trying it by hand",
+        quotes=(
+            Quote(
+                "`RedisLock` keeps the lock in a *subscription* rather than in a key. A holder subscribes "
+                "to the lock channel and a background thread keeps reading from it, so ownership is a "
+                "property of a live connection.",
+                "portalocker/redis.py",
+            ),
+            Quote(
+                "Shared readers hold the lock together, an exclusive writer holds it alone.",
+                "portalocker/redis.py",
+            ),
+        ),
+    ),
+    Library(
+        "aioredlock",
+        "aioredlock Aioredlock (asyncio)",
+        "aioredlock",
+        "",
+        requirements=("aioredlock==0.7.3",),
+        quotes=(Quote("The asyncio redlock algorithm implementation", "README.rst (aioredlock)"),),
+        not_run="not judged: aioredlock talks to Redis through aioredis 1.3 (its own connections and "
+        "protocol parser), not redis-py, and contend's scheduler, crashes and cancellations act on "
+        "redis-py's connections; aioredis 1.3 is archived (its successor is redis.asyncio)",
+    ),
+    Library(
+        "walrus",
+        "walrus Lock",
+        "walrus",
+        "contend.adapters.walrus:factory",
+        configuration="`Database(...).lock(name, ttl=ttl_ms)`, milliseconds",
+        requirements=("walrus==0.9.8",),
+        quotes=(
+            Quote("The lock uses Lua scripts to ensure the atomicity of its operations.", "walrus/lock.py"),
+            Quote(
+                "If the lock was initialized with a ``ttl``, then the lock will be released automatically "
+                "after the given number of milliseconds.",
+                "walrus/lock.py (Lock.acquire)",
+            ),
+        ),
+    ),
+    Library(
+        "redlock-py",
+        "redlock-py Redlock, 1 master",
+        "redlock-py",
+        "contend.adapters.redlock_py:factory",
+        configuration="`Redlock([client]).lock(name, ttl_ms)`, its 3 tries 0.2 s apart",
+        requirements=("redlock-py==1.0.8",),
+        quotes=(
+            Quote(
+                "This python lib implements the Redis-based distributed lock manager algorithm "
+                "[described in this blog post](http://antirez.com/news/77).",
+                "README.md",
+            ),
+            Quote("key, a random value which is used to safe reclaim the lock.", "README.md"),
+        ),
+    ),
+    Library(
+        "redlock",
+        "redlock RedLock, 1 master",
+        "redlock",
+        "contend.adapters.redlock:factory",
+        configuration="`RedLock(name, connection_details=[client], ttl=ttl_ms)`, its 3 tries",
+        requirements=("redlock==1.2.0",),
+        quotes=(
+            Quote("A distributed lock implementation based on Redis.", "redlock/lock.py (RedLock)"),
+            Quote("use the lua script to release the lock in a safe way", "redlock/lock.py (release_node)"),
+        ),
+    ),
+    Library(
+        "redis-lock-py",
+        "redis-lock-py RedisLock (Pub/Sub)",
+        "redis-lock-py",
+        "contend.adapters.redis_lock_py:factory",
+        configuration="`RedisLock(client, name, blocking_timeout=t, expire_timeout=ttl)`, whole seconds",
+        requirements=("redis-lock-py==1.3.0",),
+        may_be_inconclusive="a waiter's Pub/Sub wait (`get_message(timeout=...)`) runs on the real clock, "
+        "which the scheduler does not control: the schedule check may find it behaving differently "
+        "on the same schedule (Hypothesis's FlakyStrategyDefinition) and say so",
+        quotes=(
+            Quote("Ensure atomicity by using the SETNX operation.", "README.md (Features)"),
+            Quote(
+                "Includes a forced timeout mechanism to prevent infinite loops when attempting to acquire "
+                "the lock.",
+                "README.md (Features)",
+            ),
+            Quote("expire_timeout: The maximum lifetime of acquired lock.", "redis_lock/base.py"),
+        ),
+    ),
+    Library(
+        "redis-lock-py-spin",
+        "redis-lock-py RedisSpinLock",
+        "redis-lock-py",
+        "contend.adapters.redis_lock_py:spin_factory",
+        configuration="`RedisSpinLock(client, name, blocking_timeout=t, expire_timeout=ttl)`, whole seconds",
+        requirements=("redis-lock-py==1.3.0",),
+        quotes=(Quote("expire_timeout: The maximum lifetime of acquired lock.", "redis_lock/base.py"),),
+    ),
+    Library(
+        "celery-once",
+        "celery-once Redis backend",
+        "celery-once",
+        "contend.adapters.celery_once:factory",
+        configuration="`raise_or_lock(key, timeout=ttl)` then `clear_lock(key)`, whole seconds",
+        requirements=("celery-once==3.0.1",),
+        quotes=(
+            Quote(
+                "Allows you to prevent multiple execution and queuing of celery tasks.",
+                "README.rst (summary)",
+            ),
+            Quote(
+                "Once the task completes (or ends due to an exception) the lock will clear. If an attempt "
+                "is made to run the task again before it completes an ``AlreadyQueued`` exception will be "
+                "raised.",
+                "README.rst",
+            ),
+            Quote(
+                "By default, the tasks and the key expire after 60 minutes.",
+                "celery_once/backends/redis.py (raise_or_lock)",
+            ),
+        ),
+    ),
+    Library(
+        "celery-singleton",
+        "celery-singleton Redis backend",
+        "celery-singleton",
+        "contend.adapters.celery_singleton:factory",
+        configuration="`lock(key, task_id, expiry=ttl)` then `unlock(key)`, whole seconds",
+        requirements=("celery-singleton==0.3.1",),
+        quotes=(
+            Quote("Prevent duplicate celery tasks", "setup.py (description)"),
+            Quote(
+                "return not not self.redis.set(lock, task_id, nx=True, ex=expiry)",
+                "celery_singleton/backends/redis.py",
+            ),
+        ),
+    ),
+    Library(
+        "cashews",
+        "cashews lock (asyncio)",
+        "cashews",
+        "contend.adapters.cashews:factory",
+        configuration="`backend.lock(key, expire=ttl, wait=..., check_interval=0.005)`, coroutines, "
+        "errors suppressed (its default)",
+        requirements=("cashews==7.6.0",),
+        quotes=(
+            Quote(
+                'if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1])',
+                "cashews/backends/redis/backend.py (_UNLOCK)",
+            ),
+            Quote(
+                "lock = await self.set_lock(key, identifier, expire=expire)", "cashews/backends/interface.py"
+            ),
+        ),
+    ),
+    Library(
+        "redis-semaphore",
+        "Redis-Semaphore, stale_client_timeout",
+        "redis-semaphore",
+        "contend.adapters.redis_semaphore:factory",
+        family="semaphore",
+        configuration="`Semaphore(client, count=limit, namespace=key, stale_client_timeout=ttl)`",
+        requirements=("redis-semaphore==0.2.2",),
+        quotes=(
+            Quote("A distributed semaphore and mutex built on Redis.", "setup.py (description)"),
+            Quote(
+                "timed_out_at = float(looked_at) + self.stale_client_timeout",
+                "redis_semaphore/__init__.py (release_stale_locks)",
+            ),
+        ),
+    ),
+    Library(
+        "dramatiq",
+        "dramatiq ConcurrentRateLimiter",
+        "dramatiq",
+        "contend.adapters.dramatiq:factory",
+        family="semaphore",
+        configuration="`ConcurrentRateLimiter(RedisBackend(client=client), key, limit=limit, ttl=ttl_ms)`",
+        requirements=("dramatiq==2.2.1",),
+        quotes=(
+            Quote(
+                "A rate limiter that ensures that only `limit` concurrent operations may happen at the "
+                "same time.",
+                "dramatiq/rate_limits/concurrent.py",
+            ),
+            Quote(
+                "You can use a concurrent rate limiter of size 1 to get a distributed mutex.",
+                "dramatiq/rate_limits/concurrent.py",
+            ),
+            Quote(
+                "ttl(int): The time in milliseconds that keys may live for.",
+                "dramatiq/rate_limits/concurrent.py",
+            ),
+        ),
     ),
 )
 

@@ -1,13 +1,16 @@
 """What `contend scoreboard` prints (a rich table) and writes (report.md and index.html).
 
-The written report has the headline table, then a section per library: its configuration and
-claims, every check it ran, and for each violation the shrunk interleaving, the replay
-command, the defect in the library's own source and the standalone reproduction.
+The written report has the headline table (library, version, row, a verdict per property, the
+time; a FAIL links to its finding), then a section per row: its configuration, what the library
+claims in its own words and what it does not, the adapter's fidelity, every check it ran, and
+for each violation the shrunk interleaving, the replay command, the defect in the library's own
+source, the standalone reproduction and what the library's tracker knows of it.
 """
 
 from __future__ import annotations
 
 import platform
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,9 @@ from contend.check.framework import FAIL, INCONCLUSIVE, CheckResult
 from contend.check.schedule import SCHEDULE
 from contend.impl.catalog import PROPERTY_DESCRIPTIONS, PROPERTY_KINDS
 from contend.report.render import Block, Code, Heading, Para, Table, html_page, markdown
-from contend.scoreboard.expected import LIMITATIONS, RECORDED_WITH
+from contend.scoreboard.expected import LIMITATIONS, RECORDED_WITH, Finding
+from contend.scoreboard.ids import CHECK_PROPS
+from contend.scoreboard.libraries import ID_FAMILY
 from contend.scoreboard.run import FAIL_V, INCONCLUSIVE_V, NOT_CLAIMED, PASS_V, LibraryResult, Scoreboard
 
 
@@ -28,62 +33,50 @@ def columns(board: Scoreboard) -> list[str]:
     return [p for p in PROPERTY_DESCRIPTIONS if p in seen]
 
 
-def _first(result: LibraryResult) -> CheckResult | None:
-    """The first failed check of a row (the one whose counterexample the table sums up)."""
-    failed = [r for r in result.row.results if r.status == FAIL] if result.row else []
-    with_trace = [r for r in failed if "round_trips" in r.facts]
-    chosen = with_trace or failed
-    return chosen[0] if chosen else None
-
-
-def cell(result: LibraryResult, prop: str) -> str:
-    """A property's verdict in words: pass, FAIL (bug or documented), inconclusive, or — (not claimed)."""
+def cell(result: LibraryResult, prop: str, *, links: bool = False) -> str:
+    """A property's verdict in words: pass, FAIL (bug or documented), inconclusive, or — (not claimed).
+    With `links`, a FAIL that has a finding links to it (Markdown)."""
+    if result.skipped:
+        return "not run"
     verdict = result.verdict(prop)
     if verdict == NOT_CLAIMED:
         return "—"
     text = {PASS_V: "pass", INCONCLUSIVE_V: "inconclusive"}.get(verdict, "FAIL")
     finding = result.finding(prop)
     if verdict == FAIL_V and finding is not None:
-        text += " (documented)" if finding.documented else " (bug)"
-    if verdict != result.expected(prop):
+        label = "FAIL (documented)" if finding.documented else "FAIL (bug)"
+        text = f"[{label}](#{finding.anchor})" if links else label
+    if result.unmet(prop):
+        text += " (finding not met this run)"
+    elif result.unsettled(prop):
+        text += " (may be: see the row)"
+    elif verdict != result.expected(prop):
         text += f" ≠ expected {result.expected(prop)}"
     return text
 
 
-def _size(result: LibraryResult) -> str:
-    first = _first(result)
-    if first is None:
-        return ""
-    if "round_trips" in first.facts:
-        return f"{first.facts['clients']} clients, {first.facts['round_trips']} round trips"
-    return f"({first.check} check)"
+def version_of(result: LibraryResult) -> str:
+    """The version that ran, else the one its environment pins."""
+    return result.version or result.library.pinned() or "—"
 
 
-def _to_first(result: LibraryResult) -> str:
-    first = _first(result)
-    return f"{first.facts.get('seconds_to_first', first.seconds):.2f} s" if first else ""
-
-
-def headline(board: Scoreboard) -> Table:
-    """Library × property, with versions, the first counterexample and the time per row."""
+def headline(board: Scoreboard, *, links: bool = False) -> Table:
+    """Library, version, row, a verdict per property, the time of the row."""
     props = columns(board)
     rows = []
     for r in board.results:
-        if r.skipped:
-            rows.append((r.library.title, "not installed", *("" for _ in props), "", "", ""))
-            continue
+        time = "—" if r.skipped else f"{r.seconds:.0f} s"
         rows.append(
             (
+                r.library.distribution,
+                version_of(r),
                 r.library.title,
-                r.version,
-                *(cell(r, p) for p in props),
-                _to_first(r),
-                _size(r),
-                f"{r.seconds:.0f} s",
+                *(cell(r, p, links=links) for p in props),
+                time,
             )
         )
-    header = ("library", "version", *props, "found after", "shrunk to", "time")
-    return Table(header, tuple(rows), "ll" + "l" * len(props) + "rlr")
+    header = ("library", "version", "row", *props, "time")
+    return Table(header, tuple(rows), "lll" + "l" * len(props) + "r")
 
 
 def rich_table(board: Scoreboard) -> Any:
@@ -93,7 +86,7 @@ def rich_table(board: Scoreboard) -> Any:
     table = headline(board)
     out = RichTable(title="contend scoreboard", title_justify="left")
     for i, (name, align) in enumerate(zip(table.header, table.align, strict=True)):
-        out.add_column(name, justify="right" if align == "r" else "left", no_wrap=i == 0)
+        out.add_column(name, justify="right" if align == "r" else "left", no_wrap=i <= 1)
     for row in table.rows:
         out.add_row(*(_color(c) for c in row))
     return out
@@ -106,7 +99,7 @@ def _color(text: str) -> str:
         return f"[red]{text}[/]"
     if text == "pass":
         return f"[green]{text}[/]"
-    if text == "inconclusive":
+    if text in ("inconclusive", "not run"):
         return f"[yellow]{text}[/]"
     return text
 
@@ -124,15 +117,16 @@ def blocks(board: Scoreboard, command: str) -> list[Block]:
             "shrank; each one is reproduced by a standalone script (plain redis-py and threads) "
             "named below."
         ),
-        headline(board),
+        headline(board, links=True),
         Para(
             "Properties: "
             + "; ".join(
                 f"**{p}** ({PROPERTY_KINDS.get(p, 'safety')}): {PROPERTY_DESCRIPTIONS[p]}"
                 for p in columns(board)
             )
-            + ". — : not claimed by the library in this configuration."
+            + ". — : not claimed by the library in this configuration; not run: the row says why."
         ),
+        *findings_summary(board),
     ]
     if board.surprises:
         out.append(
@@ -143,25 +137,76 @@ def blocks(board: Scoreboard, command: str) -> list[Block]:
     return out
 
 
+def findings_summary(board: Scoreboard) -> list[Block]:
+    """One line per finding: row, property, whether the tracker knows it."""
+    found = [
+        (r, p, r.finding(p))
+        for r in board.results
+        for p in r.properties
+        if r.verdict(p) == FAIL_V or r.unmet(p)
+    ]
+    if not found:
+        return []
+    rows = tuple(
+        (
+            f"[{r.library.title}](#{f.anchor})" if f and not r.unmet(prop) else r.library.title,
+            prop,
+            ("documented" if f.documented else "bug") if f else "not examined",
+            f"not met this run ({f.sometimes})" if f and r.unmet(prop) else "met",
+            f.tracker if f else "",
+        )
+        for r, prop, f in found
+    )
+    return [
+        Heading("Findings", 2),
+        Table(("row", "property", "kind", "this run", "the library's tracker"), rows, "lllll"),
+    ]
+
+
 def library_blocks(result: LibraryResult) -> list[Block]:
     lib = result.library
-    out: list[Block] = [Heading(f"{lib.title} {result.version}".rstrip(), 2)]
+    out: list[Block] = [Heading(f"{lib.title} {version_of(result)}".rstrip(), 2)]
+    if lib.quotes:
+        out.append(Para("What it claims: " + "; ".join(f"“{q.text}” ({q.source})" for q in lib.quotes) + "."))
+    limits = LIMITATIONS.get(lib.key, ())
+    if limits:
+        out.append(
+            Para(
+                "What it does not claim: "
+                + "; ".join(
+                    f"{text} ({'documented' if documented else 'seen in the source'})"
+                    for text, documented in limits
+                )
+                + "."
+            )
+        )
     if result.skipped:
-        return [*out, Para(f"Skipped: {result.skipped}.")]
-    recorded = RECORDED_WITH.get(lib.distribution)
+        return [*out, Para(f"Not run: {result.skipped}.")]
+    recorded = lib.pinned() or RECORDED_WITH.get(lib.distribution)
     note = f" (expectations recorded with {recorded})" if recorded and recorded != result.version else ""
     out.append(
         Para(
-            f"Configuration: {lib.configuration}. Claims: {', '.join(sorted(lib.claims))}. "
-            f"Adapter: `{lib.adapter}`. {result.seconds:.1f} s{note}."
+            f"Configuration: {lib.configuration}. Family: {lib.family}. Judged on: "
+            f"{', '.join(sorted(lib.claims))}. Adapter: `{lib.adapter}`. {result.seconds:.1f} s{note}."
         )
     )
+    if lib.may_be_inconclusive:
+        out.append(Para(f"May be inconclusive: {lib.may_be_inconclusive}."))
+    if result.fidelity:
+        seen = result.fidelity_error or result.fidelity_seen
+        out.append(Para(f"Adapter fidelity: {result.fidelity} (checked: {seen})."))
     if result.row is not None:
         out.append(
             Table(
                 ("check", "property", "status", "seconds", "what it found"),
                 tuple(
-                    (r.check, r.prop or _judges(r.check), r.status, f"{r.seconds:.1f}", _one_line(r))
+                    (
+                        r.check,
+                        r.prop or _judges(r.check, lib.family),
+                        r.status,
+                        f"{r.seconds:.1f}",
+                        _one_line(r),
+                    )
                     for r in result.row.results
                 ),
                 "lllrl",
@@ -171,25 +216,14 @@ def library_blocks(result: LibraryResult) -> list[Block]:
         failures = result.failures(prop)
         if failures:
             out += violation_blocks(result, prop, failures)
-    limits = LIMITATIONS.get(lib.key, ())
-    if limits:
-        out.append(
-            Para(
-                "Not judged here: "
-                + "; ".join(
-                    f"{text} ({'documented' if documented else 'seen in the source'})"
-                    for text, documented in limits
-                )
-                + "."
-            )
-        )
     return out
 
 
 def violation_blocks(result: LibraryResult, prop: str, failures: Sequence[CheckResult]) -> list[Block]:
     finding = result.finding(prop)
     label = "" if finding is None else (" (documented)" if finding.documented else " (bug)")
-    out: list[Block] = [Heading(f"{prop}: FAIL{label}", 3)]
+    title = f"Finding: {result.library.key}, {prop}" if finding else f"{prop}: FAIL"
+    out: list[Block] = [Heading(title, 3), Para(f"**{prop}: FAIL{label}**")]
     for r in failures:
         facts = r.facts
         size = (
@@ -209,16 +243,29 @@ def violation_blocks(result: LibraryResult, prop: str, failures: Sequence[CheckR
     if finding is None:
         out.append(Para("Not examined yet: no finding is recorded for it in contend/scoreboard/expected.py."))
     else:
-        out.append(Para(f"In the library: {finding.source}. {finding.explanation}"))
-        out.append(Para(f"Standalone reproduction: `{finding.reproduction}`."))
+        out += finding_blocks(finding)
     return out
 
 
-def _judges(check: str) -> str:
+def finding_blocks(finding: Finding) -> list[Block]:
+    """Where the defect is, how to see it without contend, what the tracker knows."""
+    return [
+        Para(f"In the library: {finding.source}. {finding.explanation}"),
+        Para(
+            f"Standalone reproduction (plain redis-py and the library, any Redis): "
+            f"`python {finding.reproduction} redis://HOST:PORT/DB`."
+        ),
+        Para(f"The library's tracker: {finding.tracker}."),
+    ]
+
+
+def _judges(check: str, family: str) -> str:
     """The property a check is about (the schedule check judges every claimed one)."""
     if check == SCHEDULE.name:
         return "every claimed one"
-    return next((c.prop for c in BATTERIES["lock"] if c.name == check), "")
+    if family == ID_FAMILY:
+        return CHECK_PROPS.get(check, "")
+    return next((c.prop for c in BATTERIES.get(family, BATTERIES["lock"]) if c.name == check), "")
 
 
 def _one_line(r: CheckResult) -> str:
@@ -248,5 +295,18 @@ def write(board: Scoreboard, out_dir: Path, command: str) -> list[Path]:
     md = out_dir / "report.md"
     md.write_text(markdown(parts))
     page = out_dir / "index.html"
-    page.write_text(html_page("contend scoreboard", parts))
+    page.write_text(linked(html_page("contend scoreboard", parts)))
     return [md, page]
+
+
+def slug(text: str) -> str:
+    """A heading's id as GitHub and MkDocs make it, for the plain headings the report links to."""
+    return re.sub(r"[-\s]+", "-", re.sub(r"[^\w\s-]", "", text).strip().lower())
+
+
+def linked(page: str) -> str:
+    """The HTML page with its Markdown links made links and its finding headings given ids."""
+    page = re.sub(r"\[([^\]]+)\]\((#[\w-]+)\)", r'<a href="\2">\1</a>', page)
+    return re.sub(
+        r"<h3>(Finding: [^<]+)</h3>", lambda m: f'<h3 id="{slug(m.group(1))}">{m.group(1)}</h3>', page
+    )

@@ -8,18 +8,23 @@ could not decide, `pass` otherwise; a property the library does not claim is not
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
+
+import redis.asyncio
 
 from contend.check.battery import ASYNC_BATTERIES, BATTERIES, ResultRow, run_battery
 from contend.check.framework import FAIL, INCONCLUSIVE, CheckOptions, CheckResult
 from contend.check.schedule import SCHEDULE
 from contend.impl.catalog import BAD_INPUT, PROGRESS
 from contend.scoreboard.expected import Finding, expected_failures
-from contend.scoreboard.libraries import Library, LibraryMissing
+from contend.scoreboard.ids import CHECK_PROPS, run_id_checks
+from contend.scoreboard.libraries import ID_FAMILY, Library, LibraryMissing
 from contend.servers.binary import find_redis_server
 from contend.servers.server import EmbeddedRedis
 from contend.servers.target import Target
@@ -42,11 +47,18 @@ class LibraryResult:
     skipped: str = ""  # why the row did not run (the library is not installed)
     row: ResultRow | None = None
     seconds: float = 0.0
+    #: The adapter's fidelity: its one-line reason, what its probe saw, and the error if it failed.
+    fidelity: str = ""
+    fidelity_seen: str = ""
+    fidelity_error: str = ""
+    #: What was printed by the code under test and counted, not shown (contend.check.noise).
+    noise: str = ""
 
     @property
     def properties(self) -> list[str]:
         """The properties judged for this row: its claims, then those judged always."""
-        return [*sorted(self.library.claims), *(p for p in ALWAYS if p not in self.library.claims)]
+        always = () if self.library.family == ID_FAMILY else ALWAYS  # judged by the state machines
+        return [*sorted(self.library.claims), *(p for p in always if p not in self.library.claims)]
 
     def failures(self, prop: str) -> list[CheckResult]:
         """The failed checks that name `prop` as the property broken."""
@@ -58,6 +70,8 @@ class LibraryResult:
         if self.failures(prop):
             return FAIL_V
         about = [r for r in self.row.results if r.check == SCHEDULE.name or r.prop == prop]
+        if self.library.family == ID_FAMILY:  # no schedule check: each check judges its property
+            about = [r for r in self.row.results if CHECK_PROPS.get(r.check) == prop or r.prop == prop]
         if not about or any(r.status == INCONCLUSIVE for r in about):
             return INCONCLUSIVE_V
         return PASS_V
@@ -70,14 +84,25 @@ class LibraryResult:
     def finding(self, prop: str) -> Finding | None:
         return expected_failures(self.library.key).get(prop)
 
+    def unsettled(self, prop: str) -> bool:
+        """Inconclusive where the row says its checks may be (and why): not a surprise."""
+        return bool(self.library.may_be_inconclusive) and self.verdict(prop) == INCONCLUSIVE_V
+
+    def unmet(self, prop: str) -> bool:
+        """A finding that some runs do not meet (it says why), passed in this one: not a surprise."""
+        finding = self.finding(prop)
+        return finding is not None and bool(finding.sometimes) and self.verdict(prop) == PASS_V
+
     def surprises(self) -> list[str]:
         """Every verdict that differs from the recorded expectation, in words."""
+        if self.fidelity_error:
+            return [f"{self.library.key} · adapter fidelity: {self.fidelity_error}"]
         if self.row is None:
             return []
         found = [
             f"{self.library.key} · {prop}: {self.verdict(prop)}, expected {self.expected(prop)}"
             for prop in self.properties
-            if self.verdict(prop) != self.expected(prop)
+            if self.verdict(prop) != self.expected(prop) and not self.unmet(prop) and not self.unsettled(prop)
         ]
         unclaimed = {r.prop for r in self.row.results if r.status == FAIL} - set(self.properties)
         found += [f"{self.library.key} · {prop}: fail (not claimed)" for prop in sorted(unclaimed)]
@@ -100,13 +125,13 @@ def subject_for(library: Library, factory: Callable[..., object]) -> Subject:
     """The battery's row for a library: its claims, and how `contend scoreboard` replays it."""
     return Subject(
         library.key,
-        "lock",
+        library.family,
         factory,
         summary=library.title,
         claims=library.claims,
         selector=("--lib", library.key),
         command=("contend", "scoreboard"),
-        asynchronous=is_async(factory, "lock"),
+        asynchronous=library.family != ID_FAMILY and is_async(factory, library.family),
     )
 
 
@@ -116,7 +141,7 @@ def checks_for(library: Library, replay: str | None) -> list[str]:
         return [SCHEDULE.name]
     return [
         c.name
-        for c in (*BATTERIES["lock"], *ASYNC_BATTERIES["lock"])
+        for c in (*BATTERIES[library.family], *ASYNC_BATTERIES[library.family])
         if c.name not in SKIPPED_CHECKS and c.prop != BAD_INPUT
     ]
 
@@ -152,9 +177,14 @@ def run_library(
     interrupted row keeps its checks so far). A row whose library is missing is skipped, with
     the reason."""
     result = result or LibraryResult(library)
+    if library.not_run:
+        result.skipped = library.not_run
+        return result
     try:
         result.version = library.version()
-        library.load()  # imports the library: a missing one is skipped before servers start
+        module = (
+            library.adapter_module()
+        )  # imports the library: a missing one is skipped before servers start
     except LibraryMissing as exc:
         result.skipped = str(exc)
         return result
@@ -165,16 +195,27 @@ def run_library(
             client = spanning.client()
             run_ns = spanning.namespace(namespace, client=client)
             try:
-                run_battery(
-                    spanning,
-                    [subject_for(library, library.factory(spanning.also))],
-                    options,
-                    run_ns,
-                    on_result,
-                    only_checks=checks_for(library, options.replay),
-                    stop=stop,
-                    rows=rows,
-                )
+                if not options.replay:
+                    check_fidelity(module, spanning, run_ns.key(library.key, "fidelity"), result)
+                    if result.fidelity_error:
+                        return result
+                subject = subject_for(library, library.factory(spanning.also))
+                if library.family == ID_FAMILY:
+                    rows.append(ResultRow(subject))
+                    rows[0].results += run_id_checks(
+                        spanning, subject.factory, options, run_ns, subject, on_result, stop
+                    )
+                else:
+                    run_battery(
+                        spanning,
+                        [subject],
+                        options,
+                        run_ns,
+                        on_result,
+                        only_checks=checks_for(library, options.replay),
+                        stop=stop,
+                        rows=rows,
+                    )
             finally:
                 run_ns.cleanup()
                 client.close()
@@ -182,6 +223,37 @@ def run_library(
         result.row = rows[0] if rows else None
         result.seconds = time.perf_counter() - started
     return result
+
+
+def check_fidelity(module: Any, target: Target, key: str, result: LibraryResult) -> None:
+    """Run the adapter's fidelity probe (`fidelity(client, key)` or `fidelity_async`): what it saw,
+    or why the adapter is not faithful to the library's units and defaults."""
+    result.fidelity = getattr(module, "FIDELITY", "")
+    probe = getattr(module, "fidelity", None)
+    probe_async = getattr(module, "fidelity_async", None)
+    if not result.fidelity or (probe is None and probe_async is None):
+        result.fidelity_error = f"{module.__name__} has no FIDELITY reason and probe"
+        return
+    try:
+        if probe is not None:
+            client = target.client()
+            try:
+                result.fidelity_seen = probe(client, key)
+            finally:
+                client.close()
+        else:
+            result.fidelity_seen = asyncio.run(_probe_async(probe_async, target.url, key))
+    except Exception as exc:
+        result.fidelity_error = f"{type(exc).__name__}: {exc}"
+
+
+async def _probe_async(probe: Any, url: str, key: str) -> str:
+    client = redis.asyncio.Redis.from_url(url)
+    try:
+        seen: str = await probe(client, key)
+        return seen
+    finally:
+        await client.aclose()
 
 
 def run_scoreboard(

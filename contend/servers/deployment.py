@@ -44,8 +44,12 @@ class Deployment(Lifecycle):
         node_timeout_ms: int | None = 1000,
         sentinel: bool = False,
         masters: int = 0,
+        counter: bool = True,
     ) -> None:
         self.redis_url = redis_url
+        #: With `masters`: a server of its own besides them (stress keeps its counter there); without
+        #: it, the first master is the run's server (`contend check --masters N`).
+        self.counter = counter
         self.binary: RedisBinary | None = None if redis_url else find_redis_server(redis_server)
         self.persistence: Persistence = persistence
         self.appendfsync = appendfsync
@@ -88,6 +92,8 @@ class Deployment(Lifecycle):
             return self.nodes.url
         if self.group is not None:
             return self.group.url
+        if self.primary is None and self.lock_masters:
+            return self.lock_masters[0].url
         assert self.primary is not None
         return self.primary.url
 
@@ -119,6 +125,15 @@ class Deployment(Lifecycle):
             self.description = f"{self.group.describe()} ({self.group.binary.source})"
             return self
         assert self.binary is not None
+        if self.masters_wanted and not self.counter:
+            self.start_masters()
+            first = self.lock_masters[0]
+            self.description = (
+                f"{len(self.lock_masters)} independent embedded masters ({first.binary.product} "
+                f"{first.binary.version}, {self.binary.source}, no persistence) at "
+                + ", ".join(f":{m.port}" for m in self.lock_masters)
+            )
+            return self
         self.primary = EmbeddedRedis(
             self.binary,
             persistence=self.persistence,
@@ -134,16 +149,21 @@ class Deployment(Lifecycle):
         if self.want_replica:
             self.start_replica()
             self.description += " with a replica"
-        for _ in range(self.masters_wanted):
-            master = EmbeddedRedis(self.binary)  # no persistence: a restart comes back empty
-            self.started.append(master)
-            self.lock_masters.append(master.start())
-            self.note_pids()
+        self.start_masters()
         if self.lock_masters:
             self.description += (
                 f", and {len(self.lock_masters)} independent masters for the lock (persistence off)"
             )
         return self
+
+    def start_masters(self) -> None:
+        """The lock's independent masters, without persistence: a restart comes back empty."""
+        assert self.binary is not None
+        for _ in range(self.masters_wanted):
+            master = EmbeddedRedis(self.binary)
+            self.started.append(master)  # before start: Ctrl-C during it must still stop it
+            self.lock_masters.append(master.start())
+            self.note_pids()
 
     def control(self, server: EmbeddedRedis | None = None) -> redis.Redis:
         """A short-lived client for the harness's own commands."""

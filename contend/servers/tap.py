@@ -55,7 +55,7 @@ class RoundTrips:
         #: Lose the reply of round trip number `lose_at` (1-based), raising `lose_with` instead.
         self.lose_at: int | None = None
         self.lose_with: Exception | None = None
-        self.lost: list[list[list[str]]] = []  # what each round trip whose reply was lost sent
+        self.lost: list[list[Any]] = []  # [server, commands] of each round trip whose reply was lost
         self.resent = 0  # round trips that sent again what a lost one had sent
         self._resume = threading.Event()
         self._lock = threading.Lock()
@@ -114,12 +114,13 @@ def tap(client: redis.Redis, trips: RoundTrips | None = None) -> RoundTrips:
                 self.connect()  # a refused connection raises here, before anything is counted as sent
                 trips.spend()
                 commands = decode_packed(command) if trips.lost or trips.lose_at else []
-                if trips.lost and commands == trips.lost[-1]:
-                    trips.resent += 1
+                where = f"{getattr(self, 'host', '')}:{getattr(self, 'port', '')}"
+                if trips.lost and [where, commands] == trips.lost[-1]:
+                    trips.resent += 1  # the same commands to the same server again
                 base.send_packed_command(self, command, check_health)
                 if trips.lose_at is not None and trips.sent == trips.lose_at:
                     trips.lose_at = None
-                    trips.lost.append(commands)
+                    trips.lost.append([where, commands])
                     self._contend_lose = (trips.lose_with, len(commands))
 
             def read_response(self: Any, *args: Any, **kwargs: Any) -> Any:

@@ -112,15 +112,30 @@ def open_target(
     persistence: Persistence = "none",
     cluster: int | None = None,
     client_retries: int = 0,
+    masters: int = 0,
+    master_urls: tuple[str, ...] = (),
 ) -> Iterator[Target]:
     """The embedded server (started here, stopped on exit), an embedded cluster of `cluster`
-    masters, or the server at `redis_url`; its clients resend `client_retries` times."""
+    masters, `masters` independent embedded masters (the first is the target, the others its
+    `also`), the servers at `master_urls` (as many), or the server at `redis_url`; its clients
+    resend `client_retries` times."""
+    if master_urls:
+        described = [describe_server(url) for url in master_urls]
+        yield Target(
+            master_urls[0],
+            f"{len(master_urls)} masters: " + "; ".join(described),
+            also=tuple(master_urls[1:]),
+            client_retries=client_retries,
+        )
+        return
     deployment = Deployment(
         redis_url=redis_url,
         redis_server=redis_server,
         persistence=persistence,
         cluster=cluster,
         node_timeout_ms=None,
+        masters=masters,
+        counter=not masters,
     )
     try:
         deployment.start()
@@ -130,7 +145,17 @@ def open_target(
 
 
 def target_of(deployment: Deployment) -> Target:
-    """The Target a started deployment serves (its primary, cluster or --redis-url server)."""
+    """The Target a started deployment serves (its primary, cluster or --redis-url server; its
+    first master, with the others as `also`, when it has independent masters and no counter)."""
+    if deployment.primary is None and deployment.lock_masters:
+        first, *others = deployment.lock_masters
+        return Target(
+            first.url,
+            deployment.description,
+            first,
+            also=tuple(m.url for m in others),
+            deployment=deployment,
+        )
     return Target(
         deployment.url,
         deployment.description,

@@ -38,6 +38,7 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
+import redis
 from redis.crc import key_slot
 
 from contend.ci.document import document
@@ -68,7 +69,14 @@ from contend.stress.workers import (
     workload_key,
 )
 from contend.subject.loader import load_factory
-from contend.subject.multi_master import DEFAULT_MASTERS, MULTI_MASTER_LOCKS, check_masters
+from contend.subject.multi_master import (
+    DEFAULT_MASTERS,
+    MULTI_MASTER_LOCKS,
+    MULTI_MASTER_SIGNATURE,
+    check_masters,
+    over_masters,
+    takes_one_client,
+)
 from contend.subject.probe import PROBE_SECONDS, check_offline, try_once
 from contend.subject.protocols import check_factory_signature
 
@@ -346,14 +354,17 @@ def _check_cluster(options: StressOptions, workload: StressWorkload) -> None:
 
 
 def _check_masters(options: StressOptions) -> None:
-    """--masters N goes with a Redlock (--only redlock or pottery_redlock), on embedded servers."""
+    """--masters N goes with a Redlock (--only redlock or pottery_redlock) or the user's own lock
+    over masters (--impl M:F --kind lock, called as MULTI_MASTER_SIGNATURE), on embedded servers."""
     redlock = options.impl in MULTI_MASTER_LOCKS and options.kind is None
     if options.masters is None:
         options.masters = DEFAULT_MASTERS if redlock else None
         return
-    if not redlock:
+    if not redlock and options.kind != "lock":
         raise ContendError(
-            f"--masters runs a Redlock over independent masters: use --only {' or --only '.join(MULTI_MASTER_LOCKS)}"
+            "--masters runs a lock over independent masters: --only "
+            f"{' or --only '.join(MULTI_MASTER_LOCKS)}, or your own with --impl MODULE:FACTORY --kind lock "
+            f"(called as {MULTI_MASTER_SIGNATURE})"
         )
     check_masters(options.masters)
     if options.redis_url or options.cluster is not None:
@@ -396,11 +407,19 @@ def _user_workload(options: StressOptions) -> StressWorkload:
         )
     factory = load_factory(spec)
     check_factory_signature(factory, kind, spec)
+    if options.masters is not None:
+        if takes_one_client(factory):
+            raise ContendError(
+                f"--impl {spec}: with --masters it is called as {MULTI_MASTER_SIGNATURE}, but its first "
+                "parameter is annotated as one client (drop --masters to run a lock on one server)"
+            )
+        # A try-lock over several masters may lose a split vote: a refusal, not a fault.
+        return StressWorkload(spec, kind, factory, options.ttl_ms, kind=kind, may_refuse=True)
     check_offline(factory, kind, spec)
     return StressWorkload(spec, kind, factory, options.ttl_ms, kind=kind)
 
 
-def probe(workload: StressWorkload, namespace: Namespace) -> StressWorkload:
+def probe(workload: StressWorkload, namespace: Namespace, master_urls: Sequence[str] = ()) -> StressWorkload:
     """A user's implementation, checked on the server before any worker starts: the factory makes an
     object with the protocol's methods, and for a lock one acquire and release tell where its
     fencing token comes from (as `contend check` finds out). A catalog workload is returned as is."""
@@ -408,7 +427,15 @@ def probe(workload: StressWorkload, namespace: Namespace) -> StressWorkload:
         return workload
     kind = workload.family
     where = namespace.child("probe") if kind == "registry" else namespace.key("probe")
-    found = try_once(workload.factory, kind, workload.name, namespace.client, where)
+    if master_urls:  # the user's lock over the masters: probed on them, through one-server eyes
+        first = redis.Redis.from_url(master_urls[0], socket_connect_timeout=5)
+        try:
+            factory = over_masters(workload.factory, master_urls[1:])
+            found = try_once(factory, kind, workload.name, first, where)
+        finally:
+            first.close()
+    else:
+        found = try_once(workload.factory, kind, workload.name, namespace.client, where)
     if kind != "lock":
         return workload
     if found is None:
@@ -463,7 +490,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
             for db in SEED_LAYOUT_DBS:
                 namespace.add_db(db)
         namespace.ensure_empty()
-        workload = probe(workload, namespace)
+        workload = probe(workload, namespace, [m.url for m in deployment.lock_masters])
         board = Board.create(ctx, options.procs, deployment.url)
         deployment.on_move = board.publish_url
         for k in range(options.procs):

@@ -93,14 +93,15 @@ class WorkerSpec:
     #: Where a lock's fencing token comes from (protocols.TOKEN_RETURNED / TOKEN_ATTRIBUTE);
     #: None: writes go straight to the counter.
     fencing: str | None = None
-    #: With --masters: the URLs of the lock's masters (`impl` names a MULTI_MASTER_LOCKS entry).
+    #: With --masters: the URLs of the lock's masters (`impl` names a MULTI_MASTER_LOCKS entry, or the
+    #: user's factory taking the list of their clients).
     master_urls: tuple[str, ...] = ()
 
 
 def load_implementation(spec: WorkerSpec) -> tuple[str, Callable[..., Any]]:
     """(family, factory) of the implementation a worker runs: a catalog entry, or the user's
     `package.module:factory` imported in this process."""
-    if spec.master_urls:
+    if spec.master_urls and spec.kind is None:
         return "lock", MULTI_MASTER_LOCKS[spec.impl].build
     if spec.kind is None:
         from contend.impl.catalog import by_name

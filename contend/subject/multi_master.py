@@ -8,11 +8,15 @@ stress worker does, and from a client of the first master plus the other masters
 
 from __future__ import annotations
 
+import contextlib
+import inspect
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import redis
+import redis.asyncio
 
 from contend.errors import ContendError
 
@@ -83,3 +87,75 @@ def check_masters(masters: int) -> None:
             f"--masters {masters}: Redlock needs an odd number of masters from {MIN_MASTERS} to "
             f"{MAX_MASTERS} (a majority of them is the quorum)"
         )
+
+
+#: How contend calls a lock factory that spans independent masters (--masters N).
+MULTI_MASTER_SIGNATURE = "factory(clients: list[redis.Redis], key: str, ttl_ms: int)"
+
+
+def takes_one_client(factory: Callable[..., Any]) -> bool:
+    """Does the factory say (by its first parameter's annotation) that it takes one client, not a
+    list? Unannotated factories are found out on the server, by what they do with the list."""
+    try:
+        first = next(iter(inspect.signature(factory).parameters.values()), None)
+    except (TypeError, ValueError):
+        return False
+    if first is None or first.annotation is inspect.Parameter.empty:
+        return False
+    text = first.annotation if isinstance(first.annotation, str) else repr(first.annotation)
+    return "Redis" in text and not any(
+        word in text for word in ("list", "List", "Sequence", "tuple", "Iterable")
+    )
+
+
+def over_masters(factory: Callable[..., Any], others: Sequence[str]) -> Callable[..., Any]:
+    """The one-server lock protocol (`f(client, key, ttl_ms)`) for a lock that spans masters: `f`
+    calls `factory([client, *clients of the others], key, ttl_ms)`. Each client of the first
+    master gets its clients of the others once (as a process of a real deployment has them), with
+    the same retry and timeout settings, counted by the same round-trip tap; a redis.asyncio
+    client gets redis.asyncio clients. The checks and state machines run it as any lock."""
+    urls = list(others)
+    clients_of: weakref.WeakKeyDictionary[Any, list[Any]] = weakref.WeakKeyDictionary()
+
+    def over(client: Any, key: str, ttl_ms: int, **kwargs: Any) -> Any:
+        extra = clients_of.get(client)
+        if extra is None:
+            extra = [_like(client, url) for url in urls]
+            clients_of[client] = extra
+        return factory([client, *extra], key, ttl_ms, **kwargs)
+
+    over.__name__ = getattr(factory, "__name__", "factory")
+    over.__qualname__ = getattr(factory, "__qualname__", over.__name__)
+    over.__module__ = getattr(factory, "__module__", __name__)
+    resolution = getattr(factory, "ttl_resolution_ms", None)
+    if resolution is not None:
+        over.ttl_resolution_ms = resolution  # type: ignore[attr-defined]
+    return over
+
+
+#: Connection settings a client of another master shares with the client of the first.
+_SHARED = ("retry", "socket_timeout", "socket_connect_timeout", "retry_on_error", "decode_responses")
+
+
+def _like(client: Any, url: str) -> Any:
+    """A client of the server at `url` with `client`'s settings (and its round-trip tap, if any)."""
+    from contend.servers.cluster_client import pools_of
+    from contend.servers.tap import tap
+
+    pool = getattr(client, "connection_pool", None)
+    settings = {k: v for k, v in (getattr(pool, "connection_kwargs", {}) or {}).items() if k in _SHARED}
+    if isinstance(client, redis.asyncio.Redis):
+        return redis.asyncio.Redis.from_url(url, **settings)
+    made = redis.Redis.from_url(url, **settings)
+    pools = pools_of(client)
+    trips = getattr(pools[0], "contend_round_trips", None) if pools else None
+    if trips is not None:
+        tap(made, trips)
+    # Connected now, as a process's clients are before it takes a lock: the handshake is no round
+    # trip of an acquire (nor counted as one, nor spending its validity).
+    sent = trips.sent if trips is not None else 0
+    with contextlib.suppress(redis.RedisError):  # a master that is down: the lock will see it
+        made.ping()
+    if trips is not None:
+        trips.sent = sent
+    return made

@@ -14,6 +14,7 @@ from contend.servers.tap import watching_servers
 from contend.servers.target import Target
 from contend.subject.claims import DEFAULT_CLAIMS, check_claim_names
 from contend.subject.loader import factory_name, user_factory
+from contend.subject.multi_master import MULTI_MASTER_SIGNATURE, over_masters, takes_one_client
 from contend.subject.probe import (
     FactoryRaised,
     bounded,
@@ -21,7 +22,7 @@ from contend.subject.probe import (
     detect_capabilities,
     is_async,
 )
-from contend.subject.protocols import Capabilities, check_object
+from contend.subject.protocols import Capabilities, ProtocolError, check_object
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,9 @@ class Subject:
     asynchronous: bool = False
     #: Why it runs on one server only ("" when it runs on a Redis Cluster too).
     single_node: str = ""
+    #: The independent masters it spans (0: one server). Its factory here is the one-server
+    #: protocol over them (contend.subject.multi_master.over_masters).
+    masters: int = 0
 
 
 def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list[Subject]:
@@ -75,6 +79,24 @@ def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list
     ]
 
 
+def multi_master_subjects(target: Target, masters: int) -> list[Subject]:
+    """Rows for the catalog's locks that span masters, over the target's `masters` masters."""
+    return [
+        Subject(
+            impl.name,
+            impl.family,
+            over_masters(impl.factory, target.also),
+            impl.known_bad,
+            impl.violates,
+            impl.summary,
+            claims=impl.claims,
+            selector=("--masters", str(masters)),
+            masters=masters,
+        )
+        for impl in catalog.MULTI_MASTER_IMPLEMENTATIONS
+    ]
+
+
 def catalog_implementation(name: str) -> catalog.Implementation:
     """A catalog implementation, sync or async; KeyError naming both lists otherwise."""
     try:
@@ -97,9 +119,12 @@ def user_subject(
     *,
     claim: Sequence[str] = (),
     no_claim: Sequence[str] = (),
+    masters: int = 0,
 ) -> Subject:
     """A row for `package.module:factory` (or a factory object), after checking it follows the
     protocol and finding out what it offers beyond it (extend, a fencing token, register_many).
+    With `masters`, a lock factory that takes the list of the target's masters' clients
+    (`target.url` first, then `target.also`): MULTI_MASTER_SIGNATURE.
 
     A factory object is named `module:qualname`, as `--impl` would name it (whether that name
     imports it back is for the caller to say: `contend.testing` does).
@@ -108,6 +133,56 @@ def user_subject(
     check_claim_names(kind, no_claim, "--no-claim")
     factory = user_factory(spec, kind)
     name = factory_name(spec)
+    if masters:
+        factory = _over_masters(factory, kind, name, masters, target)
+        subject = _user_subject(factory, name, kind, target, claim, no_claim)
+        _spans_masters(subject, name, masters)
+        return replace(subject, masters=masters, selector=(*subject.selector, "--masters", str(masters)))
+    return _user_subject(factory, name, kind, target, claim, no_claim)
+
+
+def _over_masters(
+    factory: Callable[..., Any], kind: str, name: str, masters: int, target: Target
+) -> Callable[..., Any]:
+    """A multi-master lock factory as the one-server protocol over the target's masters."""
+    if kind != "lock":
+        raise ProtocolError(
+            f"--masters {masters} spans a lock over independent masters; --kind {kind} is not a lock"
+        )
+    if len(target.also) + 1 != masters:
+        raise ProtocolError(
+            f"--masters {masters}: the target has {len(target.also) + 1} server(s); give --redis-url {masters} times "
+            "or none (contend then starts the masters)"
+        )
+    if takes_one_client(factory):
+        raise ProtocolError(
+            f"--impl {name}: with --masters {masters} it is called as {MULTI_MASTER_SIGNATURE}, but its first "
+            "parameter is annotated as one client: a lock that spans masters takes the list of their clients "
+            "(drop --masters to check a lock on one server)"
+        )
+    return over_masters(factory, target.also)
+
+
+def _spans_masters(subject: Subject, name: str, masters: int) -> None:
+    """A factory that took the list of clients for one client fails on its first command."""
+    note = subject.capabilities.note if subject.capabilities else ""
+    if "'list' object has no attribute" in note:
+        raise ProtocolError(
+            f"--impl {name}: with --masters {masters} it is called as {MULTI_MASTER_SIGNATURE}, and it used the "
+            f"list as one client ({note}): a lock that spans masters takes the list of their clients "
+            "(drop --masters to check a lock on one server)"
+        )
+
+
+def _user_subject(
+    factory: Callable[..., Any],
+    name: str,
+    kind: str,
+    target: Target,
+    claim: Sequence[str],
+    no_claim: Sequence[str],
+) -> Subject:
+    """The row for a loaded factory, its capabilities found out on the target."""
     asynchronous = is_async(factory, kind)  # builds probe objects: once
     if asynchronous:
         flags = [*(f"--claim {c}" for c in claim), *(f"--no-claim {c}" for c in no_claim)]

@@ -42,6 +42,7 @@ def test_checks_that_need_a_claim_or_a_clock_are_left_out(contend_target, ns):
         "leader-crash",
         "leader-error",
         "bad-input",
+        "lost-reply",
         "schedule",
     ]
 
@@ -57,5 +58,6 @@ def test_a_user_lock_gets_the_lock_battery(contend_target):
         "stale-extend",
         "crash",
         "bad-input",
+        "lost-reply",
         "schedule",
     ]

@@ -74,3 +74,13 @@ def test_a_missed_deadline_says_how_long_it_waited(contend_target, ns):
     (result,) = row.failed
     assert result.prop == PROGRESS
     assert "acquire(timeout=0.2)" in result.detail and "past its timeout" in result.detail
+
+
+@pytest.mark.parametrize(
+    ("module", "kind", "verdict"),
+    [("redispy_lock", "lock", "pass"), ("watch_lock", "lock", "pass")],
+)
+def test_async_locks_keep_their_grants_true_under_lost_replies(module, kind, verdict, contend_target, ns):
+    subject = user_subject(f"tests.fixtures.async_foreign.{module}:make", kind, contend_target)
+    (row,) = run_battery(contend_target, [subject], OPTIONS, ns, only_checks=["lost-reply"])
+    assert row.verdict == verdict, {r.check: r.detail for r in row.results if not r.passed}

@@ -1,7 +1,14 @@
-"""`contend scoreboard`: the rows, the verdicts against expected.py, the report, bad input."""
+"""`contend scoreboard`: the rows, the verdicts against expected.py, the report, bad input.
+
+Rows run here with `--environment current`, importing the libraries the libs extra installed;
+the default (each library in an environment of its own, run by a worker process) is tested
+with redis-py's rows, whose library is contend's own dependency, and, slow, with a library
+whose environment pip makes from the package index.
+"""
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 
@@ -13,55 +20,135 @@ from contend.scoreboard import expected
 from contend.scoreboard.libraries import LIBRARIES, Library, LibraryMissing, by_key
 from contend.scoreboard.run import run_library
 
-pytest.importorskip("sherlock")
-pytest.importorskip("pottery")
-pytest.importorskip("redis_lock")
+CURRENT = ["--environment", "current"]
+
+
+def installed_here(lib: Library) -> bool:
+    try:
+        lib.version()
+        lib.adapter_module()
+    except (LibraryMissing, ValueError):
+        return False
+    return True
+
+
+RUNNABLE = [lib.key for lib in LIBRARIES if not lib.not_run and installed_here(lib)]
+
+
+def test_the_board_covers_the_locks_python_teams_run():
+    families = {lib.family for lib in LIBRARIES}
+    assert len({lib.distribution for lib in LIBRARIES}) >= 12 and len(LIBRARIES) >= 18
+    assert {"lock", "semaphore"} <= families
+    assert any(lib.family == "lock" and lib.adapter.endswith("_async:factory") for lib in LIBRARIES)
+    for lib in LIBRARIES:
+        assert lib.quotes or lib.not_run, f"{lib.key}: what does it claim, in its own words?"
+        assert all(q.source for q in lib.quotes), lib.key
+        assert lib.requirements or lib.distribution == "redis", lib.key
+        assert not lib.requirements or lib.pinned(), f"{lib.key}: its environment pins no version"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("key", [lib.key for lib in LIBRARIES if lib.key != "sherlock-no-expiry"])
-def test_each_library_row_is_as_recorded(key, capsys):
-    """A row per test (xdist spreads them): every claimed property of the library passes, quick."""
-    code = main(["scoreboard", "--quick", "--lib", key, "--no-write"])
+@pytest.mark.parametrize("key", RUNNABLE)
+def test_each_row_is_as_recorded(key, capsys):
+    """A row per test (xdist spreads them), quick: every verdict as expected.py records it."""
+    code = main(["scoreboard", "--quick", *CURRENT, "--lib", key, "--no-write", "--schedule-examples", "10"])
     out = capsys.readouterr().out
     assert code == 0, out
     assert "every verdict as recorded: 1 row(s)" in out
-    assert "FAIL" not in out and "inconclusive" not in out
+    assert "inconclusive" not in out or by_key([key])[0].may_be_inconclusive
+    assert ("FAIL" in out) == any(f.library == key and not f.sometimes for f in expected.FINDINGS)
 
 
 def test_the_report_shows_a_pass_and_a_failure_with_its_evidence(tmp_path, capsys):
     code = main(
-        ["scoreboard", "--quick", "--lib", "redis-py", "--lib", "sherlock-no-expiry", "--out", str(tmp_path)]
+        [
+            "scoreboard",
+            "--quick",
+            *CURRENT,
+            "--lib",
+            "redis-py",
+            "--lib",
+            "sherlock-no-expiry",
+            "--out",
+            str(tmp_path),
+        ]
     )
     out = capsys.readouterr().out
     assert code == 0, out
     assert "every verdict as recorded" in out
     report = (tmp_path / "report.md").read_text()
-    assert (tmp_path / "index.html").read_text().startswith("<!doctype html>")
-    assert re.search(r"\| redis-py Lock \| [\d.]+ \| pass \| pass \| pass \| pass \| pass \|", report)
-    # The one expected failure, with its evidence: trace, replay command, source, reproduction.
-    assert re.search(r"\| sherlock RedisLock, expire=None \| [\d.]+ \| FAIL \(bug\) \|", report)
-    assert "### mutual-exclusion: FAIL (bug)" in report
+    page = (tmp_path / "index.html").read_text()
+    assert page.startswith("<!doctype html>")
+    # One table: library, version, row, a verdict per property, the time.
+    assert re.search(r"\| library \| version \| row \| mutual-exclusion \| .* \| time \|", report)
+    assert re.search(
+        r"\| redis \| [\d.]+ \| redis-py Lock \| pass \| pass \| pass \| pass \| pass \| \d+ s \|", report
+    )
+    # The failure links to its finding, in Markdown and in the HTML page.
+    anchor = "finding-sherlock-no-expiry-mutual-exclusion"
+    assert re.search(
+        rf"\| sherlock \| 0\.4\.1 \| sherlock RedisLock, expire=None \| \[FAIL \(bug\)\]\(#{anchor}\) \|",
+        report,
+    )
+    assert "### Finding: sherlock-no-expiry, mutual-exclusion" in report
+    assert f'<a href="#{anchor}">FAIL (bug)</a>' in page and f'<h3 id="{anchor}">' in page
+    # Its evidence: trace, replay command, source, reproduction, tracker.
     assert "EVALSHA" in report and "-1  →  1" in report
     assert "contend scoreboard --lib sherlock-no-expiry --replay " in report
     assert "sherlock/lock.py" in report and "tests/scoreboard/reproductions/sherlock_no_expiry.py" in report
+    assert "The library's tracker: not found in the tracker" in report
+    # What the library claims, in its own words and where, and what it does not.
+    assert "What it claims: “never expire locks” (README.rst (expire=None))" in report
+    assert "What it does not claim: no fencing token" in report
+
+
+def test_a_row_that_cannot_run_says_why(tmp_path, capsys):
+    assert main(["scoreboard", "--quick", "--lib", "aioredlock", "--out", str(tmp_path)]) == 0
+    report = (tmp_path / "report.md").read_text()
+    assert re.search(r"\| aioredlock \| 0\.7\.3 \| aioredlock Aioredlock \(asyncio\) \| not run \|", report)
+    assert "Not run: not judged: aioredlock talks to Redis through aioredis 1.3" in report
+
+
+def test_a_row_runs_in_a_worker_process_by_default(tmp_path, capsys):
+    """redis-py's row needs no environment of its own (it is contend's dependency): the worker
+    runs it, and its checks and verdicts come back to the table."""
+    path = tmp_path / "board.json"
+    code = main(["scoreboard", "--quick", "--lib", "redis-py-asyncio", "--no-write", "--json", str(path)])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "every verdict as recorded: 1 row(s)" in out
+    (row,) = json.loads(path.read_text())["libraries"]
+    assert row["library"] == "redis-py-asyncio" and row["version"] and row["fidelity"]["seen"]
+    assert set(row["properties"]) >= {"mutual-exclusion", "safe-release", "crash-liveness"}
+    assert all(v["verdict"] == "pass" for v in row["properties"].values())
 
 
 def test_a_counterexample_replays_from_its_command(tmp_path, capsys):
-    assert main(["scoreboard", "--quick", "--lib", "sherlock-no-expiry", "--out", str(tmp_path)]) == 0
+    assert (
+        main(["scoreboard", "--quick", *CURRENT, "--lib", "sherlock-no-expiry", "--out", str(tmp_path)]) == 0
+    )
     report = (tmp_path / "report.md").read_text()
     command = re.search(r"Replay: `(contend scoreboard [^`]+)`", report).group(1)
     capsys.readouterr()
-    assert main(shlex.split(command)[1:]) == 0
+    assert main([*shlex.split(command)[1:], *CURRENT]) == 0
     assert "replayed: fail: c1 acquired while c0 held" in capsys.readouterr().out
 
 
-def test_a_verdict_that_changes_fails_the_run(tmp_path, capsys, monkeypatch):
+def test_a_verdict_that_changes_fails_the_run(capsys, monkeypatch):
     monkeypatch.setattr(expected, "FINDINGS", ())  # as if sherlock were expected to pass
-    assert main(["scoreboard", "--quick", "--lib", "sherlock-no-expiry", "--no-write"]) == 1
+    assert main(["scoreboard", "--quick", *CURRENT, "--lib", "sherlock-no-expiry", "--no-write"]) == 1
     out = capsys.readouterr().out
     assert "not as recorded in contend/scoreboard/expected.py" in out
     assert "sherlock-no-expiry · mutual-exclusion: fail, expected pass" in out
+
+
+def test_an_adapter_that_is_not_faithful_fails_the_run(capsys, monkeypatch):
+    import contend.adapters.redis_py as adapter
+
+    monkeypatch.setattr(adapter, "seconds_truncated_to", lambda ttl_ms: ttl_ms)  # ms given as seconds
+    assert main(["scoreboard", "--quick", *CURRENT, "--lib", "redis-py", "--no-write"]) == 1
+    out = capsys.readouterr().out
+    assert "redis-py · adapter fidelity: AssertionError: ttl_ms=1501 gave PTTL" in out
 
 
 @pytest.mark.parametrize(
@@ -70,17 +157,23 @@ def test_a_verdict_that_changes_fails_the_run(tmp_path, capsys, monkeypatch):
         (["--lib", "nope"], "--lib 'nope' is not on the scoreboard; choose from redis-py"),
         (["--replay", f"{hypothesis.__version__}:AXic"], "give exactly one --lib NAME"),
         (["--lib", "redis-py", "--replay", "garbage"], "--replay"),
+        (["--jobs", "0"], "--jobs"),
+        (["--environment", "elsewhere"], "--environment"),
     ],
 )
 def test_bad_input_is_refused_before_anything_runs(argv, message, capsys):
-    assert main(["scoreboard", *argv]) == 2
+    try:
+        code = main(["scoreboard", *argv])
+    except SystemExit as exc:  # argparse's own refusals
+        code = exc.code
+    assert code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
 
 
 def test_a_missing_library_is_skipped_with_the_command_that_installs_it(contend_target):
     missing = Library("ghost", "ghost lock", "contend-no-such-dist", "contend.adapters.ghost:factory")
-    with pytest.raises(LibraryMissing, match=r"not installed \(pip install 'contend\[libs\]'\)"):
+    with pytest.raises(LibraryMissing, match=r"not installed \(pip install 'contend\[libs\]'"):
         missing.version()
     result = run_library(missing, contend_target, options=None)  # type: ignore[arg-type]
     assert result.row is None and "contend-no-such-dist is not installed" in result.skipped

@@ -1,0 +1,171 @@
+"""How reliably and how fast contend catches one-defect mutants for the faults production has.
+
+`python -m contend.benchmarks.faults --runs 20` takes each mutant of tests/fixtures/foreign and
+tests/fixtures/masters (a lost reply, a stall inside an acquire, a deadline, single-flight's
+runs-once, locks over several masters) and, `--runs` times, the check meant for its fault: a
+state-machine search with a fresh seed each run (`schedule`), or a real-time battery check run
+again (`lost-reply`, `expiry`). Per mutant: how many runs caught it, for which properties, and the
+median and worst seconds to the catch. Correct locks in other styles get the same runs and must
+pass every one (`--correct`). Run it from the repository's root (the fixtures are its tests').
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from contend.check.battery import run_battery
+from contend.check.framework import CheckOptions
+from contend.machines.family import family_machine
+from contend.machines.hunt import run_once
+from contend.servers.target import Target, open_target
+from contend.subject.subject import Subject, user_subject
+
+
+@dataclass(frozen=True)
+class Case:
+    """One implementation, the check for its fault, and what it must be caught for (empty: correct)."""
+
+    module: str
+    kind: str
+    check: str
+    broken: frozenset[str] = frozenset()
+    masters: int = 0
+
+
+MUTANTS = (
+    Case("foreign.retry_incr_registry", "registry", "lost-reply", frozenset({"gap-free", "tables-agree"})),
+    Case("foreign.hopeful_lock", "lock", "lost-reply", frozenset({"mutual-exclusion"})),
+    Case("foreign.touch_lock", "lock", "schedule", frozenset({"stale-grant", "mutual-exclusion"})),
+    Case("foreign.fence_after_lock", "lock", "schedule", frozenset({"stale-grant", "mutual-exclusion"})),
+    Case("foreign.patient_lock", "lock", "schedule", frozenset({"progress"})),
+    Case("foreign.lease_sleeper_lock", "lock", "schedule", frozenset({"progress"})),
+    Case("foreign.early_release_flight", "single_flight", "schedule", frozenset({"runs-once"})),
+    Case("foreign.rerun_flight", "single_flight", "schedule", frozenset({"runs-once"})),
+    Case(
+        "masters.half_quorum_lock",
+        "lock",
+        "schedule",
+        frozenset({"mutual-exclusion", "stale-grant"}),
+        masters=3,
+    ),
+    Case(
+        "masters.ageless_redlock",
+        "lock",
+        "schedule",
+        frozenset({"stale-grant", "mutual-exclusion"}),
+        masters=3,
+    ),
+    Case("masters.blind_release_redlock", "lock", "expiry", frozenset({"safe-release"}), masters=3),
+    Case(
+        "masters.any_extend_redlock",
+        "lock",
+        "schedule",
+        frozenset({"stale-grant", "mutual-exclusion", "safe-release"}),
+        masters=3,
+    ),
+)
+CORRECT = (
+    Case("foreign.raising_lock", "lock", "schedule"),
+    Case("foreign.flight", "single_flight", "schedule"),
+    Case("masters.fanout_redlock", "lock", "schedule", masters=3),
+    Case("masters.vote_lock", "lock", "schedule", masters=3),
+)
+
+
+@dataclass
+class Outcome:
+    case: Case
+    caught: int = 0
+    runs: int = 0
+    times: list[float] = field(default_factory=list)
+    found: set[str] = field(default_factory=set)
+
+    def line(self) -> str:
+        what = "caught" if self.case.broken else "passed"
+        hits = self.caught if self.case.broken else self.runs - self.caught
+        wrong = self.found - self.case.broken
+        times = (
+            f"median {statistics.median(self.times):.2f} s, worst {max(self.times):.2f} s"
+            if self.times
+            else "no catch"
+        )
+        reason = f"; for {', '.join(sorted(self.found))}" if self.found else ""
+        flag = f"  (WRONG PROPERTY: {', '.join(sorted(wrong))})" if wrong else ""
+        return (
+            f"{self.case.module:<34} {self.case.check:<10} {what} {hits}/{self.runs}, {times}{reason}{flag}"
+        )
+
+
+@contextmanager
+def _target(masters: int) -> Iterator[Target]:
+    with open_target(masters=masters) as target:
+        yield target
+
+
+def measure(case: Case, runs: int, max_examples: int) -> Outcome:
+    """`runs` runs of the case's check; seconds to the first failure of each."""
+    outcome = Outcome(case)
+    with _target(case.masters) as target:
+        subject = user_subject(f"tests.fixtures.{case.module}:make", case.kind, target, masters=case.masters)
+        for seed in range(runs):
+            outcome.runs += 1
+            seconds, found = _one(subject, target, case.check, seed, max_examples)
+            if found:
+                outcome.caught += 1
+                outcome.times.append(seconds)
+                outcome.found |= found
+    return outcome
+
+
+def _one(
+    subject: Subject, target: Target, check: str, seed: int, max_examples: int
+) -> tuple[float, set[str]]:
+    if check == "schedule":
+        seconds, violation, _ = run_once(family_machine(subject), target, seed, max_examples, shrink=False)
+        return seconds, {violation.property} if violation is not None else set()
+    space = target.namespace(client=target.client())
+    started = time.perf_counter()
+    try:
+        options = CheckOptions(seed=seed, shrink=False, check_seconds=120)
+        (row,) = run_battery(target, [subject], options, space, only_checks=[check])
+    finally:
+        space.cleanup()
+    return time.perf_counter() - started, {r.prop for r in row.failed}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m contend.benchmarks.faults", description=__doc__)
+    parser.add_argument("--runs", type=int, default=20, help="runs per implementation (default 20)")
+    parser.add_argument(
+        "--max-examples",
+        type=int,
+        help="examples per search: before a mutant counts as missed (default 2000), or that a correct "
+        "lock must pass (default 200)",
+    )
+    parser.add_argument("--correct", action="store_true", help="the correct locks instead of the mutants")
+    parser.add_argument(
+        "--only", action="append", help="only this module (repeatable), e.g. masters.vote_lock"
+    )
+    args = parser.parse_args(argv)
+    cases = [c for c in (CORRECT if args.correct else MUTANTS) if not args.only or c.module in args.only]
+    started = time.perf_counter()
+    bad = 0
+    examples = args.max_examples or (200 if args.correct else 2000)
+    for case in cases:
+        outcome = measure(case, args.runs, examples)
+        print(outcome.line(), flush=True)
+        if case.broken:
+            bad += outcome.caught < outcome.runs or bool(outcome.found - case.broken)
+        else:
+            bad += outcome.caught > 0
+    print(f"{len(cases)} implementation(s), {args.runs} run(s) each, {time.perf_counter() - started:.0f} s")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

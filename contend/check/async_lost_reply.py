@@ -1,0 +1,194 @@
+"""Lost replies for async code, on the scheduler: the reply of each round trip in turn of an
+uncontended operation is lost after the server ran it (the async gate drops the connection, the
+task sees a ConnectionError or TimeoutError, as redis.asyncio reports it). What must hold is what
+the synchronous check (contend.check.lost_reply) asks: a grant is true, the lock is free again
+within a few TTLs, and a name keeps one id with ids 1..n.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+from typing import Any
+
+from contend.check.cancel import must_free_within, run_to_end, scheduled_clients
+from contend.check.faults import FAULT_TTL
+from contend.check.framework import Check, CheckContext, CheckFailed
+from contend.impl.catalog import GAP_FREE, MUTUAL_EXCLUSION, NO_SPURIOUS_ERRORS, PROGRESS, STABLE_IDS
+from contend.schedule.gating import LostReply
+from contend.schedule.scheduler import Scheduler, Status
+from contend.subject.protocols import granted
+
+#: Round trips an uncontended operation may take before the check stops counting.
+MAX_ROUND_TRIPS = 12
+#: The lease while a grant is judged: it does not run out meanwhile.
+LONG_TTL = 10_000
+
+
+def _lose_at(s: Scheduler, index: int, k: int) -> bool:
+    """Step client `index` to its `k`-th round trip and lose that one's reply (every other one a
+    timeout); then run it to its end. False if the operation ended before its `k`-th."""
+    sent = 0
+    while not s.idle(index) and index in s.runnable():
+        ready = s.clients[index].status is Status.READY
+        if ready and sent == k - 1:
+            s.step(index, lose=LostReply.CONNECTION if k % 2 else LostReply.TIMEOUT)
+            while not s.idle(index) and index in s.runnable():
+                s.step(index)
+            return True
+        s.step(index)
+        sent += ready
+    return False
+
+
+def _count(ctx: CheckContext, operation: Any) -> int:
+    """Round trips of `operation(client)` on a fresh object (twice: the first may load scripts)."""
+    counted = 0
+    for _ in range(2):
+        with scheduled_clients(ctx, 1) as (s, conns):
+            before = sum(1 for t in s.trace if t.sent)
+            run_to_end(s, 0, operation(conns[0]), "count")
+            counted = sum(1 for t in s.trace if t.sent) - before
+    return max(1, min(counted, MAX_ROUND_TRIPS))
+
+
+def lock_check(ctx: CheckContext) -> str:
+    """Each round trip of an acquire of a free lock, of one held by another, and of a release
+    loses its reply."""
+    ttl = ctx.ttl(FAULT_TTL)
+    keys = (ctx.namespace.key("async-lost", n) for n in itertools.count())
+
+    def acquire(c: Any) -> Any:
+        lock = ctx.factory(c, next(keys), ttl)
+        return lambda: lock.acquire(blocking=False)
+
+    acquiring = _count(ctx, acquire)
+
+    def held_then_release(c: Any) -> Any:
+        lock = ctx.factory(c, next(keys), ttl)
+
+        async def both() -> Any:
+            await lock.acquire(blocking=False)
+            return await lock.release()
+
+        return both
+
+    releasing = max(1, _count(ctx, held_then_release) - acquiring)
+    tried = 0
+    for k in range(1, acquiring + 1):
+        tried += _free(ctx, next(keys), k, acquiring, ttl) + _full(ctx, next(keys), k, acquiring)
+    for k in range(1, releasing + 1):
+        tried += _release(ctx, next(keys), k, releasing, ttl)
+    return f"{tried} lost replies (acquire {acquiring}, release {releasing} round trip(s)): grants true, locks free again"
+
+
+def _free(ctx: CheckContext, key: str, k: int, steps: int, ttl: int) -> int:
+    with scheduled_clients(ctx, 2) as (s, conns):
+        holder, other = ctx.factory(conns[0], key, LONG_TTL), ctx.factory(conns[1], key, LONG_TTL)
+        s.start(0, lambda: holder.acquire(blocking=False), "acquire()")
+        if not _lose_at(s, 0, k):
+            return 0
+        outcome = s.clients[0].outcome
+        what = f"the reply to round trip {k} of {steps} of an acquire of a free lock was lost"
+        if outcome.error is None and granted(outcome.value):
+            if granted(run_to_end(s, 1, lambda: other.acquire(blocking=False), "acquire()").value):
+                raise CheckFailed(
+                    f"{what}; the acquire reported success, yet another client acquired at once:\n"
+                    + s.format_trace(),
+                    prop=MUTUAL_EXCLUSION,
+                )
+            with contextlib.suppress(Exception):
+                run_to_end(s, 0, lambda: holder.release(), "release()")
+        trace = s.format_trace()
+    must_free_within(ctx, key, LONG_TTL, what, trace)
+    return 1
+
+
+def _full(ctx: CheckContext, key: str, k: int, steps: int) -> int:
+    with scheduled_clients(ctx, 2) as (s, conns):
+        holder, other = ctx.factory(conns[1], key, LONG_TTL), ctx.factory(conns[0], key, LONG_TTL)
+        if not granted(run_to_end(s, 1, lambda: holder.acquire(blocking=False), "acquire()").value):
+            raise CheckFailed(f"an uncontended acquire of {key} was refused", prop=PROGRESS)
+        s.start(0, lambda: other.acquire(blocking=False), "acquire()")
+        if not _lose_at(s, 0, k):
+            return 0
+        outcome = s.clients[0].outcome
+        if outcome.error is None and granted(outcome.value):
+            raise CheckFailed(
+                f"the reply to round trip {k} of {steps} of an acquire was lost while c1 held the lock, and "
+                f"the acquire reported success anyway:\n{s.format_trace()}",
+                prop=MUTUAL_EXCLUSION,
+            )
+        with contextlib.suppress(Exception):
+            run_to_end(s, 1, lambda: holder.release(), "release()")
+    return 1
+
+
+def _release(ctx: CheckContext, key: str, k: int, steps: int, ttl: int) -> int:
+    with scheduled_clients(ctx, 1) as (s, conns):
+        holder = ctx.factory(conns[0], key, ttl)
+        if not granted(run_to_end(s, 0, lambda: holder.acquire(blocking=False), "acquire()").value):
+            raise CheckFailed(f"an uncontended acquire of {key} was refused", prop=PROGRESS)
+        s.start(0, lambda: holder.release(), "release()")
+        if not _lose_at(s, 0, k):
+            return 0
+        trace = s.format_trace()
+    must_free_within(ctx, key, ttl, f"the reply to round trip {k} of {steps} of a release was lost", trace)
+    return 1
+
+
+def registry_check(ctx: CheckContext) -> str:
+    """Each round trip of a registration loses its reply; then another client registers the same
+    name and a second one: one id per name, ids 1..n."""
+    spaces = (ctx.namespace.child("async-lost", str(n)) for n in itertools.count())
+
+    def register(c: Any) -> Any:
+        return _call(ctx.factory(c, next(spaces)), "a")
+
+    steps = _count(ctx, register)
+    for k in range(1, steps + 1):
+        with scheduled_clients(ctx, 2) as (s, conns):
+            prefix = next(spaces)
+            first, other = ctx.factory(conns[0], prefix), ctx.factory(conns[1], prefix)
+            s.start(0, _call(first, "a"), "register('a')")
+            if not _lose_at(s, 0, k):
+                continue
+            got = s.clients[0].outcome
+            what = f"the reply to round trip {k} of {steps} of register('a') was lost"
+            a = run_to_end(s, 1, _call(other, "a"), "register('a')")
+            b = run_to_end(s, 1, _call(other, "b"), "register('b')")
+            if a.error is not None or b.error is not None:
+                raise CheckFailed(
+                    f"{what}; another client's registrations then raised {a.error or b.error}",
+                    prop=NO_SPURIOUS_ERRORS,
+                )
+            if got.error is None and got.value != a.value:
+                raise CheckFailed(
+                    f"{what}; it returned {got.value} anyway, and another client's register('a') then "
+                    f"returned {a.value}:\n{s.format_trace()}",
+                    prop=STABLE_IDS,
+                )
+            if sorted([a.value, b.value]) != [1, 2]:
+                raise CheckFailed(
+                    f"{what}; then 'a' has id {a.value} and 'b' has id {b.value}, not 1 and 2:\n{s.format_trace()}",
+                    prop=GAP_FREE,
+                )
+    return f"the reply to each of {steps} round trip(s) of a registration lost: one id per name, ids 1..n"
+
+
+def _call(registry: Any, name: str) -> Any:
+    return lambda: registry.register(name)
+
+
+ASYNC_LOCK_LOST_REPLY = Check(
+    "lost-reply",
+    "each round trip's reply lost after the server ran it (the task's connection dropped): grants true",
+    lock_check,
+    MUTUAL_EXCLUSION,
+)
+ASYNC_REGISTRY_LOST_REPLY = Check(
+    "lost-reply",
+    "each round trip's reply lost after the server ran it: one id per name, ids 1..n",
+    registry_check,
+    GAP_FREE,
+)

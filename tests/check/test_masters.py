@@ -1,0 +1,86 @@
+"""Locks over independent masters (`contend check --masters N`, issue 26): the user's own, called as
+factory(clients, key, ttl_ms); bad input refused before anything runs; one-defect mutants caught for
+the property their defect breaks, and correct locks in other styles passing."""
+
+from __future__ import annotations
+
+import pytest
+
+from contend.check.battery import run_battery
+from contend.check.framework import CheckOptions
+from contend.cli import main
+from contend.impl.catalog import MUTUAL_EXCLUSION, SAFE_RELEASE, STALE_GRANT
+from contend.servers.target import open_target
+from contend.subject.protocols import ProtocolError
+from contend.subject.subject import user_subject
+
+OPTIONS = CheckOptions(shrink=False, schedule_examples=150, burst_rounds=4, model_ops=100)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--masters", "4"], "an odd number of masters from 3 to 9"),
+        (["--masters", "1"], "an odd number of masters from 3 to 9"),
+        (["--masters", "11"], "an odd number of masters from 3 to 9"),
+        (["--masters", "3", "--cluster", "3"], "choose one"),
+        (["--masters", "3", "--family", "lock"], "drop --family and --only"),
+        (
+            ["--masters", "3", "--impl", "tests.fixtures.masters.vote_lock:make", "--kind", "registry"],
+            "--kind registry is not a lock",
+        ),
+        (
+            ["--masters", "3", "--redis-url", "redis://127.0.0.1:1/0"],
+            "--redis-url given 1 time(s): give it once per master",
+        ),
+        (["--redis-url", "redis://127.0.0.1:1/0", "--redis-url", "redis://127.0.0.1:2/0"], "given 2 times"),
+        (
+            ["--masters", "3", "--impl", "tests.fixtures.masters.one_client_lock:make", "--kind", "lock"],
+            "its first parameter is annotated as one client",
+        ),
+    ],
+)
+def test_bad_masters_input_is_one_line_and_exit_2(args, message, capsys):
+    assert main(["check", *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
+
+
+def test_a_factory_that_uses_the_list_as_one_client_is_refused():
+    with open_target(masters=3) as target, pytest.raises(ProtocolError, match="used the list as one client"):
+        user_subject("tests.fixtures.masters.one_client_lock:make_unannotated", "lock", target, masters=3)
+
+
+def run(module: str, checks: list[str]):
+    with open_target(masters=3) as target:
+        subject = user_subject(f"tests.fixtures.masters.{module}:make", "lock", target, masters=3)
+        run_ns = target.namespace(client=target.client())
+        try:
+            (row,) = run_battery(target, [subject], OPTIONS, run_ns, only_checks=checks)
+        finally:
+            run_ns.cleanup()
+    return row
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("module", "checks", "broken"),
+    [
+        ("half_quorum_lock", ["schedule"], {MUTUAL_EXCLUSION, STALE_GRANT}),
+        ("ageless_redlock", ["schedule"], {STALE_GRANT, MUTUAL_EXCLUSION}),
+        ("blind_release_redlock", ["expiry"], {SAFE_RELEASE}),
+        ("any_extend_redlock", ["schedule"], {STALE_GRANT, MUTUAL_EXCLUSION, SAFE_RELEASE}),
+    ],
+)
+def test_a_multi_master_mutant_is_caught(module, checks, broken):
+    row = run(module, checks)
+    found = {r.prop for r in row.failed}
+    assert found, f"{module} passed {checks}: {[r.detail for r in row.results]}"
+    assert found <= broken, f"{module} was reported for {found - broken}: {[r.detail for r in row.failed]}"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", ["fanout_redlock", "vote_lock"])
+def test_a_correct_multi_master_lock_passes_the_state_machine_and_lost_replies(module):
+    row = run(module, ["schedule", "lost-reply"])
+    assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
