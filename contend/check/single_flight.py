@@ -168,7 +168,12 @@ def handover_check(ctx: CheckContext) -> str:
         client, trips = tapped_client(ctx, extra)
         alone = ctx.factory(client, ctx.namespace.key("handover", next(made)), ttl)
         after: list[int] = []
-        alone.call(lambda: after.append(trips.sent) or 3)
+
+        def compute() -> int:
+            after.append(trips.sent)
+            return 3
+
+        alone.call(compute)
         steps = trips.sent - after[0]
         for k in range(steps):
             _handover(ctx, extra, ctx.namespace.key("handover", next(made)), k, steps, ttl)
