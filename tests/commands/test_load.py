@@ -30,8 +30,15 @@ RACY_REGISTRY = "tests.fixtures.user_registry:make_racy"
         (["--impl", LOCK, "--kind", "lock", "--strategy", "watch"], "and --strategy watch: choose one"),
         (["--impl", LOCK, "--kind", "lock", "--workload", "registry"], "runs in the counter and transfer"),
         (["--impl", LOCK, "--kind", "semaphore"], "not a semaphore; check it with contend check --impl"),
-        (["--impl", LOCK], "a registry factory is called as factory(client: redis.Redis, namespace: str)"),
-        (["--impl", "tests.fixtures.user_registry:wrong_arity"], "too many positional arguments"),
+        (["--impl", LOCK], "--impl tests.fixtures.foreign.redispy_lock:make needs --kind"),
+        (
+            ["--impl", LOCK, "--kind", "registry"],
+            "a registry factory is called as factory(client: redis.Redis, namespace: str)",
+        ),
+        (
+            ["--impl", "tests.fixtures.user_registry:wrong_arity", "--kind", "registry"],
+            "too many positional arguments",
+        ),
         (["--kind", "lock"], "--kind lock names the protocol of --impl"),
         (["--processes", "0"], "--processes must be a whole number > 0, got 0"),
         (["--processes", "1,-2"], "--processes must be a whole number > 0, got -2"),

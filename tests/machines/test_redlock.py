@@ -3,6 +3,8 @@ while a client cut off from a minority holds the lock (Kleppmann's counterexampl
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -72,7 +74,8 @@ def test_kleppmanns_counterexample_is_two_holders(masters, lib):
         assert info.value.property == "mutual-exclusion"
         assert "c0 acquired while c1 held valid lease(s)" in info.value.detail
         trace = m.scheduler.format_trace()
-        assert "c1 is cut off from master 2, master 3" in trace and "restarted empty" in trace
+        assert re.search(r"c1 is cut off from master 2 \(127\.0\.0\.1:\d+\), master 3 \(", trace)
+        assert "restarted empty" in trace
     finally:
         m.failed = True
         m.teardown()

@@ -219,7 +219,7 @@ def test_cli_prints_the_verdict_and_keeps_the_history(tmp_path, capsys):
             "--nemesis sentinel-failover kills a server",
         ),
         (["--only", "redlock", "--masters", "4"], "--masters 4: Redlock needs an odd number of masters"),
-        (["--only", "token", "--masters", "5"], "--masters runs a Redlock over independent masters"),
+        (["--only", "token", "--masters", "5"], "--masters runs a lock over independent masters"),
         (["--only", "token", "--nemesis", "partition"], "--nemesis partition acts on Redlock's masters"),
         (
             ["--only", "redlock", "--nemesis", "server-kill"],
