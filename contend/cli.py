@@ -113,18 +113,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "for that many independent masters"
             )
         code = int(args.handler(args, stdout, stderr))
-        stopped = interrupt.received() if restore is not None else None
-        if stopped is not None and code != stopped.code:
-            # The work stopped at the signal, but its Interrupted was swallowed on the way (raised
-            # in a finalizer, say): the run is still an interrupted one, never a pass or a failure.
+        caught = interrupt.arrived()
+        if caught is not None and code != caught.code:
+            # The signal came while a finalizer ran, so its exception never reached the command,
+            # which stopped at its next look at interrupt.STOP: the run was interrupted all the same.
             stderr.print(
-                f"[yellow]interrupted[/] ({stopped}): the run stopped early; its results are incomplete"
+                f"[yellow]interrupted[/] ({escape(str(caught))}): servers stopped, run namespace cleaned up"
             )
-            write_failure(args, stopped.code, "interrupted", f"interrupted ({stopped}) before the run ended")
-            return stopped.code
+            return caught.code
         return code
     except ContendError as exc:
-        stopped = interrupt.received() if restore is not None else None
+        stopped = interrupt.arrived() if restore is not None else None
         if stopped is not None:  # a worker or server ended by the same signal: not bad input
             stderr.print(f"[yellow]interrupted[/] ({stopped}): {escape(str(exc))}", soft_wrap=True)
             write_failure(args, stopped.code, "interrupted", f"interrupted ({stopped}): {exc}")

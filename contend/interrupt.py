@@ -6,6 +6,12 @@ has not exited within the grace period (work stuck in a call that does not
 return), the watchdog prints what the command registered with `on_forced_exit`,
 stops every embedded server this process started and exits. A second signal
 does that at once.
+
+A signal that arrives while the main thread runs a finalizer (`__del__`, run by
+the garbage collector wherever it happens to start) raises nothing: Python would
+only print that exception and go on. `STOP` is set all the same, and `arrived()`
+says which signal came, so a command judges "interrupted" by `arrived()`, never
+by whether the exception reached it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ GRACE = 4.5
 
 _last_words: list[Callable[[], None]] = []
 _watchdogs: list[threading.Timer] = []
+_arrived: list[Interrupted] = []  # the first stop signal since install()
 
 
 class Interrupted(KeyboardInterrupt):
@@ -40,22 +47,12 @@ def on_forced_exit(report: Callable[[], None]) -> None:
     _last_words.append(report)
 
 
-def received() -> Interrupted | None:
-    """The stop signal that arrived, if one did, as the exception it raised: for work that stopped
-    at STOP but whose Interrupted was swallowed (raised inside a finalizer or a library's
-    `except BaseException`), so the run still says "interrupted" and exits 128 + the signal."""
-    return Interrupted(_received[0]) if _received and STOP.is_set() else None
-
-
-_received: list[int] = []
-
-
 def install() -> Callable[[], None]:
     """Handle SIGINT, SIGTERM and SIGHUP as above (main thread only); returns what restores the
     handlers there were before."""
     STOP.clear()
-    _received.clear()
     _last_words.clear()
+    _arrived.clear()
     before = {}
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
@@ -66,11 +63,18 @@ def install() -> Callable[[], None]:
         for number, handler in before.items():
             signal.signal(number, handler)
         _last_words.clear()
+        _arrived.clear()
         for timer in _watchdogs:  # the command returned in time: no forced exit
             timer.cancel()
         _watchdogs.clear()
 
     return restore
+
+
+def arrived() -> Interrupted | None:
+    """The stop signal that arrived since `install()` (as the `Interrupted` it raised, or would
+    have raised outside a finalizer), or None."""
+    return _arrived[0] if _arrived else None
 
 
 _depth = [0]  # deferred() blocks under way
@@ -102,13 +106,23 @@ def _handle(signum: int, frame: FrameType | None) -> None:
         STOP.set()  # the second signal: the first one counts as handled
     if STOP.is_set():
         _force_exit(128 + signum)
-    _received[:] = [signum]
     STOP.set()
     timer = threading.Timer(GRACE, _force_exit, args=(128 + signum,))
     timer.daemon = True
     timer.start()
     _watchdogs.append(timer)
-    raise Interrupted(signum)
+    _arrived.append(Interrupted(signum))
+    if not _in_finalizer(frame):  # raised in a finalizer, it would only be printed
+        raise _arrived[0]
+
+
+def _in_finalizer(frame: FrameType | None) -> bool:
+    """Is the main thread running a `__del__` (the signal's frame or one of its callers)?"""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def forced_exit_code() -> int:

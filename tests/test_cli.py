@@ -74,3 +74,26 @@ def test_family_or_only_with_impl_is_refused_not_ignored(capsys):
     code = main(["check", "--impl", "tests.fixtures.user_registry:make", "--family", "lock"])
     assert code == 2
     assert "--family chooses catalog implementations and --impl checks yours" in capsys.readouterr().err
+
+
+def test_a_command_whose_interrupt_never_reached_it_still_exits_128_plus_the_signal(monkeypatch, capsys):
+    """A signal handled inside a finalizer raises nothing there (Python would only print it), so a
+    command may return as if it finished: main() still exits 130 and says it was interrupted."""
+    import gc
+    import signal
+
+    import contend.commands.history
+    from contend import interrupt
+    from tests.test_interrupt import SignalsWhenCollected
+
+    def run(args, out, err):
+        SignalsWhenCollected(signal.SIGINT)
+        gc.collect()  # its finalizer runs here, in the main thread, and the signal lands in it
+        return 0
+
+    monkeypatch.setattr(contend.commands.history, "run", run)
+    try:
+        assert main(["history", "check", "tests/data/kv_ok.edn", "--model", "kv"]) == 130
+    finally:
+        interrupt.STOP.clear()
+    assert "interrupted (SIGINT)" in capsys.readouterr().err

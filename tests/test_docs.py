@@ -137,3 +137,11 @@ def test_the_exit_code_table_has_a_row_per_code():
     rows = re.findall(r"^\| ([\d /]+) \|", text.split("## Exit codes", 1)[1].split("\n## ", 1)[0], re.M)
     codes = {int(code) for row in rows for code in row.split("/")}
     assert codes == {int(code) for code in ExitCode}
+
+
+def test_the_quick_tier_the_docs_name_is_a_registered_marker(pytestconfig):
+    """docs/TESTING.md tells contributors to run `pytest -m "not slow"`: `slow` must be a marker
+    pytest knows (an unknown one would select everything)."""
+    text = (ROOT / "docs" / "TESTING.md").read_text()
+    assert '.venv/bin/pytest -m "not slow"' in text
+    assert any(m.startswith("slow:") for m in pytestconfig.getini("markers"))

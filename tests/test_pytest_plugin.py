@@ -64,6 +64,7 @@ def test_profiles():
         (("--hypothesis-profile", "contend-thorough"), "contend-thorough"),
     ],
 )
+@pytest.mark.slow
 def test_the_plugin_registers_the_profiles_and_loads_none(pytester, monkeypatch, args, expected):
     """In a fresh pytest process outside this repository (no conftest.py loads a profile)."""
     monkeypatch.setenv("EXPECTED_PROFILE", expected)

@@ -40,8 +40,13 @@ ROOT = Path(__file__).resolve().parent.parent
 MUTANT = "tests.fixtures.foreign.check_then_set_lock:make"
 #: Enough interleavings for the schedule check to catch check_then_set_lock (it needs about 25).
 EXAMPLES = 30
+#: Real-time budgets (s) no check here reaches: these tests read the evidence and its replay line,
+#: which a check cut short while Hypothesis shrinks does not have yet (a busy machine once spent
+#: the 30 s default there).
+UNHURRIED = {"check_seconds": 600.0, "run_seconds": 900.0}
 
 
+@pytest.mark.slow
 def test_a_correct_lock_passes_and_its_rows_are_returned(contend_target):
     rows = check_lock(raising_lock.make, contend_target, schedule_examples=10)
     (row,) = rows
@@ -51,6 +56,7 @@ def test_a_correct_lock_passes_and_its_rows_are_returned(contend_target):
     assert all(r.status == PASS for r in row.results)
 
 
+@pytest.mark.slow
 def test_each_kind_has_its_wrapper(contend_target):
     """One quick check per family, so each wrapper reaches its own battery."""
     for wrapper, factory, family in [
@@ -80,9 +86,16 @@ def _normalised(text: str) -> list[str]:
     return [line.rstrip() for line in text.splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_a_mutant_fails_with_the_evidence_the_command_prints(contend_target, capsys):
     with pytest.raises(ContendCheckFailed) as info:
-        check_lock(check_then_set_lock.make, contend_target, checks=["schedule"], schedule_examples=EXAMPLES)
+        check_lock(
+            check_then_set_lock.make,
+            contend_target,
+            checks=["schedule"],
+            schedule_examples=EXAMPLES,
+            **UNHURRIED,
+        )
     failure = info.value
     assert isinstance(failure, AssertionError)
     (row,) = failure.rows
@@ -104,6 +117,10 @@ def test_a_mutant_fails_with_the_evidence_the_command_prints(contend_target, cap
             "schedule",
             "--schedule-examples",
             str(EXAMPLES),
+            "--check-seconds",
+            "600",
+            "--run-seconds",
+            "900",
             "--redis-url",
             contend_target.url,
         ]
@@ -116,12 +133,13 @@ def test_a_mutant_fails_with_the_evidence_the_command_prints(contend_target, cap
     assert "not as expected" in printed[len(evidence)]
 
 
+@pytest.mark.slow
 def test_a_factory_object_that_cannot_be_imported_gets_a_replay_call(contend_target):
     def make(client, key, ttl_ms):
         return check_then_set_lock.make(client, key, ttl_ms)
 
     with pytest.raises(ContendCheckFailed) as info:
-        check_lock(make, contend_target, checks=["schedule"], schedule_examples=EXAMPLES)
+        check_lock(make, contend_target, checks=["schedule"], schedule_examples=EXAMPLES, **UNHURRIED)
     message = str(info.value)
     assert (
         "tests.test_testing:test_a_factory_object_that_cannot_be_imported_gets_a_replay_call.<locals>.make"
@@ -157,6 +175,7 @@ def _slow_lock(client, key, ttl_ms):
     return lock
 
 
+@pytest.mark.slow
 def test_inconclusive_fails_unless_allowed(contend_target):
     with pytest.raises(ContendCheckFailed) as info:
         check_lock(_slow_lock, contend_target, checks=["model"], check_seconds=0.3)
@@ -255,10 +274,14 @@ def test_my_lock(contend_target):
 
 
 def test_my_broken_lock(contend_target):
-    check_lock(check_then_set_lock.make, contend_target, checks=["schedule"], schedule_examples={examples})
+    check_lock(
+        check_then_set_lock.make, contend_target, checks=["schedule"], schedule_examples={examples},
+        check_seconds=600, run_seconds=900,
+    )
 """
 
 
+@pytest.mark.slow
 def test_a_users_suite_passes_a_correct_lock_and_fails_a_mutant(pytester, monkeypatch):
     """A fresh pytest process, as a user's suite runs: only the installed plugin (no conftest
     of this repository), `--hypothesis-profile contend-ci` accepted."""

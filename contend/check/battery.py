@@ -36,6 +36,7 @@ from contend.check.schedule import SCHEDULE
 from contend.check.semaphore import SEMAPHORE_CHECKS
 from contend.check.single_flight import SINGLE_FLIGHT_CHECKS
 from contend.servers.keyspace import Namespace
+from contend.servers.tap import watching_servers
 from contend.servers.target import Target
 from contend.subject.subject import Subject, with_capabilities
 
@@ -139,6 +140,7 @@ class ResultRow:
         return self.verdict in ("pass", "caught", "skipped", "not run")
 
 
+@watching_servers  # a round trip to a server outside the target stops the run (exit 2)
 def run_battery(
     target: Target,
     subjects: Sequence[Subject],

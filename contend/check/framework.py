@@ -22,9 +22,10 @@ import redis
 
 from contend.errors import Abandoned
 from contend.impl.catalog import CLUSTER_SLOTS, PROPERTY_KINDS
-from contend.servers.cluster_client import disconnect, refusals_count, refusals_since
+from contend.servers.cluster_client import disconnect
 from contend.servers.keyspace import Namespace
-from contend.servers.tap import RoundTrips, tap
+from contend.servers.slot_refusals import SlotRefusal, refusals_count, refusals_since
+from contend.servers.tap import ForeignServer, RoundTrips, foreign_round_trip, tap
 from contend.servers.target import Target
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
@@ -149,6 +150,9 @@ class Check:
     prop: str = ""
     needs: str = ""
     capability: str = ""
+    #: Whether the check ends by itself at a refusal because of hash slots on a Redis Cluster
+    #: (the state machine, with the interleaving that led to it); others are stopped there.
+    judges_slot_refusals: bool = False
 
     def applies(self, subject: Any) -> bool:
         """Should this check run for `subject` (anything with claims and capabilities)?"""
@@ -212,31 +216,48 @@ def run_check(
     try:
         while thread.is_alive() and time.perf_counter() < deadline and not (stop and stop.is_set()):
             thread.join(0.05)
+            if foreign_round_trip() is not None:
+                break
+            if not check.judges_slot_refusals and refusals_count() > mark:
+                break  # on a Redis Cluster: the refusal is the finding, whatever follows from it
     except BaseException:  # interrupted: stop the check before the run goes down
         ctx.abandon()
         thread.join(1.0)
         raise
-    if thread.is_alive():
-        why = (
-            "the run was interrupted"
-            if stop and stop.is_set()
-            else f"timed out after {ctx.options.check_seconds:g} s"
-        )
+    if (foreign := foreign_round_trip()) is not None:
+        # Round trips to a server outside the run: whatever the check found, it cannot be judged.
         ctx.abandon()
         thread.join(2.0)
-        seen = f"; it was at: {ctx.last_note}" if ctx.last_note else ""
-        return CheckResult(
-            check.name, INCONCLUSIVE, f"inconclusive ({why}){seen}", time.perf_counter() - start
-        )
-    ctx.close()
+        raise ForeignServer(str(foreign))
+    if thread.is_alive():
+        interrupted = stop is not None and stop.is_set()
+        ctx.abandon()
+        thread.join(2.0)
+        if interrupted or not refusals_since(mark):
+            why = (
+                "the run was interrupted"
+                if interrupted
+                else f"timed out after {ctx.options.check_seconds:g} s"
+            )
+            seen = f"; it was at: {ctx.last_note}" if ctx.last_note else ""
+            return CheckResult(
+                check.name, INCONCLUSIVE, f"inconclusive ({why}){seen}", time.perf_counter() - start
+            )
+        box.pop("error", None)  # stopped at the refusal: what the stop raised in it says nothing
+    else:
+        ctx.close()
     seconds = time.perf_counter() - start
     error = box.get("error")
     refused = refusals_since(mark)
     if refused and not isinstance(error, Abandoned):
         # On a Redis Cluster, whatever the implementation made of the refusal (a refused acquire,
-        # an error it caught), its command spans slots: that is the finding.
+        # an error it caught, a hang), its command spans slots: that is the finding, and the only one.
         more = f" ({len(refused)} such refusals in this check)" if len(refused) > 1 else ""
-        return CheckResult(check.name, FAIL, f"{refused[0]}{more}", seconds, CLUSTER_SLOTS)
+        facts: dict[str, Any] = {"refusal": _refusal_facts(refused[0])}
+        if isinstance(error, CheckFailed) and error.property == CLUSTER_SLOTS:  # the machine's, traced
+            facts = {"seconds_to_first": round(seconds, 3), **error.facts, **facts}
+            return CheckResult(check.name, FAIL, str(error), seconds, CLUSTER_SLOTS, facts)
+        return CheckResult(check.name, FAIL, f"{refused[0]}{more}", seconds, CLUSTER_SLOTS, facts)
     if error is None:
         return CheckResult(check.name, PASS, str(box.get("detail", "")), seconds)
     if isinstance(error, CheckFailed):
@@ -249,6 +270,20 @@ def run_check(
     if not isinstance(error, Exception):
         raise error  # KeyboardInterrupt, SystemExit in the check's thread
     return CheckResult(check.name, FAIL, f"raised {type(error).__name__}: {error}", seconds, check.prop)
+
+
+def _refusal_facts(refusal: SlotRefusal) -> dict[str, Any]:
+    """A refusal because of slots as JSON: what was refused, by whom, each key's slot and node."""
+    line = refusal.line
+    return {
+        "command": refusal.command,
+        "shape": refusal.shape,
+        "refused_by": refusal.refused_by,
+        "error": refusal.error or None,
+        "keys": [k._asdict() for k in refusal.keys],
+        "undeclared": [k._asdict() for k in refusal.undeclared],
+        "script_line": {"number": line.number, "text": line.text} if line else None,
+    }
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ from contend.check.battery import BATTERIES, ResultRow
 from contend.check.framework import FAIL, INCONCLUSIVE, PASS
 from contend.ci.junit import Case, Outcome
 from contend.ci.summary import code_block, table
-from contend.impl.catalog import FENCING, PROPERTY_DESCRIPTIONS, PROPERTY_KINDS
+from contend.impl.catalog import CLUSTER_SLOTS, FENCING, PROPERTY_DESCRIPTIONS, PROPERTY_KINDS
 from contend.subject.claims import DEFAULT_CLAIMS
 
 
@@ -213,9 +213,29 @@ def evidence_lines(rows: Sequence[ResultRow]) -> list[str]:
         f"{row.subject.name}: skipped on this Redis Cluster: {row.skipped}" for row in rows if row.skipped
     ]
     for row in rows:
+        lines += _slot_refusals(row)
         for r in row.results:
-            if r.status == FAIL:
+            if r.status == FAIL and r.prop != CLUSTER_SLOTS:
                 lines.append(f"{row.subject.name} · {r.check} · {_evidence(row, r)}")
             elif r.status == INCONCLUSIVE:
                 lines.append(f"{row.subject.name} · {r.check}: {r.detail}")
+    return lines
+
+
+def _slot_refusals(row: ResultRow) -> list[str]:
+    """A row's cluster-slots findings first (what the other symptoms of the code would come
+    from), one line per refusal however many checks met it: the command, and the script's line
+    or the kind of refusal, say which; the state machine's evidence, with its trace, is shown
+    when it met it."""
+    groups: dict[tuple[Any, ...], list[Any]] = {}
+    for r in row.results:
+        if r.status == FAIL and r.prop == CLUSTER_SLOTS:
+            said = r.facts.get("refusal") or {}
+            line = said.get("script_line") or {}
+            groups.setdefault((said.get("command"), said.get("shape"), line.get("text")), []).append(r)
+    lines = []
+    for met in groups.values():
+        shown = next((r for r in met if r.facts.get("trace")), met[0])
+        checks = ", ".join(r.check for r in met)
+        lines.append(f"{row.subject.name} · {checks} · {_evidence(row, shown)}")
     return lines

@@ -33,6 +33,7 @@ class _OutOfTime(BaseException):
     catch a BaseException, so no shrinking or replay follows)."""
 
 
+SCHEDULE_NAME = "schedule"
 _BLOB = re.compile(r"@reproduce_failure\('([^']+)', b'([^']*)'\)")
 
 
@@ -60,9 +61,23 @@ def parse_replay(text: str) -> tuple[str, bytes]:
     return version, blob.encode()
 
 
-def replay_command(subject: Any, replay: str) -> str:
-    """The command that replays one failing example against the same implementation."""
-    return shlex.join([*subject.command, *subject.selector, "--replay", replay])
+def replay_command(subject: Any, replay: str, where: tuple[str, ...] = ()) -> str:
+    """The command that replays one failing example against the same implementation (`where`:
+    the options that put its keys on the same slots and nodes of a Redis Cluster)."""
+    return shlex.join([*subject.command, *where, *subject.selector, "--replay", replay])
+
+
+def _cluster_options(ctx: CheckContext) -> tuple[str, ...]:
+    """On a Redis Cluster, where an example's keys are depends on their names: the same cluster
+    and the same run namespace (empty again once the run has cleaned up) give the same ones."""
+    target = ctx.target
+    if not target.cluster:
+        return ()
+    cluster = getattr(target, "embedded_cluster", None)
+    where = ("--cluster", str(cluster.masters_wanted)) if cluster else ("--redis-url", target.masked_url)
+    check = f":{ctx.subject.name}:{SCHEDULE_NAME}"
+    run = ctx.namespace.prefix.removesuffix(check) if ctx.namespace.prefix.endswith(check) else ""
+    return (*where, "--namespace", run) if run else where
 
 
 def schedule_check(ctx: CheckContext) -> str:
@@ -86,7 +101,7 @@ def schedule_check(ctx: CheckContext) -> str:
             out_of_time[0] = True
             raise _OutOfTime  # while generating, or while shrinking a failure (then reported as found)
         tried[0] += 1
-        made = machine(ctx.target, abandoned=ctx.abandoned)
+        made = machine(ctx.target, abandoned=ctx.abandoned, namespace=ctx.namespace.prefix)
         made.first_violation = first
         last[:] = [made]
         return made
@@ -96,12 +111,12 @@ def schedule_check(ctx: CheckContext) -> str:
     try:
         run_state_machine_as_test(factory, settings=machine_settings(examples, shrink=options.shrink))  # type: ignore[arg-type]
     except PropertyViolated as exc:
-        text, facts = _evidence(exc, last, subject, options.replay)
+        text, facts = _evidence(exc, last, subject, options.replay, _cluster_options(ctx))
         if first:
             facts["seconds_to_first"] = round(first[0] - started, 3)
         raise CheckFailed(text, prop=exc.property, facts=facts) from None
     except _OutOfTime:
-        if failure := _unshrunk(found, subject, first, started):
+        if failure := _unshrunk(found, subject, first, started, _cluster_options(ctx)):
             raise failure from None
         return _budget_spent(tried[0], examples)
     except DidNotReproduce:
@@ -113,7 +128,7 @@ def schedule_check(ctx: CheckContext) -> str:
             # Stopping a test case before it draws anything is, to Hypothesis's data tree, a
             # case that "stopped drawing earlier" than one with the same prefix: not a flaky
             # implementation but the budget, which ran out between two examples.
-            if failure := _unshrunk(found, subject, first, started):
+            if failure := _unshrunk(found, subject, first, started, _cluster_options(ctx)):
                 raise failure from None
             return _budget_spent(tried[0], examples)
         raise CheckInconclusive(
@@ -126,13 +141,13 @@ def schedule_check(ctx: CheckContext) -> str:
 
 
 def _unshrunk(
-    found: list[ScheduledMachine], subject: Any, first: list[float], started: float
+    found: list[ScheduledMachine], subject: Any, first: list[float], started: float, where: tuple[str, ...]
 ) -> CheckFailed | None:
     """The failure the budget ran out on while Hypothesis shrank it (no replay blob yet), if any."""
     if not found or found[0].violation is None:
         return None
     exc = found[0].violation
-    text, facts = _evidence(exc, found, subject, None)
+    text, facts = _evidence(exc, found, subject, None, where)
     if first:
         facts["seconds_to_first"] = round(first[0] - started, 3)
     return CheckFailed(
@@ -150,16 +165,21 @@ def _budget_spent(tried: int, examples: int) -> str:
 
 
 def _evidence(
-    exc: PropertyViolated, last: list[ScheduledMachine], subject: Any, replayed: str | None
+    exc: PropertyViolated,
+    last: list[ScheduledMachine],
+    subject: Any,
+    replayed: str | None,
+    where: tuple[str, ...] = (),
 ) -> tuple[str, dict[str, Any]]:
     trace = last[0].scheduler if last else None
-    steps = [s for s in trace.trace if s.sent or s.note] if trace else []
+    until = getattr(last[0], "trace_at_failure", None) if last else None
+    steps = [s for s in trace.trace[:until] if s.sent or s.note] if trace else []
     clients = len({s.client for s in steps if s.sent})
     round_trips = sum(1 for s in steps if s.sent)
     show_nodes = len({step.node for step in steps if step.node}) > 1  # a cluster's nodes
     lines = "\n".join("    " + line for line in compress(steps, show_nodes=show_nodes))
     replay = replay_text(exc) or replayed
-    command = replay_command(subject, replay) if replay and subject.selector else ""
+    command = replay_command(subject, replay, where) if replay and subject.selector else ""
     again = f"\n    replay: {command}" if command else ""
     facts: dict[str, Any] = {
         "clients": clients,
@@ -172,7 +192,8 @@ def _evidence(
 
 
 SCHEDULE = Check(
-    "schedule",
+    SCHEDULE_NAME,
     "Hypothesis chooses the interleaving of round trips, stalls, crashes and clock jumps",
     schedule_check,
+    judges_slot_refusals=True,
 )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import random
 import threading
 import time
@@ -150,6 +151,91 @@ def slow_leader_check(ctx: CheckContext) -> str:
     return f"a leader computing for {3 * ttl} ms kept its {ttl} ms lease: one run, 5 callers got its result"
 
 
+#: The hand-over check's lease (ms): far longer than it holds the leader.
+HANDOVER_TTL = 5_000
+#: Real seconds a held leader waits for its waiter to poll (a waiter told by a message, not by
+#: polling, sends nothing meanwhile).
+HANDOVER_HOLD = 1.0
+
+
+def handover_check(ctx: CheckContext) -> str:
+    """A caller that arrived while the function ran polls between every two round trips of the
+    leader's hand-over (from the function's return to the end of its call), the leader alive and
+    inside its lease: it must wait for the result, never run the function again."""
+    ttl = ctx.ttl(HANDOVER_TTL)
+    with own_clients() as extra:
+        made = itertools.count()
+        client, trips = tapped_client(ctx, extra)
+        alone = ctx.factory(client, ctx.namespace.key("handover", next(made)), ttl)
+        after: list[int] = []
+
+        def compute() -> int:
+            after.append(trips.sent)
+            return 3
+
+        alone.call(compute)
+        steps = trips.sent - after[0]
+        for k in range(steps):
+            _handover(ctx, extra, ctx.namespace.key("handover", next(made)), k, steps, ttl)
+    return (
+        f"a caller that arrived while the function ran polled before each of the {steps} round trip(s) "
+        "of the leader's hand-over: it waited for the result"
+    )
+
+
+def _handover(ctx: CheckContext, extra: list[Any], key: str, k: int, steps: int, ttl: int) -> None:
+    calls = _Calls()
+    computing, joined = threading.Event(), threading.Event()
+    leader_client, leader_trips = tapped_client(ctx, extra)
+    waiter_client, waiter_trips = tapped_client(ctx, extra)
+    leader, waiter = ctx.factory(leader_client, key, ttl), ctx.factory(waiter_client, key, ttl)
+
+    def lead() -> int:
+        calls.add()
+        computing.set()
+        joined.wait(5)
+        leader_trips.pause_after(k)  # held before round trip k + 1 of the hand-over
+        return 3
+
+    def again() -> int:
+        calls.add()
+        return 3
+
+    leader_thread = threading.Thread(target=_swallow_call, args=(leader, lead), daemon=True)
+    leader_thread.start()
+    if not computing.wait(5):
+        raise CheckFailed("the first caller never ran the function")
+    waiter_thread = threading.Thread(target=_swallow_call, args=(waiter, again), daemon=True)
+    waiter_thread.start()
+    _until(lambda: waiter_trips.sent >= 1 or not waiter_thread.is_alive(), 5)
+    joined.set()
+    _until(lambda: leader_trips.paused.is_set() or not leader_thread.is_alive(), 5)
+    polled = waiter_trips.sent
+    # The waiter's next poll goes out and the one after it begins (so the first was answered),
+    # or it ran the function, or it returned.
+    _until(
+        lambda: calls.n > 1 or waiter_trips.sent >= polled + 2 or not waiter_thread.is_alive(),
+        HANDOVER_HOLD,
+    )
+    leader_trips.resume()
+    leader_thread.join(10)
+    waiter_thread.join(10)
+    if calls.n > 1:
+        raise CheckFailed(
+            f"a caller arrived while the leader's function ran; the leader, alive and inside its {ttl} ms "
+            f"lease, was held before round trip {k + 1} of the {steps} of its hand-over, and the caller "
+            "then ran the function again instead of waiting for the result",
+            prop=RUNS_ONCE,
+        )
+
+
+def _until(condition: Callable[[], bool], seconds: float) -> None:
+    """Wait (polling every millisecond) until `condition()` holds or `seconds` pass."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.001)
+
+
 def _swallow_call(flight: Any, fn: Callable[[], Any]) -> None:
     with contextlib.suppress(SimulatedCrash, Exception):
         flight.call(fn)
@@ -267,6 +353,10 @@ SINGLE_FLIGHT_CHECKS: list[Check] = [
     Check(
         "slow-leader", "the leader outlives its TTL while computing", slow_leader_check, RUNS_ONCE,
         needs=RUNS_ONCE,
+    ),
+    Check(
+        "handover", "a caller that arrived while the function ran polls inside the leader's hand-over",
+        handover_check, RUNS_ONCE, needs=RUNS_ONCE,
     ),
     Check(
         "leader-crash", "the leader dies before handing over", leader_crash_check, LEADER_FAILURE,

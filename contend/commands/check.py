@@ -347,8 +347,9 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         finally:
             run_ns.cleanup()
             client.close()
-    # A signal whose Interrupted was swallowed (raised in a finalizer) still stopped the battery.
-    interrupted = interrupted or interrupt.received()
+    # A signal whose exception never reached us (it came while a finalizer ran) stopped the
+    # battery all the same (STOP): the run is interrupted, not judged on the checks it missed.
+    interrupted = interrupted or interrupt.arrived()
     code = _report(
         rows,
         out,
@@ -459,7 +460,16 @@ VERDICTS = {
 def _verdict(
     rows: list[ResultRow], args: argparse.Namespace, elapsed: float, *, interrupted: bool
 ) -> tuple[ExitCode, str]:
-    """The exit code and a one-line headline."""
+    """The exit code and a one-line headline. An interrupted run is not judged on the checks it
+    did not reach: a known-bad implementation whose catching check never ran is not "NOT CAUGHT"."""
+    if interrupted:
+        ran = sum(len(row.results) for row in rows)
+        found = [row for row in rows if row.failed and not row.subject.known_bad]
+        headline = f"interrupted after {ran} check(s) · {elapsed:.1f} s"
+        if found:
+            names = ", ".join(f"{row.subject.name} ({row.verdict})" for row in found)
+            return ExitCode.FAILED, f"{headline}; failing so far: {names}"
+        return ExitCode.INCONCLUSIVE, headline
     bad = [row for row in rows if not row.as_expected]
     failing = [row for row in bad if row.failed or row.subject.known_bad]
     if failing:
@@ -467,8 +477,7 @@ def _verdict(
         return ExitCode.FAILED, f"{len(failing)} implementation(s) not as expected: {names} · {elapsed:.1f} s"
     if bad:
         names = ", ".join(row.subject.name for row in bad)
-        hint = "" if interrupted else " (raise --check-seconds?)"
-        return ExitCode.INCONCLUSIVE, f"inconclusive: {names} · {elapsed:.1f} s{hint}"
+        return ExitCode.INCONCLUSIVE, f"inconclusive: {names} · {elapsed:.1f} s (raise --check-seconds?)"
     if not rows:
         return ExitCode.OK, "nothing checked"
     if args.replay:

@@ -118,7 +118,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                         break
             except interrupt.Interrupted as exc:
                 interrupted = exc
-    interrupted = interrupted or interrupt.received()
+    interrupted = interrupted or interrupt.arrived()
     code, verdict, headline = _verdict(rows, chosen, interrupted)
     style = {0: "bold green", 1: "bold red"}.get(code, "bold yellow")
     out.print(f"[{style}]{escape(headline)}[/] ({time.monotonic() - started:.0f} s)", soft_wrap=True)

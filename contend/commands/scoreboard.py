@@ -215,7 +215,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                         )
             except interrupt.Interrupted as exc:
                 interrupted = exc
-    interrupted = interrupted or interrupt.received()  # also when the exception was swallowed
+    interrupted = interrupted or interrupt.arrived()  # also when the exception was swallowed
     code = _summary(
         board,
         out,

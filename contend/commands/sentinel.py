@@ -89,7 +89,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 out.print(escape(line), soft_wrap=True)
         except interrupt.Interrupted as exc:
             interrupted = exc
-    interrupted = interrupted or interrupt.received()
+    interrupted = interrupted or interrupt.arrived()
     seconds = [f.seconds for f in done]
     if interrupted is not None:
         code, verdict = interrupted.code, "interrupted"

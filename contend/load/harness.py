@@ -687,6 +687,10 @@ def _on_stop_request(environment: Environment, msg: Any, **_: Any) -> None:
 
 @events.init.add_listener
 def _on_init(environment: Environment, **_: Any) -> None:
+    # Locust starts the --run-time timer right after this event, from the gevent loop's cached
+    # clock, which stood still through the start-up (imports, this module's checks): on a busy
+    # machine it was seconds old, and a 2 s run ended at once with no request made.
+    gevent.get_hub().loop.update_now()
     if isinstance(environment.runner, WorkerRunner):
         environment.runner.register_message(STOP_MESSAGE, _on_stop_request)
     # gevent's loop keeps the time of its last iteration, and it has not iterated since the hub

@@ -27,7 +27,9 @@ example.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+import itertools
 import random
 import threading
 import time
@@ -38,14 +40,18 @@ import redis
 import redis.cluster
 from hypothesis import note
 from hypothesis import strategies as st
+from hypothesis.control import current_build_context
+from hypothesis.errors import InvalidArgument
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from contend.errors import Abandoned
-from contend.impl.catalog import PROGRESS
+from contend.impl.catalog import CLUSTER_SLOTS, PROGRESS
 from contend.schedule import DrawChooser, Scheduler, Status
 from contend.schedule.gating import LostReply
 from contend.schedule.scheduler import schedule_expression
-from contend.servers.keyspace import Namespace
+from contend.servers.keyspace import Namespace, cluster_masters, new_run_id, placed_prefix
+from contend.servers.slot_refusals import refusals_count, refusals_since
+from contend.servers.tap import foreign_round_trip
 from contend.servers.target import Target
 
 #: Connected clients left by finished examples, per server URL and client settings: an example
@@ -149,7 +155,9 @@ class ScheduledMachine(RuleBasedStateMachine):
     #: Whether `advance` may lose a round trip's reply (LOSE_ONE_IN).
     lose_replies = True
 
-    def __init__(self, target: Target, *, abandoned: threading.Event | None = None) -> None:
+    def __init__(
+        self, target: Target, *, abandoned: threading.Event | None = None, namespace: str | None = None
+    ) -> None:
         super().__init__()
         # Code under test that draws random back-offs (pottery's Redlock) must draw the same ones
         # when an example is run again: seed the shared generator, and put it back at teardown.
@@ -170,7 +178,10 @@ class ScheduledMachine(RuleBasedStateMachine):
         #: virtual time does not move its leases, and liveness under it cannot be judged.
         self.reads_server_clock = False
         self.admin = _take_connection(target)
-        self.ns = Namespace(self.admin, dbs=self.dbs, other_urls=target.also)
+        self.ns = Namespace(self.admin, self._example_prefix(namespace), dbs=self.dbs, other_urls=target.also)
+        #: Refusals because of hash slots before this example (on a Redis Cluster): one during it
+        #: is the finding, whatever the implementation made of it.
+        self._refusals_mark = refusals_count()
         self.scheduler = Scheduler()
         self.connections: list[redis.Redis] = []
         self.current: int | None = None
@@ -189,6 +200,31 @@ class ScheduledMachine(RuleBasedStateMachine):
             self.connections.append(conn)
             self.scheduler.add_client(connection=conn)
         self.setup_clients()
+
+    def _example_prefix(self, base: str | None) -> str:
+        """The example's namespace, under `base` (the check's, or one per process): on one server
+        a fresh one per example; on a Redis Cluster one of `placements`, drawn by Hypothesis like
+        any choice, so the same example puts the same keys on the same slots and nodes every time
+        it runs, and the examples put `anchor` on each master in turn (keys an implementation
+        derives without the hash tag land elsewhere, on a node that differs between placements)."""
+        base = base or _PROCESS_PREFIX
+        if not self.target.cluster:
+            return f"{base}:{next(_examples)}"
+        masters = cluster_masters(self.admin) or [""]
+        placement = _drawn(self.placements * len(masters))
+        prefix = placed_prefix(self.admin, base, placement, self.anchor)
+        with contextlib.suppress(InvalidArgument):  # outside a Hypothesis example: nothing to note
+            note(
+                f"keys under {prefix}: placement {placement}, {self.anchor} on {masters[placement % len(masters)]}"
+            )
+        return prefix
+
+    #: On a Redis Cluster: the key (as `ns.key(*anchor)`) placed on each master in turn, and how many
+    #: placements there are per master (each with its own namespace).
+    anchor: tuple[str, ...] = ("lock",)
+    #: The trace's length when a property broke (what teardown adds after it is not evidence).
+    trace_at_failure: int | None = None
+    placements = 2
 
     # Subclasses --------------------------------------------------------------------
     # The hooks below are called by the machine itself, not declared as Hypothesis
@@ -273,6 +309,7 @@ class ScheduledMachine(RuleBasedStateMachine):
         self.failed = True
         detail += _resends(self.scheduler.trace)
         self.violation = PropertyViolated(prop, detail)
+        self.trace_at_failure = len(self.scheduler.trace)
         if self.first_violation is not None and not self.first_violation:
             self.first_violation.append(time.monotonic())
         note("interleaving (step, client, what it sent → what came back):\n" + self.scheduler.format_trace())
@@ -296,6 +333,15 @@ class ScheduledMachine(RuleBasedStateMachine):
                 self._known_keys.update(arg for arg in cmd[1:] if self._key_prefix in arg)
                 if not self.reads_server_clock and _reads_time(cmd):
                     self.reads_server_clock = True
+        if (foreign := foreign_round_trip()) is not None:
+            raise foreign  # no verdict: the run stops (contend.check.framework says so)
+        if refused := refusals_since(self._refusals_mark):
+            # Before the symptoms (a refused acquire, a hang): the refusal is the finding.
+            if not refused[0].error:  # redis-py's: the trace has no reply that shows it
+                self.scheduler.note(
+                    f"{refused[0].command} refused by {refused[0].refused_by}: its keys span slots"
+                )
+            self.fail(CLUSTER_SLOTS, str(refused[0]))
         client = self.scheduler.clients[index]
         if client.status is Status.IDLE and index in self.in_flight:
             del self.in_flight[index]
@@ -409,6 +455,20 @@ class ScheduledMachine(RuleBasedStateMachine):
             self.scheduler.step(self.current)
             self._after_progress(self.current)
         self.fail(PROGRESS, f"operations still running after {max_steps} steps (livelock or deadlock)")
+
+
+#: The namespace of examples whose machine was given none (one per process), and their count.
+_PROCESS_PREFIX = f"contend:{new_run_id()}"
+_examples = itertools.count()
+
+
+def _drawn(count: int) -> int:
+    """A number below `count` drawn by the Hypothesis example under way (0 outside one)."""
+    try:
+        data = current_build_context().data
+    except InvalidArgument:
+        return 0
+    return int(data.draw(st.integers(0, count - 1)))
 
 
 def _resends(trace: list[Any]) -> str:

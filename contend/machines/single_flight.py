@@ -2,7 +2,7 @@
 
 Each call passes a function that records its run and returns a value naming
 it; Hypothesis decides whether that function is slow (it sleeps, virtually,
-for half the lease while others poll) or raises. Properties:
+for a few polls or for half the lease while others poll) or raises. Properties:
 
 * runs-once: a computation never starts while another one is running whose
   leader is alive and inside its lease; and a caller that joined a flight (its
@@ -19,6 +19,7 @@ for half the lease while others poll) or raises. Properties:
 from __future__ import annotations
 
 import inspect
+import itertools
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,9 @@ from contend.machines.base import ScheduledMachine
 from contend.servers.target import Target
 
 LEASE_MS = 10_000
+# How long a computation takes, in virtual seconds: at once, a few polls of a waiter, or half
+# the lease (waiters poll through it while the leader must keep its lease).
+SLOW = (0.0, 0.05, LEASE_MS / 2000)
 
 
 class ComputationFailed(Exception):
@@ -45,6 +49,10 @@ class Computation:
     finished: float | None = None
     failed: bool = False
     delivered: float | None = None  # when its leader's call returned its value
+    # Places in the order of events (calls made, computations started and finished): virtual
+    # time does not move between two steps, so it cannot say which came first.
+    started_event: int = 0
+    finished_event: int | None = None
     leader_raised: bool = False  # its leader's call raised (a lost reply, say): waiters may retry
 
     @property
@@ -62,7 +70,8 @@ class SingleFlightMachine(ScheduledMachine):
         self.flights: list[Any] = []
         self.computations: list[Computation] = []
         self.dead: set[int] = set()
-        self.call_started: dict[int, float] = {}
+        self.call_started_event: dict[int, int] = {}
+        self.events = itertools.count()
         # (property, evidence) found inside a client's computation, reported after the step
         self.violations: list[tuple[str, str]] = []
         super().__init__(target, **kwargs)
@@ -88,8 +97,8 @@ class SingleFlightMachine(ScheduledMachine):
         return factory(conn, key, LEASE_MS)
 
     @precondition(lambda self: bool(self.idle_clients()))
-    @rule(client=st.integers(0, 3), slow=st.booleans(), fails=st.booleans())
-    def call(self, client: int, slow: bool, fails: bool) -> None:
+    @rule(client=st.integers(0, 3), slow=st.sampled_from(SLOW), fails=st.booleans())
+    def call(self, client: int, slow: float, fails: bool) -> None:
         idle = self.idle_clients()
         index = idle[client % len(idle)]
 
@@ -97,7 +106,7 @@ class SingleFlightMachine(ScheduledMachine):
             started = self.scheduler.vclock
             running = [c for c in self.computations if c.finished is None and c.client not in self.dead]
             live = [c for c in running if started < c.started + LEASE_MS / 1000]
-            mine = Computation(index, len(self.computations) + 1, started)
+            mine = Computation(index, len(self.computations) + 1, started, started_event=next(self.events))
             self.computations.append(mine)
             if live and RUNS_ONCE in self.claims:
                 self.violations.append(
@@ -125,32 +134,34 @@ class SingleFlightMachine(ScheduledMachine):
                     )
                 )
             if slow:
-                time.sleep(LEASE_MS / 2000)
+                time.sleep(slow)
             mine.finished = self.scheduler.vclock
+            mine.finished_event = next(self.events)
             if fails:
                 mine.failed = True
                 raise ComputationFailed(f"computation #{mine.number} failed")
             return mine.value
 
         flight = self.flights[index]
-        self.call_started[index] = self.scheduler.vclock
-        self.start(index, lambda: flight.call(compute), f"call(slow={slow}, fails={fails})")
+        self.call_started_event[index] = next(self.events)
+        self.start(index, lambda: flight.call(compute), f"call(slow={slow:g} s, fails={fails})")
 
     def joined_flight(self, index: int, now: float) -> Computation | None:
         """A successful computation whose flight client `index` joined (its call began while it
         ran): `index` must not compute again while that computation's leader, alive, still holds
         its lease (it has the value to hand over), nor once the leader has handed it over."""
-        began = self.call_started.get(index)
+        began = self.call_started_event.get(index)
         lease = LEASE_MS / 1000
         for c in self.computations:
             if (
                 c.client != index
                 and began is not None
                 and c.finished is not None
+                and c.finished_event is not None
                 and not c.failed
                 and not c.leader_raised
                 and c.client not in self.dead
-                and c.started < began < c.finished
+                and c.started_event < began < c.finished_event
                 and c.finished - c.started < lease
                 and ((c.delivered is not None and c.delivered <= now) or now < c.started + lease)
             ):

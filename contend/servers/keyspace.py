@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import redis
 
@@ -127,3 +128,27 @@ class Namespace:
     def __repr__(self) -> str:
         others = f" others={list(self.other_urls)}" if self.other_urls else ""
         return f"<Namespace {self.prefix!r} dbs={self.dbs}{others}>"
+
+
+def cluster_masters(client: Any) -> list[str]:
+    """host:port of each master a Redis Cluster client knows, in the order of the slots they
+    serve (the same order whichever node the client asked)."""
+    first: dict[str, int] = {}
+    for slot, nodes in client.nodes_manager.slots_cache.items():
+        if nodes:
+            first[nodes[0].name] = min(first.get(nodes[0].name, slot), slot)
+    return sorted(first, key=first.__getitem__)
+
+
+def placed_prefix(client: Any, base: str, placement: int, anchor: Sequence[str]) -> str:
+    """A namespace prefix under `base` for placement number `placement` on a Redis Cluster, whose
+    key `anchor` (as `Namespace.key(*anchor)`) is served by master `placement % masters`: the
+    first of `<base>:<placement>`, `<base>:<placement>.1`, ... that is (the same every time)."""
+    masters = cluster_masters(client)
+    wanted = masters[placement % len(masters)] if masters else None
+    for salt in range(4096):
+        prefix = f"{base}:{placement}" + (f".{salt}" if salt else "")
+        key = Namespace(client, prefix).key(*anchor)
+        if wanted is None or client.get_node_from_key(key).name == wanted:
+            return prefix
+    return f"{base}:{placement}"

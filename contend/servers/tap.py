@@ -13,18 +13,31 @@ until `resume()`: the client stalls between two round trips of an operation.
 next one: the server runs it (every reply is read), the connection drops and `error`
 (what redis-py raises then: a ConnectionError or TimeoutError) comes out of the read.
 A later round trip that sends the same commands again counts as a resend (`resent`).
+
+`watch_servers(ServerWatch(...))` checks every command the process packs against the servers
+of the run: one for a server outside it is not sent (`ForeignRoundTrip` in the thread that sent
+it), and the first is kept, so the run stops naming the server and the command.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
+import socket
 import threading
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import redis
+import redis.connection
 
+from contend.errors import ContendError
 from contend.servers.cluster_client import pools_of
 from contend.servers.payload import decode_packed
+
+T = TypeVar("T")
 
 
 class SimulatedCrash(BaseException):
@@ -144,3 +157,287 @@ def round_trips(client: redis.Redis) -> int:
     pools = pools_of(client)
     trips = getattr(pools[0], "contend_round_trips", None) if pools else None
     return trips.sent if trips is not None else 0
+
+
+# The servers a run includes ------------------------------------------------------------------
+class ForeignRoundTrip(BaseException):
+    """The code under test was about to send a command to a server the run does not include; the
+    command was not sent. A BaseException: no lock code catches it and carries on."""
+
+    def __init__(self, server: str, command: str) -> None:
+        self.server = server
+        self.command = command
+        super().__init__(
+            f"the code under test tried to send {command} to {server}, a server this run does not "
+            "include; contend did not send it and stopped: it runs the schedule, virtual time and "
+            "cleanup only on the servers it is given, so it gives no verdict. Include that server "
+            "in the run (--masters N for embedded independent masters, or --redis-url once per "
+            "server), or have the implementation use only the clients it is given"
+        )
+
+
+class ForeignServer(ContendError):
+    """A run stopped because the code under test reached a server outside it (exit 2, no verdict)."""
+
+
+#: Where contend's offline probes point the clients they build objects with (port 1 of the
+#: loopback: nothing listens there, so a factory that talks while building reaches no one).
+NOWHERE = "127.0.0.1:1"
+
+
+class ServerWatch:
+    """The servers of a run (host:port, or a unix socket's path): the target's, the other ones it
+    lists (`Target.also`), and on a Redis Cluster every node the cluster reports, now or later."""
+
+    def __init__(self, urls: Iterable[str], cluster_url: str | None = None) -> None:
+        self.known = {server for url in urls if (server := server_of_url(url))}
+        self.cluster_url = cluster_url
+        #: The first round trip to a server outside the run: (server, command), once it happened.
+        self.first: ForeignRoundTrip | None = None
+        self._lock = threading.Lock()
+        if cluster_url:
+            self.known |= _cluster_nodes(cluster_url)
+
+    @classmethod
+    def of(cls, target: Any) -> ServerWatch:
+        """The servers of a run's Target: its own (every node of a cluster) and `also`."""
+        if target.cluster:
+            return cls(target.also, cluster_url=target.url)
+        return cls([target.url, *target.also])
+
+    def includes(self, server: str) -> bool:
+        if not server or server in self.known or server == NOWHERE:
+            return True
+        if self.cluster_url:  # a node the cluster gained since (a replica promoted, a node added)
+            with _asking():
+                self.known |= _cluster_nodes(self.cluster_url)
+        return server in self.known
+
+    def refuse(self, server: str, commands: Iterable[tuple[Any, ...]]) -> ForeignRoundTrip:
+        shown = "; ".join(_shown(args) for args in commands)
+        refused = ForeignRoundTrip(server, shown)
+        with self._lock:
+            if self.first is None:
+                self.first = refused
+        return refused
+
+
+_watch: ServerWatch | None = None
+_watch_lock = threading.Lock()
+_local = threading.local()
+
+
+@contextlib.contextmanager
+def _asking() -> Iterator[None]:
+    """contend's own look-up of a cluster's nodes: not checked."""
+    _local.asking = True
+    try:
+        yield
+    finally:
+        _local.asking = False
+
+
+def _check(conn: Any, commands: list[tuple[Any, ...]]) -> None:
+    watch = _watch
+    if watch is None or getattr(_local, "asking", False):
+        return
+    if getattr(conn, "_contend_included", None) is watch:
+        return
+    server = server_of(conn)
+    if watch.includes(server):
+        conn._contend_included = watch
+        return
+    if all(_name(args) in _HANDSHAKE for args in commands):
+        return  # a connection saying hello (redis-py connects before the first command): no data
+    raise watch.refuse(server, commands)
+
+
+def _unreachable(conn: Any, error: BaseException) -> None:
+    """A connection to a server outside the run failed: ForeignRoundTrip, as its first command
+    would have had."""
+    watch = _watch
+    if watch is None or getattr(_local, "asking", False):
+        return
+    server = server_of(conn)
+    if not watch.includes(server):
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise watch.refuse(server, [(f"a command (it could not connect: {reason})",)]) from error
+
+
+#: What a connection sends before any command of the code under test: no data read or written.
+_HANDSHAKE = frozenset({"HELLO", "AUTH", "CLIENT", "SELECT", "READONLY", "PING"})
+
+
+def _name(args: tuple[Any, ...]) -> str:
+    first = args[0] if args else b""
+    return (first.decode(errors="replace") if isinstance(first, bytes) else str(first)).upper()
+
+
+@contextlib.contextmanager
+def watch_servers(watch: ServerWatch) -> Iterator[ServerWatch]:
+    """While inside, a command packed for a server `watch` does not include raises
+    ForeignRoundTrip in the thread that sends it, and is kept as `watch.first`."""
+    global _watch
+    with _watch_lock:
+        outer = _watch
+        if outer is None:
+            _patch()
+            _watch = watch
+    if outer is not None:  # nested (a check inside a battery): the outer one holds
+        yield outer
+        return
+    try:
+        yield watch
+    finally:
+        with _watch_lock:
+            _watch = None
+            _unpatch()
+
+
+def watching_servers(run: Callable[..., T]) -> Callable[..., T]:
+    """`run(..., target, ...)` (its parameter named `target`, a Target) while every command the
+    process packs is checked against the target's servers (`watch_servers`): one for another
+    server is not sent, and `run` ends with a ForeignServer error (exit 2) naming the server and
+    the command, whatever it made of the ForeignRoundTrip."""
+    signature = inspect.signature(run)
+
+    @functools.wraps(run)
+    def watched(*args: Any, **kwargs: Any) -> T:
+        target = signature.bind(*args, **kwargs).arguments["target"]
+        with watch_servers(ServerWatch.of(target)):
+            try:
+                done = run(*args, **kwargs)
+            except ForeignRoundTrip as exc:  # from a capability probe, say
+                raise ForeignServer(str(exc)) from None
+            if (foreign := foreign_round_trip()) is not None:
+                raise ForeignServer(str(foreign))
+            return done
+
+    return watched
+
+
+def foreign_round_trip() -> ForeignRoundTrip | None:
+    """The first round trip to a server outside the run being watched, if there was one."""
+    watch = _watch
+    return watch.first if watch is not None else None
+
+
+_originals: dict[tuple[type, str], Any] = {}
+
+
+def _patch() -> None:
+    import redis.asyncio.connection
+
+    def packs_one(original: Any) -> Any:
+        def pack(self: Any, *args: Any, **kwargs: Any) -> Any:
+            _check(self, [args])
+            return original(self, *args, **kwargs)
+
+        return pack
+
+    def packs_many(original: Any) -> Any:
+        def pack(self: Any, commands: Any) -> Any:
+            commands = [tuple(c) for c in commands]
+            _check(self, commands)
+            return original(self, commands)
+
+        return pack
+
+    # redis-py connects before it packs the first command: a server outside the run that cannot
+    # be reached never sees a command, and the code under test would see a ConnectionError.
+    def connects(original: Any) -> Any:
+        def connect(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return original(self, *args, **kwargs)
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+                _unreachable(self, exc)
+                raise
+
+        return connect
+
+    def connects_async(original: Any) -> Any:
+        async def connect(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await original(self, *args, **kwargs)
+            except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+                _unreachable(self, exc)
+                raise
+
+        return connect
+
+    sync_cls = redis.connection.AbstractConnection
+    async_cls = redis.asyncio.connection.AbstractConnection
+    for holder, name, wrap in (
+        (sync_cls, "pack_command", packs_one),
+        (sync_cls, "send_command", packs_one),  # packs without pack_command
+        (sync_cls, "pack_commands", packs_many),
+        (sync_cls, "connect_check_health", connects),
+        (async_cls, "pack_command", packs_one),
+        (async_cls, "pack_commands", packs_many),
+        (async_cls, "connect_check_health", connects_async),
+    ):
+        _originals[holder, name] = original = vars(holder)[name]
+        setattr(holder, name, wrap(original))
+
+
+def _unpatch() -> None:
+    for (holder, name), original in _originals.items():
+        setattr(holder, name, original)
+    _originals.clear()
+
+
+def server_of(conn: Any) -> str:
+    """host:port of a connection's server (its IP address when it names a host), or the path of
+    its unix socket."""
+    path = getattr(conn, "path", None)
+    if path:
+        return str(path)
+    port = getattr(conn, "port", None)
+    return f"{_address(str(getattr(conn, 'host', '')))}:{port}" if port else ""
+
+
+def server_of_url(url: str) -> str:
+    """What `server_of` says of the connections to the server at `url` ("" for a redis+sentinel://
+    URL: its servers are found through the Sentinels)."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return parts.path
+    if parts.scheme.endswith("sentinel"):
+        return ""
+    return f"{_address(parts.hostname or 'localhost')}:{parts.port or 6379}"
+
+
+@functools.cache
+def _address(host: str) -> str:
+    try:
+        return socket.gethostbyname(host)
+    except OSError:
+        return host
+
+
+def _cluster_nodes(url: str) -> set[str]:
+    """host:port of every node a Redis Cluster lists (CLUSTER NODES on the node `url` names)."""
+    node = redis.Redis.from_url("redis://" + url.split("://", 1)[1], socket_connect_timeout=5)
+    try:
+        listed = node.execute_command("CLUSTER NODES")
+    except redis.RedisError:
+        return set()
+    finally:
+        node.close()
+    # redis-py parses the reply into {"host:port": ...}; the raw text has "id host:port@bus ..."
+    if isinstance(listed, dict):
+        addresses = [str(a) for a in listed]
+    else:
+        text = listed.decode() if isinstance(listed, bytes) else str(listed)
+        addresses = [f[1] for f in (line.split() for line in text.splitlines()) if len(f) > 1]
+    found = set()
+    for address in addresses:
+        host, _, port = address.split("@")[0].rpartition(":")
+        if port:
+            found.add(f"{_address(host or '127.0.0.1')}:{port}")
+    return found
+
+
+def _shown(args: tuple[Any, ...], limit: int = 120) -> str:
+    text = " ".join(a.decode(errors="replace") if isinstance(a, bytes) else str(a) for a in args)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

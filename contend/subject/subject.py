@@ -10,6 +10,7 @@ from typing import Any
 
 from contend.impl import catalog
 from contend.servers.keyspace import Namespace
+from contend.servers.tap import watching_servers
 from contend.servers.target import Target
 from contend.subject.claims import DEFAULT_CLAIMS, check_claim_names
 from contend.subject.loader import factory_name, user_factory
@@ -110,6 +111,7 @@ def catalog_implementation(name: str) -> catalog.Implementation:
             ) from None
 
 
+@watching_servers  # its capability probe makes round trips: to the target's servers only
 def user_subject(
     spec: str | Callable[..., Any],
     kind: str,

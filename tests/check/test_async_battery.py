@@ -119,6 +119,7 @@ def test_methods_returning_awaitables_without_async_def_are_refused(capsys, tmp_
     assert "acquire() returned an awaitable, but is not `async def`" in err
 
 
+@pytest.mark.slow
 def test_an_async_fencing_token_is_found_and_judged(capsys):
     code = main(
         [

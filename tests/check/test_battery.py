@@ -39,6 +39,7 @@ def test_checks_that_need_a_claim_or_a_clock_are_left_out(contend_target, ns):
         "model",
         "seed-001",
         "slow-leader",
+        "handover",
         "leader-crash",
         "leader-error",
         "bad-input",

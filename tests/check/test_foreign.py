@@ -19,6 +19,7 @@ from contend.impl.catalog import (
     RUNS_ONCE,
     SAFE_RELEASE,
     STABLE_IDS,
+    STALE_GRANT,
     TABLES_AGREE,
 )
 from contend.subject.subject import user_subject
@@ -30,7 +31,6 @@ CORRECT = [
     ("redispy_lock", "lock"),
     ("attr_fenced_lock", "lock"),
     ("return_fenced_lock", "lock"),
-    ("quorum_lock", "lock"),
     ("lua_registry", "registry"),
     ("watch_registry", "registry"),
     ("zset_semaphore", "semaphore"),
@@ -50,9 +50,14 @@ MUTANTS = [
     ("check_then_set_lock", "lock", {MUTUAL_EXCLUSION}),
     ("counting_semaphore_race", "semaphore", {MUTUAL_EXCLUSION}),
     ("racy_registry", "registry", {STABLE_IDS, GAP_FREE, TABLES_AGREE}),
+    # Counted as correct until contend paused clients between the round trips of an acquire: its
+    # votes have no validity, so copies that ran out during the pause still count (issue 25).
+    ("quorum_lock", "lock", {MUTUAL_EXCLUSION, STALE_GRANT}),
 ]
 
-OPTIONS = CheckOptions(shrink=False, schedule_examples=100, serial_names=300, burst_rounds=8, model_ops=150)
+#: 50 schedule examples for a correct one (the schedule check was two thirds of each test's time at
+#: 100); a mutant is hunted as `contend check` hunts one, up to CheckOptions.hunt_examples.
+OPTIONS = CheckOptions(shrink=False, schedule_examples=50, serial_names=300, burst_rounds=8, model_ops=150)
 
 
 def check(module: str, kind: str, target, ns):

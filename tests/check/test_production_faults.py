@@ -25,7 +25,7 @@ MUTANTS = [
     ("fence_after_lock", "lock", "schedule", {STALE_GRANT, MUTUAL_EXCLUSION}),
     ("patient_lock", "lock", "schedule", {PROGRESS}),
     ("lease_sleeper_lock", "lock", "schedule", {PROGRESS}),
-    ("early_release_flight", "single_flight", "schedule", {RUNS_ONCE}),
+    ("early_release_flight", "single_flight", "handover", {RUNS_ONCE}),
     ("rerun_flight", "single_flight", "schedule", {RUNS_ONCE}),
 ]
 

@@ -31,6 +31,7 @@ REFUSING_REGISTRY = "tests.fixtures.user_registry:make_refusing"
         (["--impl", LOCK, "--kind", "lock", "--strategy", "watch"], "and --strategy watch: choose one"),
         (["--impl", LOCK, "--kind", "lock", "--workload", "registry"], "runs in the counter and transfer"),
         (["--impl", LOCK, "--kind", "semaphore"], "not a semaphore; check it with contend check --impl"),
+        (["--impl", LOCK], "--impl tests.fixtures.foreign.redispy_lock:make needs --kind"),
         (
             ["--impl", LOCK, "--kind", "registry"],
             "a registry factory is called as factory(client: redis.Redis, namespace: str)",

@@ -177,6 +177,7 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_the_run(tmp_pat
     assert code == 2 and "is not a directory" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_piped_progress_is_plain_lines_and_quiet_silences_it(tmp_path):
     command = [sys.executable, "-m", "contend.cli", "check", "--only", "naive", "--only", "watch"]
     command += ["--check", "burst-one-name", "--check", "bad-input"]

@@ -33,7 +33,9 @@ def test_a_long_step_gets_heartbeats_naming_what_runs(monkeypatch):
     console, buffer = _plain()
     with Reporter(console, "contend stress") as progress:
         progress.working("the linearizability search")
-        time.sleep(1.2)
+        deadline = time.monotonic() + 30  # two beats, however late a busy machine runs the thread
+        while len(buffer.getvalue().splitlines()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
     beats = buffer.getvalue().splitlines()
     assert len(beats) >= 2 and all(b.endswith("running the linearizability search") for b in beats)
 

@@ -21,7 +21,7 @@ import redis
 ROOT = Path(__file__).resolve().parents[2]
 #: Users' implementations (tests/fixtures), imported by Locust from its current directory.
 LOCK = "tests.fixtures.foreign.redispy_lock:make"
-MUTANT_LOCK = "tests.fixtures.foreign.check_then_set_lock:make"
+MUTANT_LOCK = "tests.fixtures.two_holder_lock:make"
 REGISTRY = "tests.fixtures.user_registry:make"
 RACY_REGISTRY = "tests.fixtures.user_registry:make_racy"
 REFUSING_REGISTRY = "tests.fixtures.user_registry:make_refusing"
@@ -73,7 +73,7 @@ def test_each_workload_keeps_its_invariant(contend_target, ns, tmp_path, locustf
     assert result["ok"]
     (workload,) = result["workloads"].values()
     assert workload["ok"], workload["verdict"]
-    assert workload["contend"]["commits"] > 100
+    assert workload["contend"]["commits"] > 0  # it ran; how fast is a benchmark's question
     assert workload["contend"]["users"] == 4
     # Every finished operation is a Locust request; one cut short at the end (at most one per user) is not.
     assert workload["locust"]["requests"] >= workload["contend"]["commits"] - 4
@@ -113,6 +113,22 @@ def test_no_arguments_start_and_stop_an_embedded_server(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_slow_start_up_does_not_eat_the_run_time(contend_target, ns, tmp_path):
+    """The locustfile's import holds the CPU for 2.5 s (a busy machine's start-up, made certain):
+    the 1 s run still runs. (Locust's --run-time timer read gevent's clock, which had stood still
+    through the start-up, and such a run ended at once: no request, exit 0, no summary.)"""
+    summary = tmp_path / "summary.json"
+    done = locust(
+        "-f", "tests/fixtures/slow_start_locustfile.py", "--headless", "-u", "2", "-r", "2", "-t", "1s",
+        "--redis-url", contend_target.url, "--namespace", ns.prefix, "--contend-json", str(summary),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (workload,) = json.loads(summary.read_text())["workloads"].values()
+    assert workload["ok"] and workload["contend"]["commits"] > 0
+    assert ns.count() == 0
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -126,10 +142,15 @@ def test_no_arguments_start_and_stop_an_embedded_server(tmp_path):
         (["--impl", LOCK], "needs --kind: the protocol it follows (lock or registry"),
         (["--impl", REGISTRY, "--kind", "registry"], "it runs in the registry workload, not in counter"),
         (["--kind", "lock"], "--kind lock names the protocol of --impl"),
-        (["--master"], "--master without --redis-url: the embedded redis-server would listen on 127.0.0.1"),
+        # A port of its own: Locust's master binds it before contend is asked (5557 may be taken).
+        (
+            ["--master", "--master-bind-port", "FREE"],
+            "--master without --redis-url: the embedded redis-server would listen on 127.0.0.1",
+        ),
     ],
 )
 def test_bad_options_are_one_line_and_exit_2(args, message):
+    args = [str(free_port()) if a == "FREE" else a for a in args]
     done = locust(*headless("counter.py", seconds=1), *args, timeout=30)
     assert done.returncode == 2
     lines = [line for line in done.stderr.splitlines() if line.startswith("contend:")]
@@ -170,11 +191,12 @@ def test_a_users_lock_protects_counter_and_transfer_in_worker_processes(contend_
 
 @pytest.mark.slow
 def test_a_users_lock_that_lets_two_holders_in_breaks_the_counter(contend_target, ns, tmp_path):
-    """check_then_set_lock (EXISTS, then SET without NX): with 8 users on one counter for 2 s the
-    lost increments ran to hundreds in every trial (4 users for 1 s missed once in six)."""
+    """two_holder_lock lets callers in two at a time by construction (no race to wait for): each
+    GET and SET under it overlaps a partner's, and most pairs lose an increment (511 lost of 1194
+    commits in 3 s here), so a run of hundreds of pairs breaks the counter whatever the load."""
     summary = tmp_path / "summary.json"
     done = locust(
-        *headless("counter.py", users=8, seconds=2),
+        *headless("counter.py", users=4, seconds=2),
         "--redis-url", contend_target.url, "--namespace", ns.prefix,
         "--impl", MUTANT_LOCK, "--kind", "lock", "--contend-json", str(summary),
     )  # fmt: skip
@@ -201,7 +223,7 @@ def test_a_users_registry_is_judged_by_the_registry_invariant(contend_target, ns
         # Two users register one name at once: the loser's INCR leaves an id no name holds.
         assert any("the ids are not gap-free" in line for line in workload["verdict"])
     else:
-        assert workload["contend"]["commits"] > 100
+        assert workload["contend"]["commits"] > 0
     assert ns.count() == 0
 
 

@@ -19,6 +19,7 @@ _LEASE = frozenset({MUTUAL_EXCLUSION, SAFE_RELEASE, CRASH_LIVENESS})
 
 
 @pytest.mark.parametrize("name", ["async_token", "async_lua"])
+@pytest.mark.slow
 def test_correct_async_code_survives_cancelled_operations(contend_target, name):
     machine = family_machine(async_by_name(name))
     assert hasattr(machine, "cancel_release" if name == "async_token" else "cancel_register")
@@ -119,6 +120,7 @@ def test_an_undo_of_its_own_token_survives_the_same_cancellation(contend_target,
 
 
 @pytest.mark.parametrize("factory", [undo_lock.make, watch_lock.make, redispy_lock.make])
+@pytest.mark.slow
 def test_locks_in_other_styles_pass_with_acquires_and_extends_cancelled(contend_target, factory):
     impl = SimpleNamespace(
         name="under-test", family="lock", factory=factory, claims=_LEASE, asynchronous=True

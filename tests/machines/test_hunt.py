@@ -24,6 +24,7 @@ def test_run_once_finds_nothing_wrong_with_a_correct_one(contend_target):
     assert violation is None and failed is None
 
 
+@pytest.mark.slow
 def test_hunt_reports_catches_times_and_the_shrunk_size(contend_target):
     lines: list[str] = []
     # exists_then_set: caught and shrunk in a few seconds (shrinking is most of a hunt's time)

@@ -3,6 +3,8 @@ while a client cut off from a minority holds the lock (Kleppmann's counterexampl
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -72,12 +74,14 @@ def test_kleppmanns_counterexample_is_two_holders(masters, lib):
         assert info.value.property == "mutual-exclusion"
         assert "c0 acquired while c1 held valid lease(s)" in info.value.detail
         trace = m.scheduler.format_trace()
-        assert "c1 is cut off from master 2, master 3" in trace and "restarted empty" in trace
+        assert re.search(r"c1 is cut off from master 2 \(127\.0\.0\.1:\d+\), master 3 \(", trace)
+        assert "restarted empty" in trace
     finally:
         m.failed = True
         m.teardown()
 
 
+@pytest.mark.slow
 def test_without_restarts_redlock_passes_the_same_search(masters):
     """Partitions, crashes, stalls and clock jumps, but no master loses its keys: no two holders.
     (Not for pottery yet: a long search on it did not always replay the same way; Hypothesis
@@ -161,6 +165,7 @@ def test_a_stale_write_without_working_fencing_is_caught(masters, resource, fenc
         m.teardown()
 
 
+@pytest.mark.slow
 def test_the_search_finds_the_unchecked_resources_stale_write(masters, resource):
     """Not scripted: the fenced machine's own search catches a resource that ignores tokens."""
     target, servers = masters
@@ -170,6 +175,7 @@ def test_the_search_finds_the_unchecked_resources_stale_write(masters, resource)
     assert info.value.property == NO_STALE_WRITE
 
 
+@pytest.mark.slow
 def test_the_fenced_search_keeps_the_resource_in_order(masters, resource):
     """The same search with tokens from the resource's counter, checked: no stale write lands."""
     target, servers = masters

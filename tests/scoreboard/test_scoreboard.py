@@ -59,6 +59,7 @@ def test_each_row_is_as_recorded(key, capsys):
     assert ("FAIL" in out) == any(f.library == key and not f.sometimes for f in expected.FINDINGS)
 
 
+@pytest.mark.slow
 def test_the_report_shows_a_pass_and_a_failure_with_its_evidence(tmp_path, capsys):
     code = main(
         [
@@ -122,6 +123,7 @@ def test_a_row_runs_in_a_worker_process_by_default(tmp_path, capsys):
     assert all(v["verdict"] == "pass" for v in row["properties"].values())
 
 
+@pytest.mark.slow
 def test_a_counterexample_replays_from_its_command(tmp_path, capsys):
     assert (
         main(
@@ -139,6 +141,7 @@ def test_a_counterexample_replays_from_its_command(tmp_path, capsys):
     assert "replayed: fail: c1 acquired while c0 held" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_verdict_that_changes_fails_the_run(capsys, monkeypatch):
     monkeypatch.setattr(expected, "FINDINGS", ())  # as if sherlock were expected to pass
     assert main(["scoreboard", "--quick", *CURRENT, "--lib", "sherlock-no-expiry", "--no-write"]) == 1

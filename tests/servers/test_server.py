@@ -178,6 +178,7 @@ def test_no_orphan_on_normal_exit():
     assert not directory.exists(), "atexit must delete the server's directory"
 
 
+@pytest.mark.slow
 def test_pytest_session_end_stops_server(pytester):
     pytester.makepyfile(
         """

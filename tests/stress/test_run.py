@@ -219,7 +219,7 @@ def test_cli_prints_the_verdict_and_keeps_the_history(tmp_path, capsys):
             "--nemesis sentinel-failover kills a server",
         ),
         (["--only", "redlock", "--masters", "4"], "--masters 4: Redlock needs an odd number of masters"),
-        (["--only", "token", "--masters", "5"], "--masters runs a Redlock over independent masters"),
+        (["--only", "token", "--masters", "5"], "--masters runs a lock over independent masters"),
         (["--only", "token", "--nemesis", "partition"], "--nemesis partition acts on Redlock's masters"),
         (
             ["--only", "redlock", "--nemesis", "server-kill"],
@@ -391,6 +391,7 @@ def test_user_fenced_lock_refuses_the_paused_holders_write(tmp_path, module, fen
     assert any(e["value"].startswith("start") for e in doc["nemesis_events"])
 
 
+@pytest.mark.slow
 def test_user_lock_mutant_is_caught(tmp_path, capsys):
     spec = "tests.fixtures.foreign.check_then_set_lock:make"
     code, doc, _ = stress_cli(
@@ -405,6 +406,7 @@ def test_user_lock_mutant_is_caught(tmp_path, capsys):
 
 
 @pytest.mark.parametrize(("factory", "expected"), [("make_racy", 1), ("make", 0)])
+@pytest.mark.slow
 def test_user_registry(tmp_path, factory, expected):
     spec = f"tests.fixtures.user_registry:{factory}"
     code, doc, _ = stress_cli(
