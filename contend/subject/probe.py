@@ -9,7 +9,7 @@ import inspect
 import threading
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 import redis
 
@@ -22,9 +22,12 @@ from contend.subject.protocols import (
     as_token,
     check_object,
     granted,
+    protocol,
     takes_clock,
     ttl_resolution,
 )
+
+T = TypeVar("T")
 
 
 class FactoryRaised(ProtocolError):
@@ -139,6 +142,26 @@ def detect_async_capabilities(factory: Callable[..., Any], kind: str, url: str, 
     return asyncio.run(probe())
 
 
+class FactoryHangs(ProtocolError):
+    """The factory did not return within PROBE_SECONDS: it waits while building its object."""
+
+
+def build_in_time(factory: Callable[..., Any], kind: str, *args: Any) -> Any:
+    """`factory(*args)` in a thread of its own: what it returns, or what it raises; FactoryHangs
+    when it does not return within PROBE_SECONDS (nothing can stop it: the thread is left)."""
+    # In a 1-tuple, so a factory that returns None is told from one that never returns.
+    built, error = within(lambda: (factory(*args),))
+    if built is None and error is None:
+        raise FactoryHangs(
+            f"the factory did not return within {PROBE_SECONDS:g} s when called as {protocol(kind)[0]}: "
+            "it must build its object and return (waiting belongs in the object's methods, such as acquire)"
+        )
+    if error is not None:
+        raise error
+    assert built is not None
+    return built[0]
+
+
 def is_async(factory: Callable[..., Any], kind: str) -> bool:
     """Are the protocol's methods of what `factory` makes coroutines (code for redis.asyncio)?
     Found on an object built with an unconnected client, nothing sent: a synchronous one first
@@ -150,12 +173,11 @@ def is_async(factory: Callable[..., Any], kind: str) -> bool:
     # Port 1 on the loopback: a factory that talks to its server while building reaches no one
     # (never a Redis that happens to run on the default port).
     for client in (redis.Redis(port=1), redis.asyncio.Redis(port=1)):
+        args = ("contend:probe",) if kind == "registry" else ("contend:probe", 10_000)
         try:
-            obj = (
-                factory(client, "contend:probe")
-                if kind == "registry"
-                else factory(client, "contend:probe", 10_000)
-            )
+            obj = build_in_time(factory, kind, client, *args)
+        except FactoryHangs:
+            raise
         except Exception:  # it wants another client, or something else: the battery will say what
             continue
         found = inspect.iscoroutinefunction(getattr(obj, method, None))
@@ -182,9 +204,7 @@ def _forget_scripts(obj: Any, client: Any) -> None:
 PROBE_SECONDS = 5.0
 
 
-def within(
-    probe: Callable[[], Capabilities], seconds: float = PROBE_SECONDS
-) -> tuple[Capabilities | None, BaseException | None]:
+def within(probe: Callable[[], T], seconds: float = PROBE_SECONDS) -> tuple[T | None, BaseException | None]:
     """Run `probe()` in a thread of its own for at most `seconds`: (what it found, what it raised);
     (None, None) if it did not return in time (code we did not write may hang)."""
     box: dict[str, Any] = {}
@@ -222,7 +242,9 @@ def check_offline(factory: Callable[..., Any], kind: str, spec: str) -> None:
     try:
         args = ("contend:offline",) if kind == "registry" else ("contend:offline", 10_000)
         try:
-            obj = factory(offline, *args)
+            obj = build_in_time(factory, kind, offline, *args)
+        except FactoryHangs:
+            raise
         except Exception:
             return
         check_object(obj, kind, spec)
@@ -240,12 +262,21 @@ def try_once(
     the object lacks the protocol's methods, or the first acquire of a free lock raises: a run
     of code that cannot take one step measures nothing."""
 
+    built: list[Any] = []
+
     def make() -> Any:
         obj = factory(client, where) if kind == "registry" else factory(client, where, 10_000)
+        built.append(obj)
         check_object(obj, kind, spec)
         return obj
 
     found, error = within(lambda: detect_capabilities(factory, kind, make))
+    if found is None and error is None and not built:
+        raise FactoryHangs(
+            f"--impl {spec}: the factory did not return within {PROBE_SECONDS:g} s when called as "
+            f"{protocol(kind)[0]}: it must build its object and return (waiting belongs in the "
+            "object's methods, such as acquire)"
+        )
     if isinstance(error, FactoryRaised):
         raise FactoryRaised(f"--impl {spec}: {error}") from None
     if isinstance(error, ProtocolError) or (error is not None and not isinstance(error, Exception)):
