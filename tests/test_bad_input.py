@@ -76,15 +76,27 @@ CASES: list[tuple[str, list[str], str]] = [
         )
         for command, extra in (
             ("check", ["--only", "token", "--check", "model"]),
-            ("stress", ["--duration", "1"]),
+            ("stress", ["--only", "token", "--duration", "1"]),
             ("load", ["--users", "1", "--hot-keys", "1", "--duration", "1", "--out", "{tmp}/load"]),
             ("bench", ["registry", "--duration", "1"]),
             ("scoreboard", ["--quick", "--no-write"]),
         )
     ),
-    ("history check: a directory for a file", ["history", "check", "{tmp}"], "is a directory"),
-    ("history check: a file that is not a history", ["history", "check", "{garbage}"], "line 1"),
-    ("history check: a file that does not exist", ["history", "check", "{tmp}/none.jsonl"], "no such file"),
+    (
+        "history check: a directory for a file",
+        ["history", "check", "{tmp}", "--model", "registry"],
+        "is a directory",
+    ),
+    (
+        "history check: a file that is not a history",
+        ["history", "check", "{garbage}", "--model", "registry"],
+        "not UTF-8 text",
+    ),
+    (
+        "history check: a file that does not exist",
+        ["history", "check", "{tmp}/none.jsonl", "--model", "registry"],
+        "no such file",
+    ),
     ("report: a directory that holds no sweep", ["report", "{tmp}"], "sweep"),
     ("report: a sweep.json that is not JSON", ["report", "{bad_sweep}"], "not a sweep description"),
     (
