@@ -157,6 +157,7 @@ def test_a_racy_users_registry_fails_the_sweep(contend_target, tmp_path, capsys,
 
 
 @pytest.mark.slow
+@pytest.mark.soak  # two Locust runs; tests/load/test_harness.py runs a master with two workers by default
 def test_a_sweep_over_process_counts_compares_them_in_one_run(contend_target, tmp_path, capsys):
     """Each point at 1 and 2 Locust processes, the raw ceiling per count, and the comparison."""
     out = tmp_path / "run"
