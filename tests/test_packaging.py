@@ -37,6 +37,7 @@ def test_every_package_is_listed_in_pyproject():
 
 
 @pytest.mark.slow
+@pytest.mark.soak  # .ci/run installs the wheel and checks its import names on every run
 def test_the_wheel_installs_one_import_name(tmp_path):
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(ROOT)],

@@ -44,7 +44,7 @@ MUTANTS = (
     Case("foreign.fence_after_lock", "lock", "schedule", frozenset({"stale-grant", "mutual-exclusion"})),
     Case("foreign.patient_lock", "lock", "schedule", frozenset({"progress"})),
     Case("foreign.lease_sleeper_lock", "lock", "schedule", frozenset({"progress"})),
-    Case("foreign.early_release_flight", "single_flight", "schedule", frozenset({"runs-once"})),
+    Case("foreign.early_release_flight", "single_flight", "handover", frozenset({"runs-once"})),
     Case("foreign.rerun_flight", "single_flight", "schedule", frozenset({"runs-once"})),
     Case(
         "masters.half_quorum_lock",

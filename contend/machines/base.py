@@ -72,6 +72,14 @@ def _take_connection(target: Target) -> redis.Redis:
     return conn
 
 
+def forget_connections(target: Target) -> None:
+    """Close the connections finished examples left for `target` (a server they talked to was
+    restarted): the next example connects anew."""
+    for conn in _idle_connections.pop(_pool_key(target), []):
+        with contextlib.suppress(Exception):
+            conn.close()
+
+
 def _async_connection(target: Target) -> Any:
     """A redis.asyncio client for one scheduled client (a cluster client on a Redis Cluster): it
     connects on its first command, on that client's loop (the handshake, and a cluster client's

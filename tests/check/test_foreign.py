@@ -60,6 +60,15 @@ MUTANTS = [
 OPTIONS = CheckOptions(shrink=False, schedule_examples=50, serial_names=300, burst_rounds=8, model_ops=150)
 
 
+#: Run in the soak tier only (`pytest -m soak`): styles the default run's others already cover.
+SOAK = {"raising_lock", "threadlocal_lock", "redispy_lock", "return_fenced_lock", "watch_registry",
+        "extend_any_lock", "plain_del_lock", "two_step_lock"}  # fmt: skip
+
+
+def params(rows: list[tuple]) -> list:
+    return [pytest.param(*row, id=row[0], marks=pytest.mark.soak if row[0] in SOAK else ()) for row in rows]
+
+
 def check(module: str, kind: str, target, ns):
     subject = user_subject(f"tests.fixtures.foreign.{module}:make", kind, target)
     (row,) = run_battery(target, [subject], OPTIONS, ns)
@@ -67,14 +76,14 @@ def check(module: str, kind: str, target, ns):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("module", "kind"), CORRECT, ids=[m for m, _ in CORRECT])
+@pytest.mark.parametrize(("module", "kind"), params(CORRECT))
 def test_a_correct_implementation_gets_no_false_alarm(module, kind, contend_target, ns):
     row = check(module, kind, contend_target, ns)
     assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("module", "kind", "broken"), MUTANTS, ids=[m for m, _, _ in MUTANTS])
+@pytest.mark.parametrize(("module", "kind", "broken"), params(MUTANTS))
 def test_a_mutant_is_caught_for_the_property_it_breaks(module, kind, broken, contend_target, ns):
     row = check(module, kind, contend_target, ns)
     found = {r.prop for r in row.failed}

@@ -182,7 +182,7 @@ def test_a_sweep_in_which_nothing_commits_fails_and_the_report_says_why(
     assert f"registry/{REFUSING_REGISTRY} " in report and "(100%; 0 commits)" in report
 
 
-@pytest.mark.slow
+@pytest.mark.soak  # two Locust runs; tests/load/test_harness.py runs a master with two workers by default
 def test_a_sweep_over_process_counts_compares_them_in_one_run(contend_target, tmp_path, capsys):
     """Each point at 1 and 2 Locust processes, the raw ceiling per count, and the comparison."""
     out = tmp_path / "run"

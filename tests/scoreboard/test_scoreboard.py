@@ -33,6 +33,9 @@ def installed_here(lib: Library) -> bool:
 
 
 RUNNABLE = [lib.key for lib in LIBRARIES if not lib.not_run and installed_here(lib)]
+#: Rows the default run judges (a sync and a multi-master lock); the others are the soak tier's.
+DEFAULT_ROWS = {"redis-py", "pottery"}
+ROWS = [pytest.param(key, marks=() if key in DEFAULT_ROWS else pytest.mark.soak) for key in RUNNABLE]
 
 
 def test_the_board_covers_the_locks_python_teams_run():
@@ -48,7 +51,7 @@ def test_the_board_covers_the_locks_python_teams_run():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("key", RUNNABLE)
+@pytest.mark.parametrize("key", ROWS)
 def test_each_row_is_as_recorded(key, capsys):
     """A row per test (xdist spreads them), quick: every verdict as expected.py records it."""
     code = main(["scoreboard", "--quick", *CURRENT, "--lib", key, "--no-write", "--schedule-examples", "10"])

@@ -91,6 +91,7 @@ def test_a_transaction_over_two_slots_is_noted_with_its_keys(cluster_target):
 
 
 @pytest.mark.slow
+@pytest.mark.soak  # the whole catalog on a cluster; tests/check/test_cluster_refusals.py names keys by default
 def test_check_on_a_cluster_skips_single_node_code_and_names_keys_that_span_slots(capsys, tmp_path):
     argv = [
         "check",
