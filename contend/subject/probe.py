@@ -204,7 +204,7 @@ def _forget_scripts(obj: Any, client: Any) -> None:
 PROBE_SECONDS = 5.0
 
 
-def within(probe: Callable[[], T], seconds: float = PROBE_SECONDS) -> tuple[T | None, BaseException | None]:
+def within(probe: Callable[[], T], seconds: float | None = None) -> tuple[T | None, BaseException | None]:
     """Run `probe()` in a thread of its own for at most `seconds`: (what it found, what it raised);
     (None, None) if it did not return in time (code we did not write may hang)."""
     box: dict[str, Any] = {}
@@ -217,7 +217,7 @@ def within(probe: Callable[[], T], seconds: float = PROBE_SECONDS) -> tuple[T | 
 
     thread = threading.Thread(target=run, name="contend-probe", daemon=True)
     thread.start()
-    thread.join(seconds)
+    thread.join(PROBE_SECONDS if seconds is None else seconds)
     return box.get("found"), box.get("error")
 
 
