@@ -23,7 +23,7 @@ from hypothesis.errors import Flaky, FlakyStrategyDefinition
 from contend.check.battery import run_battery
 from contend.check.framework import CheckOptions
 from contend.machines.family import family_machine
-from contend.machines.hunt import run_once
+from contend.machines.hunt import SearchStopped, run_once
 from contend.servers.target import Target, open_target
 from contend.subject.subject import Subject, user_subject
 
@@ -122,7 +122,7 @@ def measure(case: Case, runs: int, max_examples: int) -> Outcome:
             outcome.runs += 1
             try:
                 seconds, found = _one(subject, target, case.check, seed, max_examples)
-            except (Flaky, FlakyStrategyDefinition):
+            except (Flaky, FlakyStrategyDefinition, SearchStopped):  # run_once says Flaky so
                 # The server's own clock runs in real time beside the virtual one: on a loaded
                 # machine an example can take long enough for a short real TTL to end in it.
                 outcome.flaky += 1
