@@ -46,6 +46,7 @@ from contend.load.cpu import CpuSampler
 from contend.load.metrics import MAX_FAILED_SHARE
 from contend.load.workloads import LoadInputError, check_positive, user_impl, user_strategy, workload
 from contend.servers.keyspace import Namespace
+from contend.servers.server import free_port
 from contend.servers.target import Target
 from contend.values import share_of_one, whole_list
 
@@ -358,7 +359,11 @@ def locust_command(
     else:
         cmd += ["--strategy", point.strategy]
     if point.processes > 1:
-        cmd += ["--processes", str(point.processes)]
+        # A master port of its own (Locust's default, 5557, may be another run's): the forked
+        # workers connect to it.
+        port = str(free_port())
+        cmd += ["--processes", str(point.processes), "--master-bind-host", "127.0.0.1"]
+        cmd += ["--master-bind-port", port, "--master-host", "127.0.0.1", "--master-port", port]
     return cmd
 
 

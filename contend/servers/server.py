@@ -107,7 +107,7 @@ class EmbeddedRedis(Lifecycle):
         fixed_port = bool(self.port)
         for _ in range(5):
             if not fixed_port:
-                self.port = _free_port()
+                self.port = free_port()
             self._spawn()
             try:
                 self._wait_ready()
@@ -269,7 +269,8 @@ def _die_with_parent() -> None:
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
