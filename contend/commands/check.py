@@ -344,6 +344,12 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                     )
         except interrupt.Interrupted as exc:
             interrupted = exc
+        except Exception:
+            # Hypothesis can turn the interrupt into an error of its own (an assertion in its
+            # handler when the signal came as the search began): after a stop signal, that error
+            # is the interrupt.
+            if (interrupted := interrupt.arrived()) is None:
+                raise
         finally:
             run_ns.cleanup()
             client.close()

@@ -118,6 +118,12 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                         break
             except interrupt.Interrupted as exc:
                 interrupted = exc
+            except Exception:
+                # Hypothesis can turn the interrupt into an error of its own (an assertion in its
+                # handler when the signal came as the search began): after a stop signal, that error
+                # is the interrupt.
+                if (interrupted := interrupt.arrived()) is None:
+                    raise
     interrupted = interrupted or interrupt.arrived()
     code, verdict, headline = _verdict(rows, chosen, interrupted)
     style = {0: "bold green", 1: "bold red"}.get(code, "bold yellow")

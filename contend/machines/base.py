@@ -47,7 +47,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 from contend.errors import Abandoned
 from contend.impl.catalog import CLUSTER_SLOTS, PROGRESS
 from contend.schedule import DrawChooser, Scheduler, Status
-from contend.schedule.gating import LostReply
+from contend.schedule.gating import REAL_MONOTONIC, LostReply
 from contend.schedule.scheduler import schedule_expression
 from contend.servers.keyspace import Namespace, cluster_masters, new_run_id, placed_prefix
 from contend.servers.slot_refusals import refusals_count, refusals_since
@@ -200,6 +200,10 @@ class ScheduledMachine(RuleBasedStateMachine):
         #: Clients whose operation in flight lost a reply (it is indeterminate if it raises).
         self.lost_reply_in: set[int] = set()
         self._known_keys: set[str] = set()
+        #: When the server's TTLs were last brought to virtual time (real, virtual), and when each
+        #: key was last named by a round trip since (a command may have set its TTL then).
+        self._ttl_sync = (REAL_MONOTONIC(), 0.0)
+        self._named_at: dict[str, tuple[float, float]] = {}
         self._views: list[_SyncView] = []  # the harness's views of async code, closed at teardown
         self._key_prefix = self.ns.prefix + ":"
         self.scheduler.on_jump = self._time_passes
@@ -337,8 +341,12 @@ class ScheduledMachine(RuleBasedStateMachine):
         if last is not None and last.lost and last.client == self.scheduler.clients[index].name:
             self.lost_reply_in.add(index)
         if last is not None:
+            named_at = (REAL_MONOTONIC(), last.vtime)
             for cmd in last.sent:
-                self._known_keys.update(arg for arg in cmd[1:] if self._key_prefix in arg)
+                for arg in cmd[1:]:
+                    if self._key_prefix in arg:
+                        self._known_keys.add(arg)
+                        self._named_at[arg] = named_at
                 if not self.reads_server_clock and _reads_time(cmd):
                     self.reads_server_clock = True
         if (foreign := foreign_round_trip()) is not None:
@@ -379,9 +387,19 @@ class ScheduledMachine(RuleBasedStateMachine):
 
         The keys looked at are the namespace's keys the clients named in their
         commands (script KEYS included); one pipelined PTTL reads them.
+
+        The server's own clock ran meanwhile in real time, while the virtual clock moved by a
+        step's cost per round trip: a loaded machine's slow steps would let a key run out early,
+        and how early would differ between two runs of the same example. So each TTL is first
+        brought back to what virtual time says: the real time since it was last brought there
+        (or since a round trip last named its key, which may have set it) is given back, and the
+        virtual time since taken off, before the jump is. (Not for code that reads the server's
+        clock, TIME: its own deadlines, PEXPIREAT's included, are in the server's time.)
         """
         keys = sorted(self._known_keys)
+        virtual_before = self.scheduler.vclock - seconds
         if not keys:
+            self._ttl_sync = (REAL_MONOTONIC(), self.scheduler.vclock)
             return
         several = len(self.ns.dbs) + len(self.ns.other_urls) > 1
         for where, client in self.ns.stores():
@@ -389,9 +407,15 @@ class ScheduledMachine(RuleBasedStateMachine):
                 for key in keys:
                     pipe.pttl(key)
                 ttls = pipe.execute()
+                now = REAL_MONOTONIC()
                 for key, pttl in zip(keys, ttls, strict=True):
                     if pttl <= 0:
                         continue
+                    if not self.reads_server_clock:  # else its TTLs follow the server's clock
+                        real_since, virtual_since = max(
+                            self._ttl_sync, self._named_at.get(key, self._ttl_sync)
+                        )
+                        pttl += int(((now - real_since) - (virtual_before - virtual_since)) * 1000)
                     if pttl <= seconds * 1000:
                         pipe.delete(key)
                         self.scheduler.note(
@@ -400,6 +424,8 @@ class ScheduledMachine(RuleBasedStateMachine):
                     else:
                         pipe.pexpire(key, int(pttl - seconds * 1000))
                 pipe.execute()
+        self._ttl_sync = (REAL_MONOTONIC(), self.scheduler.vclock)
+        self._named_at.clear()
 
     # Rules -----------------------------------------------------------------------------
     @precondition(lambda self: bool(self.scheduler.runnable()))
