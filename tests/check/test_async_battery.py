@@ -130,6 +130,8 @@ def test_an_async_fencing_token_is_found_and_judged(capsys):
             "lock",
             "--check",
             "schedule",
+            "--schedule-examples",
+            "50",  # the token is found at the first acquire; the correct code's search is the gate's
         ]
     )
     out = " ".join(capsys.readouterr().out.split())
