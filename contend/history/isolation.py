@@ -145,8 +145,8 @@ def op_accesses(
                             )
                         )
                     for j, command in enumerate(block, start=i + 1):
-                        for acc in accesses(command):
-                            emit(acc, (step.position, j), step.lost, False)
+                        for found in accesses(command):
+                            emit(found, (step.position, j), step.lost, False)
                 else:
                     for command in block:
                         accesses(command)  # an unknown command is an error even where it did nothing
@@ -154,8 +154,8 @@ def op_accesses(
                 i = len(commands) if end is None else end + 1
                 continue
             else:
-                for acc in accesses(commands[i]):
-                    emit(acc, (step.position, i), step.lost, bool(watched))
+                for found in accesses(commands[i]):
+                    emit(found, (step.position, i), step.lost, bool(watched))
             i += 1
     return out  # reads still pending: a WATCH attempt given up on counts as nothing
 

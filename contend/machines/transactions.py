@@ -79,7 +79,9 @@ class TransactionMachine(ScheduledMachine):
         self.banks = [factory(conn, self.ns.prefix) for conn in self.connections]
 
     def _namespace_keys(self) -> list[str]:
-        return [k.decode() if isinstance(k, bytes) else k for k in self.admin.scan_iter(f"{self.ns.prefix}:*")]
+        return [
+            k.decode() if isinstance(k, bytes) else k for k in self.admin.scan_iter(f"{self.ns.prefix}:*")
+        ]
 
     def label(self, key: str) -> str:
         """A key as the evidence shows it: without the namespace and hash tags (acct:a)."""

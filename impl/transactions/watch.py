@@ -59,7 +59,7 @@ class WatchBank(Bank):
                     pipe.multi()
                     pipe.set(a, balance_a - amount)
                     pipe.set(b, balance_b + amount)
-                    _execute(pipe)
+                    execute(pipe)
                     return True
                 except WatchError:
                     self.conflicts += 1
@@ -77,14 +77,14 @@ class WatchBank(Bank):
                     pipe.watch(*(self.keys.account(n) for n in names))
                     values = [pipe.get(self.keys.account(n)) for n in names]
                     pipe.multi()
-                    _execute(pipe)  # empty: it only says whether a watched account changed
+                    execute(pipe)  # empty: it only says whether a watched account changed
                     return {n: whole(n, v) for n, v in zip(names, values, strict=True)}
                 except WatchError:
                     self.conflicts += 1
         raise RetriesExhausted(f"watch bank: gave up auditing after {self.max_retries} attempts")
 
 
-def _execute(pipe: redis.client.Pipeline) -> list[object]:
+def execute(pipe: redis.client.Pipeline) -> list[object]:
     """EXEC. redis-py reports a connection lost at EXEC as a WatchError, as if the EXEC had aborted;
     it may have run: that is no conflict to retry (a retry could move the money twice)."""
     try:

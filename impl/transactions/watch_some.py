@@ -11,6 +11,7 @@ from __future__ import annotations
 from redis.exceptions import WatchError
 
 from contend.impl.transactions.bank import Bank, RetriesExhausted, check_transfer
+from contend.impl.transactions.watch import execute
 
 
 class WatchSomeBank(Bank):
@@ -30,7 +31,7 @@ class WatchSomeBank(Bank):
                     pipe.multi()
                     pipe.decrby(a, amount)
                     pipe.incrby(b, amount)
-                    pipe.execute()
+                    execute(pipe)
                     return True
                 except WatchError:
                     self.conflicts += 1
