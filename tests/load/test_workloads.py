@@ -54,9 +54,12 @@ def test_checks_catch_a_lost_update_and_a_leak(client, ns):
     transfer = wl.workload("transfer")
     prefix = ns.key("transfer")
     transfer.setup(client, prefix, 1)
-    client.incrby(f"{prefix}:acct:0", 5)
+    client.incrby(transfer.keys(prefix, 1)[0], 5)
     verdict = transfer.check(client, prefix, 1, Tally("transfer", "watch"))
     assert not verdict.ok and "+5" in verdict.lines[0]
+    # A known-bad bank's broken sum comes with the anomaly contend check names for it.
+    verdict = transfer.check(client, prefix, 1, Tally("transfer", "transfer_no_watch"))
+    assert verdict.lines[-1].startswith("contend check --only transfer_no_watch names the anomaly: lost update")
 
 
 def test_unknown_outcomes_widen_what_the_check_accepts(client, ns):
