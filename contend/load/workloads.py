@@ -134,7 +134,7 @@ def user_impl(spec: str, kind: str) -> UserImpl:
     label = family.replace("_", "-")
     runs = " or ".join(f"{k} (the {_workloads_text(w)})" for k, w in USER_WORKLOADS.items())
     if family not in USER_WORKLOADS:
-        if family in ("semaphore", "single_flight"):
+        if family in ("semaphore", "single_flight", "transaction"):
             raise LoadInputError(
                 f"--kind {label}: contend load runs your {runs}, not a {label}; check it with "
                 f"contend check --impl {spec} --kind {label}"
