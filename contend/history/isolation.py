@@ -15,7 +15,8 @@ counts as nothing, its reads since WATCH included, and so does a WATCH attempt
 the code gave up on (no EXEC). A successful EXEC vouches that the keys WATCHed
 did not change since WATCH, so reads of them count as made at the EXEC. A read
 whose reply was lost, or made by an operation that raised or crashed, is no
-evidence (its writes, which the server ran, still count).
+evidence (its writes, which the server ran, still count), and a lost reply ends
+a WATCH attempt (the connection dropped, and the server forgot the WATCH).
 
 A cycle means no serial order explains what happened; it is named in Adya's
 terms as Elle names it: G0 (only ww), G1c (ww and wr), G-single (exactly one
@@ -157,6 +158,8 @@ def op_accesses(
                 for found in accesses(commands[i]):
                     emit(found, (step.position, i), step.lost, bool(watched))
             i += 1
+        if step.lost:
+            pending, watched = [], set()  # the connection dropped: the server forgot the WATCH
     return out  # reads still pending: a WATCH attempt given up on counts as nothing
 
 
