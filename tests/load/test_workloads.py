@@ -59,7 +59,9 @@ def test_checks_catch_a_lost_update_and_a_leak(client, ns):
     assert not verdict.ok and "+5" in verdict.lines[0]
     # A known-bad bank's broken sum comes with the anomaly contend check names for it.
     verdict = transfer.check(client, prefix, 1, Tally("transfer", "transfer_no_watch"))
-    assert verdict.lines[-1].startswith("contend check --only transfer_no_watch names the anomaly: lost update")
+    assert verdict.lines[-1].startswith(
+        "contend check --only transfer_no_watch names the anomaly: lost update"
+    )
 
 
 def test_unknown_outcomes_widen_what_the_check_accepts(client, ns):
