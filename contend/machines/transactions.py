@@ -22,6 +22,7 @@ its reads are no evidence and its transfer may or may not have applied.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,8 +155,6 @@ class TransactionMachine(ScheduledMachine):
     def check_graph(self) -> None:
         if SERIALIZABLE not in self.claims:
             return
-        import time
-
         started = time.perf_counter()
         no_reads = {op.name for op in self.operations if op.status in ("maybe", "running")}
         cycle = check_serializable(
