@@ -333,15 +333,17 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         "audit_separate_reads' correct twin: the same GETs, inside one MULTI/EXEC",
         "", _BANK,
     ),
+    # A lost update (money made) or an overdraft (an account below zero) is seen by every later
+    # audit too: consistent-audit is broken besides.
     Implementation(
         "transfer_no_watch", "transaction", NoWatchBank, "bank",
         "MGET both accounts, then MULTI SET SET EXEC with no WATCH",
-        "", _BANK, frozenset({SERIALIZABLE, APPLIES_ONCE}), anomaly="lost update",
+        "", _BANK, _BANK, anomaly="lost update",
     ),
     Implementation(
         "transfer_watch_some", "transaction", WatchSomeBank, "bank",
         "WATCH the credited account only, read the debited one, MULTI DECRBY INCRBY EXEC",
-        "", _BANK, frozenset({SERIALIZABLE, APPLIES_ONCE}), anomaly="G2-item",
+        "", _BANK, _BANK, anomaly="G2-item",
     ),
     Implementation(
         "audit_separate_reads", "transaction", SeparateReadsBank, "bank",
