@@ -41,6 +41,7 @@ import redis
 from redis.exceptions import WatchError
 
 import contend.impl.registry.lock_first
+import contend.impl.transactions.lock_first
 from contend.errors import ContendError
 from contend.history.isolation import ANOMALY_WORDS
 from contend.impl import catalog
@@ -684,16 +685,20 @@ class TransferWorkload(LoadWorkload):
                 options = {"max_retries": WATCH_ATTEMPTS}
             elif strategy == "lock_first":
                 options = {"ttl_ms": ttl_ms, "timeout": LOCK_TIMEOUT}
+                # As the registry's lock_first: its locks report wait, hold and polls to the step.
+                contend.impl.transactions.lock_first.TokenLock = TimedTokenLock  # type: ignore[misc]
             bank = entry.factory(client, prefix, **options)
 
             def transfer(step: OperationMetrics) -> None:
                 a, b, amount = pick(step)
                 before = bank.conflicts
+                token = CURRENT_STEP.set(step)
                 try:
                     done = bank.transfer(a, b, amount)
                 except RetriesExhausted as exc:
                     raise NoEffect(str(exc)) from None
                 finally:
+                    CURRENT_STEP.reset(token)
                     step.retries += bank.conflicts - before
                 if done:
                     moved(step, a, b, amount)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import contend.impl.registry.lock_first
+import contend.impl.transactions.lock_first
 from contend.errors import ContendError
 from contend.load import workloads as wl
 from contend.load.instrument import counting_client
@@ -15,9 +16,12 @@ from contend.load.metrics import OperationMetrics, Tally
 def test_every_correct_strategy_keeps_the_invariant_when_run_serially(
     contend_target, client, ns, name, monkeypatch
 ):
-    # registry/lock_first swaps in a timed TokenLock; keep that swap to this test.
+    # registry/lock_first and transfer/lock_first swap in a timed TokenLock; keep that swap to this test.
     monkeypatch.setattr(
         contend.impl.registry.lock_first, "TokenLock", contend.impl.registry.lock_first.TokenLock
+    )
+    monkeypatch.setattr(
+        contend.impl.transactions.lock_first, "TokenLock", contend.impl.transactions.lock_first.TokenLock
     )
     w = wl.workload(name)
     url = contend_target.url
