@@ -5,7 +5,8 @@
     def test_my_lock(contend_target):
         check_lock(make_lock, contend_target)
 
-`check_lock`, `check_semaphore`, `check_registry` and `check_single_flight` run the family's
+`check_lock`, `check_semaphore`, `check_registry`, `check_single_flight` and
+`check_transaction` run the family's
 battery (the same checks, claims, seeds and budgets as `contend check --impl M:F --kind
 KIND`) against the factory, on the server of the `contend_target` fixture (or on an
 embedded one started for the call). A broken property raises `ContendCheckFailed`, an
@@ -67,6 +68,7 @@ __all__ = [
     "check_registry",
     "check_semaphore",
     "check_single_flight",
+    "check_transaction",
     "machine_for",
     "report",
     "run_machine",
@@ -198,6 +200,15 @@ def check_single_flight(
     """`check(factory, target, kind="single_flight", ...)`: factory(client, key, ttl_ms)."""
     __tracebackhide__ = True
     return check(factory, target, kind="single_flight", **options)
+
+
+def check_transaction(
+    factory: Callable[..., Any] | str, target: Target | None = None, **options: Unpack[CheckKwargs]
+) -> list[ResultRow]:
+    """`check(factory, target, kind="transaction", ...)`: factory(client, namespace) -> a bank with
+    open(account, balance), transfer(src, dst, amount) -> bool and balances(accounts)."""
+    __tracebackhide__ = True
+    return check(factory, target, kind="transaction", **options)
 
 
 def report(rows: Sequence[ResultRow], noise: str = "", *, replay_call: str = "") -> str:

@@ -31,6 +31,14 @@ from contend.impl.locks import (
     token,
 )
 from contend.impl.registry import async_check_then_set, async_lua
+from contend.impl.transactions import (
+    LockFirstBank,
+    LuaBank,
+    NoWatchBank,
+    SeparateReadsBank,
+    WatchBank,
+    WatchSomeBank,
+)
 
 # Properties a registry can claim (checked by contend's registry battery).
 UNIQUE_IDS = "unique-ids"  # distinct names get distinct ids
@@ -63,6 +71,12 @@ SHARED_RESULT = "shared-result"  # every concurrent caller, in any process, rece
 LEADER_FAILURE = "leader-failure"  # a leader that dies or raises frees its waiters with an error or a retry
 SINGLE_FLIGHT_PROPERTIES = frozenset({RUNS_ONCE, SHARED_RESULT, LEADER_FAILURE})
 
+# Properties a transaction (a bank: transfer and balances, issue 28) can claim.
+SERIALIZABLE = "serializable"  # the conflict graph, in the order the server ran the commands, has no cycle
+APPLIES_ONCE = "applies-once"  # money is conserved; each transfer applies once or not at all; none below zero
+CONSISTENT_AUDIT = "consistent-audit"  # every audit sees a total some serial order produces
+TRANSACTION_PROPERTIES = frozenset({SERIALIZABLE, APPLIES_ONCE, CONSISTENT_AUDIT})
+
 # Every implementation: bad input (ttl_ms <= 0, an empty key or name) raises before anything is written.
 BAD_INPUT = "bad-input"
 #: On a Redis Cluster: every command, script and transaction names keys of one hash slot.
@@ -89,6 +103,9 @@ PROPERTY_KINDS: dict[str, str] = {
     RUNS_ONCE: SAFETY,
     SHARED_RESULT: SAFETY,
     LEADER_FAILURE: LIVENESS,
+    SERIALIZABLE: SAFETY,
+    APPLIES_ONCE: SAFETY,
+    CONSISTENT_AUDIT: SAFETY,
     BAD_INPUT: HYGIENE,
     CLUSTER_SLOTS: HYGIENE,
 }
@@ -116,7 +133,16 @@ PROPERTY_DESCRIPTIONS: dict[str, str] = {
     RUNS_ONCE: "callers of one flight run the function once",
     SHARED_RESULT: "every caller of a flight gets the leader's result",
     LEADER_FAILURE: "a leader that dies or raises frees its waiters with an error or a retry",
-    BAD_INPUT: "ttl_ms <= 0, an empty key or an empty name raises before anything is written",
+    SERIALIZABLE: (
+        "the conflict graph of the operations, in the order the server ran their commands, has no "
+        "cycle (a cycle is named: G0, G1c, lost update, G-single, G2-item)"
+    ),
+    APPLIES_ONCE: "money is conserved, each transfer applies once or not at all, no account goes below zero",
+    CONSISTENT_AUDIT: "an audit of every account sees a total some serial order of the transfers produces",
+    BAD_INPUT: (
+        "ttl_ms <= 0, an empty key or an empty name (for a bank: an amount <= 0, an unknown account, a "
+        "transfer to the same account) raises before anything is written"
+    ),
     CLUSTER_SLOTS: "on a Redis Cluster, each command, script or transaction names keys of one hash slot",
 }
 
@@ -128,6 +154,7 @@ def properties_of(family: str) -> frozenset[str]:
         "lock": LOCK_PROPERTIES - {FIFO},
         "semaphore": LOCK_PROPERTIES,
         "single_flight": SINGLE_FLIGHT_PROPERTIES,
+        "transaction": TRANSACTION_PROPERTIES,
     }[family]
 
 
@@ -151,6 +178,8 @@ class Implementation:
     #: It spans this many independent masters (0: one server); its factory then takes the list of
     #: their clients: factory(clients, key, ttl_ms).
     masters: int = 0
+    #: For a known-bad transaction: the anomaly (contend.history.isolation's name) it must be caught for.
+    anomaly: str = ""
 
     @property
     def known_bad(self) -> bool:
@@ -179,6 +208,7 @@ _THREE_DBS = "uses databases 15, 14 and 13; a Redis Cluster has database 0 only"
 # writing the forward and the inverse table leaves them disagreeing.
 _RACY = frozenset({NO_SPURIOUS_ERRORS, GAP_FREE, TABLES_AGREE})
 _FLIGHT = SINGLE_FLIGHT_PROPERTIES
+_BANK = TRANSACTION_PROPERTIES
 
 # The expiry-time locks (SETNX/GETSET) compute the expiry they write before a round trip that may
 # come after a stall: a grant then carries a lease that had already run out (stale-grant).
@@ -282,6 +312,43 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         "exclusive_access", "single_flight", single_flight.exclusive_access_factory, "single-flight",
         "SET NX EX, leader DELs, waiters poll EXISTS; result in process memory (seed 001)",
         "seed 001", _FLIGHT, frozenset({RUNS_ONCE, SHARED_RESULT, LEADER_FAILURE}),
+    ),
+    Implementation(
+        "bank_watch", "transaction", WatchBank, "bank",
+        "WATCH both accounts, MGET, MULTI SET SET EXEC, bounded retries; audit: WATCH, GETs, empty EXEC",
+        "seed 003", _BANK,
+    ),
+    Implementation(
+        "bank_lock_first", "transaction", LockFirstBank, "bank",
+        "a token lock per account (key order), MGET, MULTI SET SET EXEC, release; audit in MULTI/EXEC",
+        "seed 003", _BANK,
+    ),
+    Implementation(
+        "bank_lua", "transaction", LuaBank, "bank",
+        "one script: check the source's balance and move; audit: GETs inside MULTI/EXEC",
+        "", _BANK,
+    ),
+    Implementation(
+        "bank_audit_multi", "transaction", LuaBank, "bank",
+        "audit_separate_reads' correct twin: the same GETs, inside one MULTI/EXEC",
+        "", _BANK,
+    ),
+    # A lost update (money made) or an overdraft (an account below zero) is seen by every later
+    # audit too: consistent-audit is broken besides.
+    Implementation(
+        "transfer_no_watch", "transaction", NoWatchBank, "bank",
+        "MGET both accounts, then MULTI SET SET EXEC with no WATCH",
+        "", _BANK, _BANK, anomaly="lost update",
+    ),
+    Implementation(
+        "transfer_watch_some", "transaction", WatchSomeBank, "bank",
+        "WATCH the credited account only, read the debited one, MULTI DECRBY INCRBY EXEC",
+        "", _BANK, _BANK, anomaly="G2-item",
+    ),
+    Implementation(
+        "audit_separate_reads", "transaction", SeparateReadsBank, "bank",
+        "transfers by one script; the audit GETs each account in its own round trip",
+        "", _BANK, frozenset({SERIALIZABLE, CONSISTENT_AUDIT}), anomaly="G-single",
     ),
 )  # fmt: skip
 

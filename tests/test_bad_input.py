@@ -111,6 +111,29 @@ CASES: list[tuple[str, list[str], str]] = [
     ),
     ("hunt: an implementation that is not known-bad", ["hunt", "--only", "lua"], "is not known-bad"),
     (
+        "check: a transaction claiming what a bank cannot",
+        [
+            "check",
+            "--impl",
+            "tests.fixtures.foreign.hash_bank:make",
+            "--kind",
+            "transaction",
+            "--claim",
+            "fifo",
+        ],
+        "a transaction can claim applies-once, consistent-audit, serializable",
+    ),
+    (
+        "check: a lock given as a transaction",
+        ["check", "--impl", "tests.fixtures.foreign.raising_lock:make", "--kind", "transaction"],
+        "a transaction factory is called as",
+    ),
+    (
+        "load: a transfer strategy that does not exist",
+        ["load", "--workload", "transfer", "--strategy", "lock-first", "--out", "{tmp}/load"],
+        "none of --strategy lock-first applies to the transfer workload",
+    ),
+    (
         "hunt: a URL to a server that is not Redis",
         ["hunt", "--redis-url", NOT_REDIS, "--only", "naive", "--runs", "1"],
         "is not Redis",

@@ -25,12 +25,14 @@ from contend.testing import (
     check_registry,
     check_semaphore,
     check_single_flight,
+    check_transaction,
     machine_for,
     run_machine,
 )
 from tests.fixtures.foreign import (
     check_then_set_lock,
     flight,
+    hash_bank,
     lua_registry,
     raising_lock,
     zset_semaphore,
@@ -63,6 +65,7 @@ def test_each_kind_has_its_wrapper(contend_target):
         (check_registry, lua_registry.make, "registry"),
         (check_semaphore, zset_semaphore.make, "semaphore"),
         (check_single_flight, flight.make, "single_flight"),
+        (check_transaction, hash_bank.make, "transaction"),
     ]:
         (row,) = wrapper(factory, contend_target, checks=["bad-input"])
         assert (row.subject.family, row.verdict, [r.check for r in row.results]) == (

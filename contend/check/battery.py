@@ -30,11 +30,17 @@ from contend.check.framework import (
     run_check,
 )
 from contend.check.locks import LOCK_CHECKS
-from contend.check.lost_reply import FLIGHT_LOST_REPLY, LOCK_LOST_REPLY, REGISTRY_LOST_REPLY
+from contend.check.lost_reply import (
+    FLIGHT_LOST_REPLY,
+    LOCK_LOST_REPLY,
+    REGISTRY_LOST_REPLY,
+    TRANSACTION_LOST_REPLY,
+)
 from contend.check.registry import CHECKS as REGISTRY_CHECKS
 from contend.check.schedule import SCHEDULE
 from contend.check.semaphore import SEMAPHORE_CHECKS
 from contend.check.single_flight import SINGLE_FLIGHT_CHECKS
+from contend.check.transactions import TRANSACTION_CHECKS
 from contend.servers.keyspace import Namespace
 from contend.servers.tap import watching_servers
 from contend.servers.target import Target
@@ -45,6 +51,7 @@ BATTERIES: dict[str, list[Check]] = {
     "lock": [*LOCK_CHECKS, LOCK_LOST_REPLY, SCHEDULE],
     "semaphore": [*SEMAPHORE_CHECKS, LOCK_LOST_REPLY, SCHEDULE],
     "single_flight": [*SINGLE_FLIGHT_CHECKS, FLIGHT_LOST_REPLY, SCHEDULE],
+    "transaction": [*TRANSACTION_CHECKS, TRANSACTION_LOST_REPLY, SCHEDULE],
 }
 #: The checks of async implementations (coroutine methods on redis.asyncio clients): bursts of tasks,
 #: cancellation, bad input, and the family's state machine with async clients (which cancels

@@ -15,6 +15,9 @@ of an uncontended operation:
   own retry) shows as a gap or a second id.
 * single-flight: a call loses that round trip's reply; another caller must then still get the
   value, and the function must have run once per flight.
+* transaction: transfer('a', 'b', 30) loses that round trip's reply; then another client moves
+  money back. The balances must be the opening ones plus that transfer once or not at all (a
+  resend that moved it twice shows), plus the second transfer once.
 
 The clients are the target's (`contend check --client-retries N` gives them redis-py's Retry, as
 `redis.Redis(host=...)` has by default); the evidence says when a round trip was sent again.
@@ -33,7 +36,9 @@ import redis
 
 from contend.check.faults import FAULT_TTL, key_state, own_clients, tapped_client
 from contend.check.framework import Check, CheckContext, CheckFailed, expect
+from contend.check.transactions import ACCOUNTS, OPENING
 from contend.impl.catalog import (
+    APPLIES_ONCE,
     CRASH_LIVENESS,
     GAP_FREE,
     MUTUAL_EXCLUSION,
@@ -44,6 +49,7 @@ from contend.impl.catalog import (
     STABLE_IDS,
     TABLES_AGREE,
 )
+from contend.models.bank import explain_final
 from contend.servers.tap import RoundTrips
 from contend.subject.protocols import granted
 
@@ -384,6 +390,52 @@ def _flight(ctx: CheckContext, extra: list[redis.Redis], key: str, k: int, steps
         )
 
 
+# --- transactions ---------------------------------------------------------------------------------
+
+
+def transaction_check(ctx: CheckContext) -> str:
+    """Each round trip of a transfer loses its reply; then another client transfers too: the
+    balances are each transfer applied once (the first: once or not at all)."""
+    with own_clients() as extra:
+        made = itertools.count()
+
+        def opened(client: redis.Redis) -> Any:
+            obj = ctx.factory(client, ctx.namespace.child("lost", str(next(made))))
+            for account in ACCOUNTS:
+                obj.open(account, OPENING)
+            return obj
+
+        steps = _count(ctx, extra, lambda bank: bank.transfer("a", "b", 30), opened)
+        opening = dict.fromkeys(ACCOUNTS, OPENING)
+        for k in range(1, steps + 1):
+            prefix = ctx.namespace.child("lost", str(next(made)))
+            setup = ctx.factory(ctx.client(), prefix)
+            for account in ACCOUNTS:
+                setup.open(account, OPENING)
+            client, trips = tapped_client(ctx, extra)
+            first = ctx.factory(client, prefix)
+            trips.lose_after(k - 1, lost(k, steps))
+            ctx.note(f"lost reply: round trip {k} of {steps} of transfer('a', 'b', 30)")
+            try:
+                applied: bool | None = bool(first.transfer("a", "b", 30))
+            except Exception:
+                applied = None
+            if not trips.lost:
+                continue
+            what = f"the reply to round trip {k} of {steps} of transfer('a', 'b', 30) was lost{resent(trips)}"
+            with expect(f"{what}; another client's transfer('b', 'c', 10)", prop=APPLIES_ONCE):
+                second = bool(setup.transfer("b", "c", 10))
+            with expect(f"{what}; reading the balances", prop=APPLIES_ONCE):
+                final = {str(a): int(v) for a, v in dict(setup.balances(list(ACCOUNTS))).items()}
+            done = [("b", "c", 10)] if second else []
+            maybe = [("a", "b", 30)] if applied is None else []
+            if applied:
+                done.append(("a", "b", 30))
+            if problem := explain_final(opening, done, maybe, final):
+                raise CheckFailed(f"{what}; then {problem}", prop=APPLIES_ONCE)
+    return f"the reply to each of {steps} round trip(s) of a transfer lost: applied once or not at all"
+
+
 LOCK_LOST_REPLY = Check(
     "lost-reply",
     "each round trip's reply lost after the server ran it: grants true, the lock free again",
@@ -401,4 +453,10 @@ FLIGHT_LOST_REPLY = Check(
     "each round trip's reply lost after the server ran it: the next caller gets the value",
     flight_check,
     PROGRESS,
+)
+TRANSACTION_LOST_REPLY = Check(
+    "lost-reply",
+    "each round trip's reply lost after the server ran it: the transfer applies once or not at all",
+    transaction_check,
+    APPLIES_ONCE,
 )

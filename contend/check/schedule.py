@@ -21,6 +21,7 @@ from hypothesis.errors import DidNotReproduce, Flaky, FlakyStrategyDefinition
 from hypothesis.stateful import run_state_machine_as_test
 
 from contend.check.framework import Check, CheckContext, CheckFailed, CheckInconclusive
+from contend.history.access import UnknownCommand
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
@@ -121,7 +122,7 @@ def schedule_check(ctx: CheckContext) -> str:
         return _budget_spent(tried[0], examples)
     except DidNotReproduce:
         return "the replayed example ran to its end: no property broke this time"
-    except SchedulerError as exc:
+    except (SchedulerError, UnknownCommand) as exc:
         raise CheckInconclusive(str(exc)) from None
     except (Flaky, FlakyStrategyDefinition) as exc:
         if out_of_time[0]:

@@ -483,7 +483,11 @@ def _verdict(
         return ExitCode.FAILED, f"{len(failing)} implementation(s) not as expected: {names} · {elapsed:.1f} s"
     if bad:
         names = ", ".join(row.subject.name for row in bad)
-        return ExitCode.INCONCLUSIVE, f"inconclusive: {names} · {elapsed:.1f} s (raise --check-seconds?)"
+        timed_out = any(
+            "timed out" in r.detail or "budget" in r.detail for row in bad for r in row.inconclusive
+        )
+        hint = " (raise --check-seconds?)" if timed_out else " (see the evidence)"
+        return ExitCode.INCONCLUSIVE, f"inconclusive: {names} · {elapsed:.1f} s{hint}"
     if not rows:
         return ExitCode.OK, "nothing checked"
     if args.replay:

@@ -13,6 +13,7 @@ FAMILIES = {
     "registry": "registry",
     "semaphore": "semaphore",
     "single_flight": "single-flight",
+    "transaction": "transaction",
 }
 FAMILY_CHOICES = ", ".join(FAMILIES.values())
 

@@ -58,7 +58,7 @@ RAW_DIR = "raw"
 QUICK_WORKLOADS = {
     "registry": ["watch", "lock_first", "lua"],
     "counter": ["watch", "lock_first", "incr", "lua"],
-    "transfer": ["watch", "coarse_lock", "fine_locks", "lua"],
+    "transfer": ["watch", "lock_first", "lua", "coarse_lock", "fine_locks"],
 }
 QUICK_DEFAULT = ("registry",)
 QUICK_USERS = (1, 4, 16, 64)
@@ -69,7 +69,7 @@ QUICK_SECONDS = 2
 FULL_WORKLOADS = {
     "registry": ["watch", "lock_first", "lua"],
     "counter": ["watch", "lock_first", "lock_fenced", "lock_semaphore", "lock_fair_semaphore", "incr", "lua"],
-    "transfer": ["watch", "coarse_lock", "fine_locks", "lua"],
+    "transfer": ["watch", "lock_first", "lua", "coarse_lock", "fine_locks"],
 }
 FULL_USERS = (1, 2, 4, 8, 16, 32, 64)
 FULL_HOT_KEYS = (1, 10, 1000)

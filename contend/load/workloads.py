@@ -10,8 +10,8 @@ simulated user (`operation`), and checks its invariant after the run
   with each correct lock of the catalog, and INCR / a Lua script as the
   ceiling; every counter must equal the increments that succeeded.
 * transfer: move an amount between two accounts, in the spirit of Redis in
-  Action's marketplace: WATCH, one coarse lock, a lock per account, Lua; the
-  total must be conserved.
+  Action's marketplace: the transaction family's banks (WATCH, lock-first,
+  Lua), one coarse lock, a lock per account; the total must be conserved.
 
 A user's own implementation (`--impl package.module:factory --kind K`, the
 protocols of `contend.subject.protocols`) runs as one more strategy, named by its
@@ -41,10 +41,13 @@ import redis
 from redis.exceptions import WatchError
 
 import contend.impl.registry.lock_first
+import contend.impl.transactions.lock_first
 from contend.errors import ContendError
+from contend.history.isolation import ANOMALY_WORDS
 from contend.impl import catalog
 from contend.impl.registry import RegistrationError, RegistryKeys
 from contend.impl.registry.base import text
+from contend.impl.transactions import BankKeys, RetriesExhausted
 from contend.load.instrument import CURRENT_STEP, LockTimer, TimedTokenLock
 from contend.load.metrics import OperationMetrics, Tally
 from contend.subject.loader import load_factory
@@ -132,7 +135,7 @@ def user_impl(spec: str, kind: str) -> UserImpl:
     label = family.replace("_", "-")
     runs = " or ".join(f"{k} (the {_workloads_text(w)})" for k, w in USER_WORKLOADS.items())
     if family not in USER_WORKLOADS:
-        if family in ("semaphore", "single_flight"):
+        if family in ("semaphore", "single_flight", "transaction"):
             raise LoadInputError(
                 f"--kind {label}: contend load runs your {runs}, not a {label}; check it with "
                 f"contend check --impl {spec} --kind {label}"
@@ -593,34 +596,52 @@ def _read_back(registry: Any, label: str) -> tuple[int, list[str]]:
 
 
 class TransferWorkload(LoadWorkload):
-    """Move 1..100 from one account to another; `hot_keys`+1 accounts, so 1 hot key is one pair."""
+    """Move 1..100 from one account to another; `hot_keys`+1 accounts, so 1 hot key is one pair.
+
+    watch, lock_first and lua are the transaction family's banks (`impl.transactions`, the
+    catalog's bank_watch, bank_lock_first and bank_lua); coarse_lock and fine_locks take token
+    locks (or the user's lock) around a read and a MULTI/EXEC. The known-bad banks run only
+    with CONTEND_LOAD_KNOWN_BAD=1: their broken sum is reported with the anomaly `contend check`
+    names for them.
+    """
 
     name = "transfer"
     summary = "two-key transfer (Redis in Action's marketplace)"
 
     INITIAL = 1_000_000
-    # KEYS[1]: the account debited, KEYS[2]: the account credited. ARGV[1]: the amount.
-    # 1 when moved, 0 when the first account holds less than the amount (nothing written).
-    LUA = """
-    local a = tonumber(redis.call('GET', KEYS[1]))
-    local b = tonumber(redis.call('GET', KEYS[2]))
-    local amount = tonumber(ARGV[1])
-    if a < amount then return 0 end
-    redis.call('SET', KEYS[1], a - amount)
-    redis.call('SET', KEYS[2], b + amount)
-    return 1
-    """
+    #: Strategy -> the catalog's transaction implementation behind it.
+    BANKS: ClassVar[dict[str, str]] = {
+        "watch": "bank_watch",
+        "lock_first": "bank_lock_first",
+        "lua": "bank_lua",
+        "transfer_no_watch": "transfer_no_watch",
+        "transfer_watch_some": "transfer_watch_some",
+    }
 
     def all_strategies(self) -> dict[str, Strategy]:
+        kinds = {"watch": OPTIMISTIC, "lock_first": LOCK, "lua": SERVER}
+        banks = {
+            name: Strategy(
+                name,
+                kinds.get(name, UNSAFE),
+                catalog.by_name(entry).summary,
+                catalog.by_name(entry).known_bad,
+            )
+            for name, entry in self.BANKS.items()
+        }
         return {
-            "watch": Strategy("watch", OPTIMISTIC, "WATCH both, MGET, MULTI SET SET EXEC; retried on conflict"),
+            **{n: s for n, s in banks.items() if not s.known_bad},
             "coarse_lock": Strategy("coarse_lock", LOCK, "one token lock over all accounts, then MGET and MULTI"),
             "fine_locks": Strategy("fine_locks", LOCK, "a token lock per account, taken in key order"),
-            "lua": Strategy("lua", SERVER, "one script: check and move"),
+            **{n: s for n, s in banks.items() if s.known_bad},
         }  # fmt: skip
 
+    def accounts(self, hot_keys: int) -> list[str]:
+        return [str(i) for i in range(hot_keys + 1)]
+
     def keys(self, prefix: str, hot_keys: int) -> list[str]:
-        return [f"{prefix}:acct:{i}" for i in range(hot_keys + 1)]
+        layout = BankKeys(prefix)
+        return [layout.account(a) for a in self.accounts(hot_keys)]
 
     def setup(self, client: redis.Redis, prefix: str, hot_keys: int) -> None:
         keys = self.keys(prefix, hot_keys)
@@ -644,70 +665,64 @@ class TransferWorkload(LoadWorkload):
             strategy, factory = impl.spec, impl.factory  # a lock per account, as fine_locks
         else:
             self.strategy(strategy)
-        keys = self.keys(prefix, hot_keys)
+        accounts = self.accounts(hot_keys)
+        layout = BankKeys(prefix)
         rng = random.Random()
 
         def pick(step: OperationMetrics) -> tuple[str, str, int]:
-            a, b = rng.sample(keys, 2)
-            step.keys = (a, b)
+            a, b = rng.sample(accounts, 2)
+            step.keys = (layout.account(a), layout.account(b))
             return a, b, rng.randint(1, 100)
 
         def moved(step: OperationMetrics, a: str, b: str, amount: int) -> None:
             step.committed = True
-            step.deltas = {a: -amount, b: amount}
+            step.deltas = {layout.account(a): -amount, layout.account(b): amount}
 
-        def write(a: str, b: str, amount: int) -> bool:
-            """Under a lock: read both, then write both in one MULTI/EXEC (two round trips)."""
-            balance_a, balance_b = (int(v or 0) for v in client.mget(a, b))
-            if balance_a < amount:
-                return False
-            with client.pipeline(transaction=True) as pipe:
-                pipe.set(a, balance_a - amount)
-                pipe.set(b, balance_b + amount)
-                pipe.execute()
-            return True
+        if strategy in self.BANKS:
+            entry = catalog.by_name(self.BANKS[strategy])
+            options: dict[str, Any] = {}
+            if strategy == "watch":
+                options = {"max_retries": WATCH_ATTEMPTS}
+            elif strategy == "lock_first":
+                options = {"ttl_ms": ttl_ms, "timeout": LOCK_TIMEOUT}
+                # As the registry's lock_first: its locks report wait, hold and polls to the step.
+                contend.impl.transactions.lock_first.TokenLock = TimedTokenLock  # type: ignore[misc]
+            bank = entry.factory(client, prefix, **options)
 
-        if strategy == "watch":
-
-            def watch(step: OperationMetrics) -> None:
+            def transfer(step: OperationMetrics) -> None:
                 a, b, amount = pick(step)
-                for attempt in range(WATCH_ATTEMPTS):
-                    backoff(attempt)
-                    with client.pipeline() as pipe:
-                        try:
-                            pipe.watch(a, b)
-                            balance_a, balance_b = (int(v or 0) for v in pipe.mget(a, b))
-                            if balance_a < amount:
-                                pipe.unwatch()
-                                step.declined = True
-                                return
-                            pipe.multi()
-                            pipe.set(a, balance_a - amount)
-                            pipe.set(b, balance_b + amount)
-                            pipe.execute()
-                            moved(step, a, b, amount)
-                            return
-                        except WatchError:
-                            step.retries += 1
-                raise NoEffect(f"gave up on {a!r} → {b!r} after {WATCH_ATTEMPTS} attempts")
-
-            return watch
-        if strategy == "lua":
-            script = client.register_script(self.LUA)
-
-            def lua(step: OperationMetrics) -> None:
-                a, b, amount = pick(step)
-                if script(keys=[a, b], args=[amount]):
+                before = bank.conflicts
+                token = CURRENT_STEP.set(step)
+                try:
+                    done = bank.transfer(a, b, amount)
+                except RetriesExhausted as exc:
+                    raise NoEffect(str(exc)) from None
+                finally:
+                    CURRENT_STEP.reset(token)
+                    step.retries += bank.conflicts - before
+                if done:
                     moved(step, a, b, amount)
                 else:
                     step.declined = True
 
-            return lua
+            return transfer
         coarse = f"{prefix}:lock"
+
+        def write(a: str, b: str, amount: int) -> bool:
+            """Under a lock: read both, then write both in one MULTI/EXEC (two round trips)."""
+            key_a, key_b = layout.account(a), layout.account(b)
+            balance_a, balance_b = (int(v or 0) for v in client.mget(key_a, key_b))
+            if balance_a < amount:
+                return False
+            with client.pipeline(transaction=True) as pipe:
+                pipe.set(key_a, balance_a - amount)
+                pipe.set(key_b, balance_b + amount)
+                pipe.execute()
+            return True
 
         def locked(step: OperationMetrics) -> None:
             a, b, amount = pick(step)
-            names = [coarse] if strategy == "coarse_lock" else [f"{k}:lock" for k in sorted((a, b))]
+            names = [coarse] if strategy == "coarse_lock" else [layout.lock(k) for k in sorted((a, b))]
             timers: list[LockTimer] = []
             try:
                 for name in names:
@@ -748,6 +763,13 @@ class TransferWorkload(LoadWorkload):
                 )
                 break
         if problems:
+            entry = self.BANKS.get(tally.strategy)
+            anomaly = catalog.by_name(entry).anomaly if entry else ""
+            if anomaly:
+                problems.append(
+                    f"contend check --only {entry} names the anomaly: {anomaly} "
+                    f"({ANOMALY_WORDS.get(anomaly, '')})"
+                )
             return InvariantResult(False, tuple(problems))
         return InvariantResult(
             True,

@@ -33,7 +33,14 @@ from contend.machines.locks import LockMachine
 from contend.machines.registry import RegistryMachine
 from contend.machines.settings import machine_settings
 from contend.machines.single_flight import SingleFlightMachine
-from contend.subject.claims import LOCK_CLAIMS, REGISTRY_CLAIMS, SEMAPHORE_CLAIMS, SINGLE_FLIGHT_CLAIMS
+from contend.machines.transactions import TransactionMachine
+from contend.subject.claims import (
+    LOCK_CLAIMS,
+    REGISTRY_CLAIMS,
+    SEMAPHORE_CLAIMS,
+    SINGLE_FLIGHT_CLAIMS,
+    TRANSACTION_CLAIMS,
+)
 
 __all__ = [
     "FENCING",
@@ -42,11 +49,13 @@ __all__ = [
     "REGISTRY_CLAIMS",
     "SEMAPHORE_CLAIMS",
     "SINGLE_FLIGHT_CLAIMS",
+    "TRANSACTION_CLAIMS",
     "LockMachine",
     "PropertyViolated",
     "RegistryMachine",
     "ScheduledMachine",
     "SingleFlightMachine",
+    "TransactionMachine",
     "family_machine",
     "machine_settings",
 ]

@@ -19,6 +19,7 @@ LOCK_CLAIMS = catalog.LEASE_CLAIMS
 SEMAPHORE_CLAIMS = catalog.LEASE_CLAIMS
 REGISTRY_CLAIMS = catalog.REGISTRY_PROPERTIES
 SINGLE_FLIGHT_CLAIMS = catalog.SINGLE_FLIGHT_PROPERTIES
+TRANSACTION_CLAIMS = catalog.TRANSACTION_PROPERTIES
 
 #: What a user's implementation is taken to claim, per kind (fencing: when it has a token).
 DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
@@ -26,6 +27,7 @@ DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
     "lock": LOCK_CLAIMS,
     "semaphore": SEMAPHORE_CLAIMS,
     "single_flight": SINGLE_FLIGHT_CLAIMS,
+    "transaction": TRANSACTION_CLAIMS,
 }
 
 

@@ -15,6 +15,8 @@ import redis
 
 from contend.servers.cluster_client import CrossSlotError
 from contend.subject.protocols import (
+    MAIN_METHOD,
+    NAMESPACE_KINDS,
     TOKEN_ATTRIBUTE,
     TOKEN_RETURNED,
     Capabilities,
@@ -67,7 +69,7 @@ def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[
     acquire raises, the capabilities that need it stay unknown (`note` says why), and the checks
     report what the implementation does."""
     obj = build(make, kind)
-    if kind == "registry":
+    if kind in NAMESPACE_KINDS:
         return Capabilities(register_many=callable(getattr(obj, "register_many", None)))
     clock = takes_clock(factory)
     resolution = ttl_resolution(factory)
@@ -114,9 +116,10 @@ def detect_async_capabilities(factory: Callable[..., Any], kind: str, url: str, 
         client = async_client(url)
         try:
             obj = build(
-                lambda: factory(client, key) if kind == "registry" else factory(client, key, 10_000), kind
+                lambda: factory(client, key) if kind in NAMESPACE_KINDS else factory(client, key, 10_000),
+                kind,
             )
-            if kind == "registry":
+            if kind in NAMESPACE_KINDS:
                 return Capabilities(register_many=callable(getattr(obj, "register_many", None)))
             if kind == "single_flight":
                 return Capabilities()
@@ -169,11 +172,11 @@ def is_async(factory: Callable[..., Any], kind: str) -> bool:
     factory that refuses a synchronous client."""
     import redis.asyncio
 
-    method = {"registry": "register", "single_flight": "call"}.get(kind, "acquire")
+    method = MAIN_METHOD.get(kind, "acquire")
     # Port 1 on the loopback: a factory that talks to its server while building reaches no one
     # (never a Redis that happens to run on the default port).
     for client in (redis.Redis(port=1), redis.asyncio.Redis(port=1)):
-        args = ("contend:probe",) if kind == "registry" else ("contend:probe", 10_000)
+        args = ("contend:probe",) if kind in NAMESPACE_KINDS else ("contend:probe", 10_000)
         try:
             obj = build_in_time(factory, kind, client, *args)
         except FactoryHangs:
@@ -240,7 +243,7 @@ def check_offline(factory: Callable[..., Any], kind: str, spec: str) -> None:
     server (or raises) while building is checked on the server instead (`probe`)."""
     offline = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.1, socket_timeout=0.1)
     try:
-        args = ("contend:offline",) if kind == "registry" else ("contend:offline", 10_000)
+        args = ("contend:offline",) if kind in NAMESPACE_KINDS else ("contend:offline", 10_000)
         try:
             obj = build_in_time(factory, kind, offline, *args)
         except FactoryHangs:
@@ -265,7 +268,7 @@ def try_once(
     built: list[Any] = []
 
     def make() -> Any:
-        obj = factory(client, where) if kind == "registry" else factory(client, where, 10_000)
+        obj = factory(client, where) if kind in NAMESPACE_KINDS else factory(client, where, 10_000)
         built.append(obj)
         check_object(obj, kind, spec)
         return obj

@@ -14,6 +14,10 @@ the protocol"):
 * registry: `factory(client, namespace)` with `register`, `lookup`, `reverse`, `count`;
   `register_many(names)` optional. No limit on a name's length.
 * single-flight: `factory(client, key, ttl_ms)` with `call(fn)`.
+* transaction: `factory(client, namespace)` with `open(account, balance)`,
+  `transfer(src, dst, amount) -> bool` (False: the source holds less, nothing written) and
+  `balances(accounts) -> {account: balance}`. An amount <= 0, an unknown account or a transfer
+  to the same account raises before anything is written.
 * Bad input: `ttl_ms <= 0`, an empty key or an empty name raises (any exception) before
   anything is written. Nothing stricter.
 * A factory that can only hold leases in whole seconds (a library taking int seconds) says
@@ -58,7 +62,19 @@ PROTOCOLS: dict[str, tuple[str, dict[str, str]]] = {
         "factory(client: redis.Redis, key: str, ttl_ms: int)",
         {"call": "call(fn) -> the result of fn, run once across concurrent callers"},
     ),
+    "transaction": (
+        "factory(client: redis.Redis, namespace: str)",
+        {
+            "open": "open(account, balance) -> None",
+            "transfer": "transfer(src, dst, amount) -> bool",
+            "balances": "balances(accounts) -> dict[str, int]",
+        },
+    ),
 }
+#: Kinds whose factory takes (client, namespace) rather than (client, key, ttl_ms).
+NAMESPACE_KINDS = frozenset({"registry", "transaction"})
+#: The method whose being a coroutine function marks code for redis.asyncio, per kind.
+MAIN_METHOD = {"registry": "register", "single_flight": "call", "transaction": "transfer"}
 
 #: Where a lock's fencing token comes from.
 TOKEN_RETURNED = "acquire's return"
@@ -101,7 +117,7 @@ class ProtocolError(ContendError):
 def check_factory_signature(factory: Callable[..., Any], kind: str, spec: str) -> None:
     """A factory must accept the protocol's positional arguments."""
     signature, _ = protocol(kind)
-    wanted = 2 if kind == "registry" else 3
+    wanted = 2 if kind in NAMESPACE_KINDS else 3
     try:
         inspect.signature(factory).bind(*range(wanted))
     except TypeError as exc:

@@ -22,7 +22,7 @@ from contend.subject.probe import (
     detect_capabilities,
     is_async,
 )
-from contend.subject.protocols import Capabilities, ProtocolError, check_object
+from contend.subject.protocols import NAMESPACE_KINDS, Capabilities, ProtocolError, check_object
 
 
 @dataclass(frozen=True)
@@ -184,11 +184,16 @@ def _user_subject(
 ) -> Subject:
     """The row for a loaded factory, its capabilities found out on the target."""
     asynchronous = is_async(factory, kind)  # builds probe objects: once
+    if asynchronous and kind == "transaction":
+        raise ProtocolError(
+            f"--impl {name}: transfer() is a coroutine; contend checks transactions written for "
+            "redis.asyncio not yet (a synchronous bank only)"
+        )
     if asynchronous:
         flags = [*(f"--claim {c}" for c in claim), *(f"--no-claim {c}" for c in no_claim)]
         probe_ns = target.namespace(client=target.client())
         try:
-            key = probe_ns.prefix if kind == "registry" else probe_ns.key("probe")
+            key = probe_ns.prefix if kind in NAMESPACE_KINDS else probe_ns.key("probe")
             found = _named(
                 name,
                 lambda: bounded(
@@ -216,7 +221,9 @@ def _user_subject(
 
         def make() -> Any:
             obj = (
-                factory(client, ns.prefix) if kind == "registry" else factory(client, ns.key("probe"), 10_000)
+                factory(client, ns.prefix)
+                if kind in NAMESPACE_KINDS
+                else factory(client, ns.key("probe"), 10_000)
             )
             check_object(obj, kind, name)
             return obj
@@ -254,8 +261,8 @@ def with_capabilities(subject: Subject, target: Target, namespace: Namespace) ->
     key = namespace.key(subject.name, "probe")
 
     def make() -> Any:
-        if subject.family == "registry":
-            return subject.factory(namespace.client, namespace.child(subject.name, "probe-registry"))
+        if subject.family in NAMESPACE_KINDS:
+            return subject.factory(namespace.client, namespace.child(subject.name, f"probe-{subject.family}"))
         return subject.factory(namespace.client, key, 10_000)
 
     found = bounded(lambda: detect_capabilities(subject.factory, subject.family, make), Capabilities())

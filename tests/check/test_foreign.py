@@ -12,12 +12,15 @@ import pytest
 from contend.check.battery import run_battery
 from contend.check.framework import CheckOptions
 from contend.impl.catalog import (
+    APPLIES_ONCE,
+    CONSISTENT_AUDIT,
     CRASH_LIVENESS,
     FENCING,
     GAP_FREE,
     MUTUAL_EXCLUSION,
     RUNS_ONCE,
     SAFE_RELEASE,
+    SERIALIZABLE,
     STABLE_IDS,
     STALE_GRANT,
     TABLES_AGREE,
@@ -35,6 +38,8 @@ CORRECT = [
     ("watch_registry", "registry"),
     ("zset_semaphore", "semaphore"),
     ("flight", "single_flight"),
+    ("hash_bank", "transaction"),
+    ("plain_bank", "transaction"),
 ]
 
 #: module, kind, the properties its defect may be reported as (the first is the one it breaks)
@@ -53,6 +58,11 @@ MUTANTS = [
     # Counted as correct until contend paused clients between the round trips of an acquire: its
     # votes have no validity, so copies that ran out during the pause still count (issue 25).
     ("quorum_lock", "lock", {MUTUAL_EXCLUSION, STALE_GRANT}),
+    ("pipeline_bank", "transaction", {SERIALIZABLE, APPLIES_ONCE, CONSISTENT_AUDIT}),
+    ("skewed_audit_bank", "transaction", {SERIALIZABLE, CONSISTENT_AUDIT}),
+    # Written as correct: redis-py reports a connection dropped at EXEC as a WatchError, which
+    # client.transaction() retries; an EXEC that had run moves the money twice.
+    ("helper_bank", "transaction", {APPLIES_ONCE}),
 ]
 
 #: 50 schedule examples for a correct one (the schedule check was two thirds of each test's time at
@@ -62,7 +72,8 @@ OPTIONS = CheckOptions(shrink=False, schedule_examples=50, serial_names=300, bur
 
 #: Run in the soak tier only (`pytest -m soak`): styles the default run's others already cover.
 SOAK = {"raising_lock", "threadlocal_lock", "redispy_lock", "return_fenced_lock", "watch_registry",
-        "extend_any_lock", "plain_del_lock", "two_step_lock"}  # fmt: skip
+        "extend_any_lock", "plain_del_lock", "two_step_lock",
+        "hash_bank", "plain_bank", "pipeline_bank", "skewed_audit_bank", "helper_bank"}  # fmt: skip
 
 
 def params(rows: list[tuple]) -> list:

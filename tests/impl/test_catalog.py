@@ -69,3 +69,21 @@ def test_async_entries_say_what_they_claim_and_violate():
         assert impl.summary
     assert catalog.async_by_name("async_token").claims == catalog.by_name("token").claims
     assert catalog.async_by_name("async_lua").claims == catalog.REGISTRY_PROPERTIES
+
+
+def test_known_bad_transactions_name_the_anomaly_they_must_be_caught_for():
+    banks = catalog.family("transaction")
+    assert {i.name: i.anomaly for i in banks if i.known_bad} == {
+        "transfer_no_watch": "lost update",
+        "transfer_watch_some": "G2-item",
+        "audit_separate_reads": "G-single",
+    }
+    assert {i.name for i in banks if not i.known_bad} == {
+        "bank_watch",
+        "bank_lock_first",
+        "bank_lua",
+        "bank_audit_multi",
+    }
+    for impl in banks:
+        assert impl.model == "bank" and impl.claims == catalog.TRANSACTION_PROPERTIES, impl.name
+        assert catalog.SERIALIZABLE in impl.violates or not impl.known_bad

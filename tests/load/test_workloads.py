@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 import contend.impl.registry.lock_first
+import contend.impl.transactions.lock_first
 from contend.errors import ContendError
 from contend.load import workloads as wl
 from contend.load.instrument import counting_client
@@ -15,9 +16,12 @@ from contend.load.metrics import OperationMetrics, Tally
 def test_every_correct_strategy_keeps_the_invariant_when_run_serially(
     contend_target, client, ns, name, monkeypatch
 ):
-    # registry/lock_first swaps in a timed TokenLock; keep that swap to this test.
+    # registry/lock_first and transfer/lock_first swap in a timed TokenLock; keep that swap to this test.
     monkeypatch.setattr(
         contend.impl.registry.lock_first, "TokenLock", contend.impl.registry.lock_first.TokenLock
+    )
+    monkeypatch.setattr(
+        contend.impl.transactions.lock_first, "TokenLock", contend.impl.transactions.lock_first.TokenLock
     )
     w = wl.workload(name)
     url = contend_target.url
@@ -54,9 +58,14 @@ def test_checks_catch_a_lost_update_and_a_leak(client, ns):
     transfer = wl.workload("transfer")
     prefix = ns.key("transfer")
     transfer.setup(client, prefix, 1)
-    client.incrby(f"{prefix}:acct:0", 5)
+    client.incrby(transfer.keys(prefix, 1)[0], 5)
     verdict = transfer.check(client, prefix, 1, Tally("transfer", "watch"))
     assert not verdict.ok and "+5" in verdict.lines[0]
+    # A known-bad bank's broken sum comes with the anomaly contend check names for it.
+    verdict = transfer.check(client, prefix, 1, Tally("transfer", "transfer_no_watch"))
+    assert verdict.lines[-1].startswith(
+        "contend check --only transfer_no_watch names the anomaly: lost update"
+    )
 
 
 def test_unknown_outcomes_widen_what_the_check_accepts(client, ns):

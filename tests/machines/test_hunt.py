@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -52,3 +53,11 @@ def test_the_seeds_past_the_budget_are_counted_as_not_run(contend_target):
     )  # fmt: skip
     assert result.not_run == 3 and result.done == 0 and result.caught == 0
     assert "not run: budget" in result.line() and lines == ["exists_then_set seed 0: the time budget ran out"]
+
+
+def test_a_known_bad_transaction_counts_only_when_caught_for_its_anomaly(contend_target):
+    lines: list[str] = []
+    misnamed = replace(by_name("transfer_no_watch"), anomaly="G0")  # it is a lost update, not G0
+    result = hunt(misnamed, contend_target, runs=1, max_examples=300, on_run=lines.append, shrink=False)
+    assert result.caught == 0 and result.done == 1
+    assert "found serializable but not G0: lost update" in lines[0]

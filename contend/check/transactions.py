@@ -1,0 +1,148 @@
+"""The transaction battery: the bank model, a burst on one hot pair, and bad input.
+
+A bank (`factory(client, namespace)`, the protocol of docs/protocol.md) opens
+accounts with `open(account, balance)`, moves money with
+`transfer(src, dst, amount) -> bool` and reads with `balances(accounts)`.
+The state machine (`schedule`) judges isolation from the order the server ran
+the round trips; these checks judge what a run leaves behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import random
+from collections.abc import Callable
+from typing import Any
+
+from contend.check.burst import burst, errors_summary
+from contend.check.framework import Check, CheckContext, CheckFailed, expect
+from contend.impl.catalog import APPLIES_ONCE, BAD_INPUT, CONSISTENT_AUDIT
+from contend.models.bank import BankModel, Move, explain_audit, explain_final
+
+ACCOUNTS = ("a", "b", "c")
+OPENING = 100
+
+
+def bank(ctx: CheckContext, opening: int | None = OPENING) -> Any:
+    """A bank object on a connection of its own, in the check's namespace; opening the accounts
+    first (unless `opening` is None)."""
+    made = ctx.factory(ctx.client(), ctx.namespace.prefix)
+    if opening is not None:
+        with expect("opening the accounts"):
+            for account in ACCOUNTS:
+                made.open(account, opening)
+    return made
+
+
+def _balances(obj: Any, what: str) -> dict[str, int]:
+    with expect(f"{what}: balances({list(ACCOUNTS)})"):
+        got = obj.balances(list(ACCOUNTS))
+    return {str(k): int(v) for k, v in dict(got).items()}
+
+
+def model_check(ctx: CheckContext) -> str:
+    """Random sequential transfers (some overdrawing) and audits, each compared with models.bank."""
+    rng = random.Random(ctx.options.seed)
+    model = BankModel(dict.fromkeys(ACCOUNTS, OPENING))
+    state = model.init()
+    obj = bank(ctx)
+    value: Any
+    for step in range(ctx.options.model_ops):
+        if rng.random() < 0.2:
+            f, value = "balances", ACCOUNTS
+            got: Any = tuple(_balances(obj, f"op {step}").values())
+        else:
+            src, dst = rng.sample(ACCOUNTS, 2)
+            f, value = "transfer", (src, dst, rng.choice((1, 7, 40, 150)))
+            with expect(f"op {step}: transfer{value}", prop=APPLIES_ONCE):
+                got = bool(obj.transfer(*value))
+        expected, state = model.apply(state, f, value)
+        if got != expected:
+            raise CheckFailed(
+                f"op {step}: {f}{value!r} returned {got!r}; the model says {expected!r} "
+                f"(state {model.describe_state(state)})",
+                prop=APPLIES_ONCE,
+            )
+    return f"{ctx.options.model_ops} random transfers and audits agree with the model"
+
+
+def burst_check(ctx: CheckContext) -> str:
+    """Clients released together, each moving money around the hot accounts and auditing them:
+    every audit sees the opening total, and the end state is each transfer applied once."""
+    k, rounds = ctx.options.burst_clients, ctx.options.burst_names_per_client
+    bank(ctx)
+    banks = [bank(ctx, None) for _ in range(k)]
+    opening = dict.fromkeys(ACCOUNTS, OPENING)
+
+    def work(i: int, obj: Any) -> tuple[list[Move], list[Move], list[dict[str, int]]]:
+        rng = random.Random(i)
+        moved: list[Move] = []
+        gave_up: list[Move] = []  # raised (bounded retries spent, say): applied once or not at all
+        audits = []
+        for r in range(rounds):
+            src, dst = rng.sample(ACCOUNTS, 2)
+            move = (src, dst, rng.randint(1, 30))
+            try:
+                if obj.transfer(*move):
+                    moved.append(move)
+            except Exception:
+                gave_up.append(move)
+            if r % 4 == 0:
+                with contextlib.suppress(Exception):  # an audit that gives up says nothing
+                    audits.append({str(a): int(b) for a, b in dict(obj.balances(list(ACCOUNTS))).items()})
+        return moved, gave_up, audits
+
+    outcomes = burst([functools.partial(work, i, obj) for i, obj in enumerate(banks)])
+    what = f"burst of {k} clients × {rounds} transfers on {len(ACCOUNTS)} accounts"
+    if failed := errors_summary(outcomes):
+        raise CheckFailed(f"{what}: {failed}", prop=APPLIES_ONCE)
+    done = [m for o in outcomes for m in o.value[0]]
+    maybe = [m for o in outcomes for m in o.value[1]]
+    for audit in (a for o in outcomes for a in o.value[2]):
+        if problem := explain_audit(opening, audit):
+            raise CheckFailed(f"{what}: {problem}", prop=CONSISTENT_AUDIT)
+    final = _balances(banks[0], what)
+    if problem := explain_final(opening, done, maybe, final):
+        raise CheckFailed(f"{what}: {problem}", prop=APPLIES_ONCE)
+    if maybe:
+        return f"{what}: {len(done)} moved, {len(maybe)} gave up (raised); every audit and the end state consistent"
+    return f"{what}: {len(done)} moved, every audit and the end state consistent"
+
+
+def _snapshot(ctx: CheckContext) -> dict[bytes, Any]:
+    client = ctx.namespace.client
+    return {k: client.dump(k) for k in sorted(client.scan_iter(f"{ctx.namespace.prefix}:*"))}
+
+
+def bad_input_check(ctx: CheckContext) -> str:
+    """An amount <= 0, an unknown account and a transfer to the same account raise (any exception)
+    and write nothing."""
+    obj = bank(ctx)
+    calls: list[tuple[str, Callable[[], Any]]] = [
+        ("transfer('a', 'b', 0)", lambda: obj.transfer("a", "b", 0)),
+        ("transfer('a', 'b', -5)", lambda: obj.transfer("a", "b", -5)),
+        ("transfer('a', 'nobody', 5)", lambda: obj.transfer("a", "nobody", 5)),
+        ("transfer('nobody', 'a', 5)", lambda: obj.transfer("nobody", "a", 5)),
+        ("transfer('a', 'a', 5)", lambda: obj.transfer("a", "a", 5)),
+    ]
+    raised = set()
+    for what, call in calls:
+        before = _snapshot(ctx)
+        try:
+            call()
+        except Exception as exc:
+            if _snapshot(ctx) != before:
+                raise CheckFailed(f"{what} raised {type(exc).__name__} but wrote first") from exc
+            raised.add(type(exc).__name__)
+            continue
+        raise CheckFailed(f"{what} was accepted; the protocol says it must raise before writing anything")
+    return f"{len(calls)} bad inputs refused ({', '.join(sorted(raised))}), nothing written"
+
+
+TRANSACTION_CHECKS = [
+    Check("model", "random sequential transfers and audits against models.bank", model_check, APPLIES_ONCE),
+    Check("burst", "16 clients at once on three accounts, auditing as they go", burst_check, APPLIES_ONCE),
+    Check("bad-input", "amount <= 0, unknown account, same account: refused, nothing written",
+          bad_input_check, BAD_INPUT),
+]  # fmt: skip
