@@ -68,9 +68,9 @@ from contend.subject.protocols import granted, takes_clock, ttl_resolution
 TTL_MS = 10_000
 #: Stalls and pauses are drawn rarely (one draw in this many): a stall ends the very leases whose
 #: overlap a race needs, so frequent stalls hide races (the battery stalls at every round trip). Yet
-#: a stale release or grant needs one: one in 4 finds those in half the examples one in 6 takes,
-#: and the races (mutual exclusion) no later.
-_RARELY = 4
+#: a stale release or grant needs one: one in 3 finds those in a third to a half of the examples
+#: one in 6 took, and the races (mutual exclusion) no later.
+_RARELY = 3
 #: An acquire plans its client's crash one time in this many (after 1 to 4 of its round trips): a
 #: crash leaves one worker, with nobody to race, for the rest of the example.
 _CRASH_ONE_IN = 3
