@@ -162,7 +162,8 @@ class ClientHandle:
         #: thread whose turn it is wakes, not every client's).
         self._turn_cv = threading.Condition(scheduler._lock)
         self._has_work = threading.Event()
-        _Worker.take().run(self)
+        self._thread = threading.Thread(target=self._loop, name=f"contend-client-{name}", daemon=True)
+        self._thread.start()
 
     # Called in the client thread (through the gate) ---------------------------
     def before_round_trip(self, commands: list[list[str]], node: str = "") -> None:
@@ -256,53 +257,10 @@ class ClientHandle:
             pass
         finally:
             loop.close()
-            asyncio.set_event_loop(None)  # the thread goes on to serve other clients
 
     def _submit(self, work: Callable[[], Any] | None) -> None:
         self._work = work
         self._has_work.set()
-
-
-class _Worker:
-    """A client thread, kept for the next client once its scheduler closes: starting a thread
-    waits for it to run, which costs more than a step on a loaded machine, and every example
-    of a state machine has clients of its own."""
-
-    def __init__(self) -> None:
-        self._client: ClientHandle | None = None
-        self._assigned = threading.Event()
-        self._thread = threading.Thread(target=self._serve, name="contend-client", daemon=True)
-        self._thread.start()
-
-    @classmethod
-    def take(cls) -> _Worker:
-        with _idle_lock:
-            if _idle_workers:
-                return _idle_workers.pop()
-        return cls()
-
-    def run(self, client: ClientHandle) -> None:
-        """Serve `client` until its scheduler closes (`client._submit(None)`)."""
-        self._client = client
-        self._assigned.set()
-
-    def _serve(self) -> None:
-        while True:
-            REAL_EVENT_WAIT(self._assigned)
-            self._assigned.clear()
-            client, self._client = self._client, None
-            if client is None:
-                continue
-            threading.current_thread().name = f"contend-client-{client.name}"
-            client._loop()  # returns once the client is done with; an error ends the thread
-            bind(None)
-            with _idle_lock:
-                _idle_workers.append(self)
-
-
-#: Client threads whose clients are done with, waiting for new ones.
-_idle_workers: list[_Worker] = []
-_idle_lock = threading.Lock()
 
 
 class Scheduler:
