@@ -38,6 +38,7 @@ class RegistryMachine(ScheduledMachine):
     """Subclass per implementation with `factory` (and `dbs` for the seed layout) set."""
 
     factory: Any = None
+    essential_rules = frozenset({"begin", "advance"})
 
     def __init__(self, target: Target, **kwargs: Any) -> None:
         self.ids: dict[str, int] = {}  # name -> the id every completed registration returned

@@ -64,6 +64,7 @@ class SingleFlightMachine(ScheduledMachine):
     factory: Any = None
     claims: frozenset[str] = frozenset()
     clients = 3
+    essential_rules = frozenset({"call", "advance"})
     operation_bound = 4 * LEASE_MS / 1000  # a waiter may wait out a leader's whole lease, and more
 
     def __init__(self, target: Target, **kwargs: Any) -> None:

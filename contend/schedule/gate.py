@@ -55,6 +55,7 @@ import redis
 import redis.client
 import redis.connection
 import redis.retry
+import redis.utils
 
 from contend.errors import ContendError
 from contend.schedule.gating import (
@@ -145,6 +146,9 @@ def patch() -> None:
     redis.retry.sleep = _sleep  # type: ignore[assignment]
     _originals["thread_start"] = threading.Thread.start
     threading.Thread.start = _thread_start  # type: ignore[method-assign]
+    _originals["lib_version"] = getattr(redis.utils, "get_lib_version", None)
+    if _originals["lib_version"] is not None:
+        redis.utils.get_lib_version = _lib_version
     time.sleep = _sleep  # type: ignore[assignment]
     time.monotonic = _monotonic
     time.time = _time
@@ -166,6 +170,8 @@ def unpatch() -> None:
     redis.retry.Retry.call_with_retry = _originals["call_with_retry"]  # type: ignore[method-assign]
     redis.retry.sleep = REAL_SLEEP  # type: ignore[attr-defined]
     threading.Thread.start = _originals["thread_start"]  # type: ignore[method-assign]
+    if _originals["lib_version"] is not None:
+        redis.utils.get_lib_version = _originals["lib_version"]
     time.sleep = REAL_SLEEP
     time.monotonic = REAL_MONOTONIC
     time.time = REAL_TIME
@@ -174,6 +180,18 @@ def unpatch() -> None:
 
 
 # Patched redis-py ----------------------------------------------------------
+_lib_version_read: list[str] = []
+
+
+def _lib_version() -> str:
+    """redis-py's version, read once: redis-py reads it from the installed package's metadata
+    for every connection it makes (for CLIENT SETINFO), which costs more than a round trip, and
+    code under test may make new clients in every example."""
+    if not _lib_version_read:
+        _lib_version_read.append(_originals["lib_version"]())
+    return _lib_version_read[0]
+
+
 def _gated_send(self: Any, command: Any, check_health: bool = True) -> Any:
     client = current()
     if client is not None and not _in_handshake():

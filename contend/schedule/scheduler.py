@@ -158,6 +158,9 @@ class ClientHandle:
         #: The last round trip whose reply was lost: (what it sent, the retry call it was in, its step).
         self.lost_round_trip: tuple[list[list[str]], object | None, int] | None = None
         self._work: Callable[[], Any] | None = None
+        #: Signalled when the baton comes to this client (on the scheduler's lock: only the
+        #: thread whose turn it is wakes, not every client's).
+        self._turn_cv = threading.Condition(scheduler._lock)
         self._has_work = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"contend-client-{name}", daemon=True)
         self._thread.start()
@@ -285,7 +288,9 @@ class Scheduler:
         self.clients: list[ClientHandle] = []
         self.trace: list[TraceEntry] = []
         self.schedule: list[int] = []  # the client index of every step, for replay
-        self._cv = threading.Condition()
+        self._lock = threading.Lock()
+        #: Signalled when the baton comes back to the controller (each client has its own).
+        self._cv = threading.Condition(self._lock)
         self._turn: ClientHandle | None = None
         self._current_step: TraceEntry | None = None
         self._closed = False
@@ -490,7 +495,7 @@ class Scheduler:
         """Controller: hand the baton to `client` and wait until it hands it back."""
         with self._cv:
             self._turn = client
-            self._cv.notify_all()
+            client._turn_cv.notify()
             deadline = REAL_MONOTONIC() + self.yield_timeout
             while self._turn is not None:
                 left = deadline - REAL_MONOTONIC()
@@ -506,13 +511,13 @@ class Scheduler:
         """Client thread: give the baton back and wait for the next turn."""
         with self._cv:
             self._turn = None
-            self._cv.notify_all()
+            self._cv.notify()
         self._wait_for_turn(client)
 
     def _wait_for_turn(self, client: ClientHandle) -> None:
-        with self._cv:
+        with client._turn_cv:
             while self._turn is not client:
-                self._cv.wait()
+                client._turn_cv.wait()
 
     def _finish(self, client: ClientHandle, outcome: OperationResult) -> None:
         with self._cv:
@@ -521,7 +526,7 @@ class Scheduler:
                 client.status = Status.IDLE
             client.pending = []
             self._turn = None
-            self._cv.notify_all()
+            self._cv.notify()
 
     def _script_cache_miss(self, client: ClientHandle, commands: list[list[str]]) -> bool:
         """Client thread: is this round trip the loading of a script the server had not cached

@@ -10,6 +10,7 @@ FLUSHDB and FLUSHALL are never sent: the server may not be ours.
 from __future__ import annotations
 
 import secrets
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -19,6 +20,9 @@ from contend.errors import NamespaceInUse
 from contend.impl.connection import client_for_db, db_of, glob_escape
 
 _others: dict[str, redis.Redis] = {}
+#: Clients of the other databases a namespace spans, per client it was made with (the harness
+#: keeps its connections from one example to the next): made once, not at every look.
+_per_db: weakref.WeakKeyDictionary[redis.Redis, dict[int, redis.Redis]] = weakref.WeakKeyDictionary()
 
 
 def _other_server(url: str) -> redis.Redis:
@@ -75,20 +79,12 @@ class Namespace:
 
     def stores(self) -> Iterator[tuple[str, redis.Redis]]:
         """(where, client) for each place the namespace's keys live: each database of the
-        server ("db N"), then each other server (its URL). A client made here for another
-        database is closed when the iteration moves past it."""
+        server ("db N"), then each other server (its URL). Clients of other databases and
+        servers are kept (virtual time reads them at every jump)."""
         places: list[tuple[str, int | str]] = [(f"db {db}", db) for db in self.dbs]
         places += [(url, url) for url in self.other_urls]
         for where, place in places:
-            if isinstance(place, str):
-                yield where, _other_server(place)  # kept: virtual time reads it at every jump
-                continue
-            client = self._client_for(place)
-            try:
-                yield where, client
-            finally:
-                if client is not self.client:
-                    client.close()
+            yield where, _other_server(place) if isinstance(place, str) else self._client_for(place)
 
     def keys(self) -> Iterator[tuple[str, bytes]]:
         """(where, key) for every key under the namespace (where: "db N" or a server's URL)."""
@@ -123,7 +119,15 @@ class Namespace:
         return deleted
 
     def _client_for(self, db: int) -> redis.Redis:
-        return self.client if db_of(self.client) == db else client_for_db(self.client, db)
+        if db_of(self.client) == db:
+            return self.client
+        try:
+            clients = _per_db.setdefault(self.client, {})
+        except TypeError:  # a client that cannot be weakly referenced: one for this look only
+            return client_for_db(self.client, db)
+        if db not in clients:
+            clients[db] = client_for_db(self.client, db)
+        return clients[db]
 
     def __repr__(self) -> str:
         others = f" others={list(self.other_urls)}" if self.other_urls else ""
