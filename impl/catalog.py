@@ -251,7 +251,10 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         "setnx_getset", "lock", setnx_getset.factory, "lease",
         "SETNX an expiry time; GET, GETSET to take an expired one; DEL (seed 002's Mutex)",
-        "seed 002", LEASE_CLAIMS, frozenset({CLOCK_SKEW_SAFE, SAFE_RELEASE, STALE_GRANT}),
+        # Mutual exclusion too, with no clock skew: a holder whose lease ran out DELs the key a
+        # second client's acquire (still under way) has just taken; that acquire then returns a
+        # grant, and a third client takes the free key while the second holds.
+        "seed 002", LEASE_CLAIMS, frozenset({MUTUAL_EXCLUSION, CLOCK_SKEW_SAFE, SAFE_RELEASE, STALE_GRANT}),
     ),
     Implementation(
         "redis_objects", "lock", redis_objects.factory, "lease",

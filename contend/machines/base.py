@@ -55,6 +55,9 @@ from contend.servers.slot_refusals import refusals_count, refusals_since
 from contend.servers.tap import foreign_round_trip
 from contend.servers.target import Target
 
+#: The trace's note for a key the virtual clock ran out (contend.machines.locks reads it).
+EXPIRED_NOTE = "expires: its TTL passed"
+
 #: Connected clients left by finished examples, per server URL and client settings: an example
 #: takes them instead of connecting anew (a connect costs more than a whole step).
 _idle_connections: dict[tuple[str, int], list[redis.Redis]] = {}
@@ -427,9 +430,7 @@ class ScheduledMachine(RuleBasedStateMachine):
                         pttl += int(((now - real_since) - (virtual_before - virtual_since)) * 1000)
                     if pttl <= seconds * 1000:
                         pipe.delete(key)
-                        self.scheduler.note(
-                            f"{key}{f' ({where})' if several else ''} expires: its TTL passed"
-                        )
+                        self.scheduler.note(f"{key}{f' ({where})' if several else ''} {EXPIRED_NOTE}")
                     else:
                         pipe.pexpire(key, int(pttl - seconds * 1000))
                 pipe.execute()

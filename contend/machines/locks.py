@@ -60,7 +60,7 @@ from contend.impl.catalog import (
     SAFE_RELEASE,
     STALE_GRANT,
 )
-from contend.machines.base import ScheduledMachine
+from contend.machines.base import EXPIRED_NOTE, ScheduledMachine
 from contend.schedule.scheduler import Status, TraceEntry
 from contend.servers.target import Target
 from contend.subject.protocols import granted, takes_clock, ttl_resolution
@@ -495,6 +495,8 @@ class LockMachine(ScheduledMachine):
             return  # another holder (mutual exclusion judges that) or acquirer: the probe would say nothing
         if self.scheduler.clients[index].status is not Status.IDLE:
             return  # it died meanwhile (a planned crash)
+        if not any(EXPIRED_NOTE in entry.note for entry in self.scheduler.trace[inside[0][0] :]):
+            return  # no key ran out in or after the stall: a lease that is gone was taken (safe release judges)
         if self.probe_acquires():
             names = [c.name for c in self.scheduler.clients]
             at, after = inside[-1]
