@@ -495,8 +495,13 @@ class LockMachine(ScheduledMachine):
             return  # another holder (mutual exclusion judges that) or acquirer: the probe would say nothing
         if self.scheduler.clients[index].status is not Status.IDLE:
             return  # it died meanwhile (a planned crash)
-        if not any(EXPIRED_NOTE in entry.note for entry in self.scheduler.trace[inside[0][0] :]):
-            return  # no key ran out in or after the stall: a lease that is gone was taken (safe release judges)
+        name = self.scheduler.clients[index].name
+        trace = self.scheduler.trace
+        first = next(
+            (i for i in range(began, len(trace)) if trace[i].client == name and trace[i].sent), began
+        )
+        if not any(EXPIRED_NOTE in entry.note for entry in trace[first:]):
+            return  # nothing it wrote can have run out: a lease that is gone was taken (safe release judges)
         if self.probe_acquires():
             names = [c.name for c in self.scheduler.clients]
             at, after = inside[-1]
