@@ -16,8 +16,11 @@ Rules common to all families:
 TTLs also follow the virtual clock: when it jumps (every client asleep in a
 retry loop, or a stall), the TTLs of the keys the clients named shrink by as
 much, and keys whose TTL ran out are deleted, so a crashed holder's lease ends
-when the survivors have waited long enough, not in real seconds. The 1 ms a
-step costs is not charged to TTLs.
+when the survivors have waited long enough, not in real seconds. The 1 ms of
+virtual time a step costs counts against TTLs at the next jump. The jumps the
+machines make themselves land well away from any lease's end (see
+`contend.machines.locks.MARGIN_SHARE`): TTLs are brought to virtual time from
+real readings, which a loaded machine puts a few ms off.
 
 On failure the machine notes the interleaving, client by client, with what
 each round trip sent and received; Hypothesis prints it with the shrunk
@@ -353,7 +356,11 @@ class ScheduledMachine(RuleBasedStateMachine):
         if last is not None and last.lost and last.client == self.scheduler.clients[index].name:
             self.lost_reply_in.add(index)
         if last is not None:
-            named_at = (REAL_MONOTONIC(), last.vtime)
+            # The server ran the round trip somewhere within the step: its middle is the best guess.
+            named_at = (
+                (last.real_start + REAL_MONOTONIC()) / 2 if last.real_start else REAL_MONOTONIC(),
+                last.vtime,
+            )
             for cmd in last.sent:
                 for arg in cmd[1:]:
                     if self._key_prefix in arg:
@@ -418,8 +425,9 @@ class ScheduledMachine(RuleBasedStateMachine):
             with client.pipeline(transaction=False) as pipe:
                 for key in keys:
                     pipe.pttl(key)
+                sent = REAL_MONOTONIC()
                 ttls = pipe.execute()
-                now = REAL_MONOTONIC()
+                now = (sent + REAL_MONOTONIC()) / 2  # when the server read them, at best guess
                 for key, pttl in zip(keys, ttls, strict=True):
                     if pttl <= 0:
                         continue
@@ -427,7 +435,7 @@ class ScheduledMachine(RuleBasedStateMachine):
                         real_since, virtual_since = max(
                             self._ttl_sync, self._named_at.get(key, self._ttl_sync)
                         )
-                        pttl += int(((now - real_since) - (virtual_before - virtual_since)) * 1000)
+                        pttl += round(((now - real_since) - (virtual_before - virtual_since)) * 1000)
                     if pttl <= seconds * 1000:
                         pipe.delete(key)
                         self.scheduler.note(f"{key}{f' ({where})' if several else ''} {EXPIRED_NOTE}")
