@@ -15,6 +15,7 @@ import argparse
 import contextlib
 import json
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,13 @@ def check_output_file(path: str | Path, option: str) -> None:
         parent = parent.parent
     if not parent.is_dir():
         raise ContendError(f"{option} {p}: {parent} is not a directory; choose another path")
+    try:  # a file made and removed at once: the run's result must not be lost at its end
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise ContendError(
+            f"{option} {p}: cannot write in {parent} ({exc.strerror or exc}); choose another path"
+        ) from None
 
 
 def write_document(destination: str | Path | None, doc: dict[str, Any]) -> None:

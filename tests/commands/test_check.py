@@ -18,7 +18,17 @@ import pytest
 
 from contend.cli import main
 
-SMALL = ["--serial-names", "100", "--burst-rounds", "5", "--schedule-examples", "10", "--no-shrink"]
+SMALL = [
+    "--serial-names",
+    "100",
+    "--burst-rounds",
+    "5",
+    "--burst-clients",
+    "8",
+    "--schedule-examples",
+    "10",
+    "--no-shrink",
+]
 
 
 def test_check_help_explains_exit_codes(capsys):
