@@ -48,7 +48,10 @@ def test_a_cluster_mistake_is_cluster_slots_and_only_that_with_its_keys_named(
     evidence = out.split("\nevidence\n", 1)[1]
     lines = [line for line in evidence.splitlines() if " · hygiene: " in line]
     assert len(lines) == 1, "one line for the one refusal, whichever checks met it"
-    assert " · model, schedule · hygiene: cluster-slots" in lines[0]
+    # The schedule check puts the example's keys on each master in turn, so it meets the refusal;
+    # the model check meets it when the run's random namespace puts the other key on another
+    # node (7 runs of 12), and is then named too.
+    assert re.search(r" · (model, )?schedule · hygiene: cluster-slots", lines[0]), lines[0]
     assert f"{command} spans hash slots on a Redis Cluster" in lines[0] and other in lines[0]
     assert re.search(r"\{contend:[^ ]*:lock\} \(slot \d+ on 127\.0\.0\.1:\d+\)", lines[0]), "the key given"
     assert "FAIL (hygiene)" in out, "no symptom reported besides the cause"

@@ -122,7 +122,12 @@ def test_a_row_runs_in_a_worker_process_by_default(tmp_path, capsys):
     """redis-py's row needs no environment of its own (it is contend's dependency): the worker
     runs it, and its checks and verdicts come back to the table."""
     path = tmp_path / "board.json"
-    code = main(["scoreboard", "--quick", "--lib", "redis-py-asyncio", "--no-write", "--json", str(path)])
+    code = main(
+        [
+            "scoreboard", "--quick", "--lib", "redis-py-asyncio", "--no-write", "--json", str(path),
+            "--schedule-examples", "10",
+        ]
+    )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0, out
     assert "every verdict as recorded: 1 row(s)" in out
