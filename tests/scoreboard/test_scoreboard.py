@@ -77,6 +77,7 @@ def test_the_report_shows_a_pass_and_a_failure_with_its_evidence_and_its_replay(
             "--out",
             str(tmp_path),
             *("--check-seconds", "180"),  # time to shrink (a replay comes with a shrunk example)
+            *("--schedule-examples", "20"),  # sherlock's is found in the first few
         ]
     )
     out = capsys.readouterr().out
