@@ -17,8 +17,10 @@ IMPLS = [i for f in FAMILIES for i in catalog.family(f)]
 @pytest.mark.slow
 @pytest.mark.parametrize("impl", [pytest.param(i, id=i.name) for i in IMPLS])
 def test_battery_verdict_matches_the_catalog(impl, contend_target, ns):
+    # 10 schedule examples for a correct one: stateful_tests/test_gate.py searches each catalog
+    # machine further; a known-bad one is hunted until caught either way.
     (subject,) = catalog_subjects(FAMILIES, [impl.name])
-    (row,) = run_battery(contend_target, [subject], CheckOptions(shrink=False, schedule_examples=20), ns)
+    (row,) = run_battery(contend_target, [subject], CheckOptions(shrink=False, schedule_examples=10), ns)
     assert_matches_catalog(row, impl)
 
 

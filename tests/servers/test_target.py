@@ -85,6 +85,8 @@ def test_check_on_a_foreign_server_touches_only_its_namespace(foreign_server, ca
             "50",
             "--burst-rounds",
             "3",
+            "--burst-clients",
+            "4",
             # The seed's layout writes to databases 13-15 too; lua to the URL's database only.
             "--only",
             "seed_layout",
