@@ -13,7 +13,8 @@ from contend.cli import main
 ROOT = Path(__file__).resolve().parents[2]
 #: Users' implementations (tests/fixtures), importable from the repository's top directory.
 LOCK = "tests.fixtures.foreign.redispy_lock:make"
-RACY_REGISTRY = "tests.fixtures.user_registry:make_racy"
+#: A registry that breaks gap-free ids by construction: no race has to happen in real time.
+RACY_REGISTRY = "tests.fixtures.user_registry:make_gappy"
 REFUSING_REGISTRY = "tests.fixtures.user_registry:make_refusing"
 
 

@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LOCK = "tests.fixtures.foreign.redispy_lock:make"
 MUTANT_LOCK = "tests.fixtures.two_holder_lock:make"
 REGISTRY = "tests.fixtures.user_registry:make"
-RACY_REGISTRY = "tests.fixtures.user_registry:make_racy"
+#: A registry that breaks gap-free ids by construction: no race has to happen in real time.
+RACY_REGISTRY = "tests.fixtures.user_registry:make_gappy"
 REFUSING_REGISTRY = "tests.fixtures.user_registry:make_refusing"
 
 
