@@ -357,10 +357,7 @@ class ScheduledMachine(RuleBasedStateMachine):
             self.lost_reply_in.add(index)
         if last is not None:
             # The server ran the round trip somewhere within the step: its middle is the best guess.
-            named_at = (
-                (last.real_start + REAL_MONOTONIC()) / 2 if last.real_start else REAL_MONOTONIC(),
-                last.vtime,
-            )
+            named_at = ((last.real_start + REAL_MONOTONIC()) / 2, last.vtime)
             for cmd in last.sent:
                 for arg in cmd[1:]:
                     if self._key_prefix in arg:

@@ -99,8 +99,9 @@ class TraceEntry:
     #: "redis-py's Retry" (the client's own retry settings) or "the code".
     resend_of: int | None = None
     resent_by: str = ""
-    #: When (real monotonic seconds) the step began: what the server did in it happened after.
-    real_start: float = 0.0
+    #: When (real monotonic seconds) the entry was made, as a step began: what the server did in
+    #: it happened after.
+    real_start: float = field(default_factory=REAL_MONOTONIC, compare=False, repr=False)
 
     def describe(self, show_node: bool = False) -> str:
         if self.note:
@@ -344,7 +345,7 @@ class Scheduler:
             raise SchedulerError(
                 f"client {client.name} is {client.status.value}: it has no round trip to lose"
             )
-        step = TraceEntry(len(self.trace), client.name, [], vtime=self.vclock, real_start=REAL_MONOTONIC())
+        step = TraceEntry(len(self.trace), client.name, [], vtime=self.vclock)
         if client.status is Status.READY:
             step.sent = client.pending
         self.trace.append(step)
