@@ -9,7 +9,7 @@ from typing import Any
 
 from contend.check.burst import burst, errors_summary
 from contend.check.framework import Check, CheckContext, CheckFailed, expect, expect_rejected
-from contend.impl.catalog import BAD_INPUT, GAP_FREE, STABLE_IDS, UNIQUE_IDS
+from contend.impl.catalog import BAD_INPUT, GAP_FREE, NO_SPURIOUS_ERRORS, STABLE_IDS, UNIQUE_IDS
 from contend.models.registry import RegistryModel
 
 
@@ -114,7 +114,7 @@ def burst_distinct_check(ctx: CheckContext) -> str:
 
     outcomes = burst([functools.partial(client_work, i, reg) for i, reg in enumerate(regs)])
     if failed := errors_summary(outcomes):
-        raise CheckFailed(f"burst of {k} clients × {m} distinct names: {failed}")
+        raise CheckFailed(f"burst of {k} clients × {m} distinct names: {failed}", prop=NO_SPURIOUS_ERRORS)
     ids: dict[str, int] = {}
     for outcome in outcomes:
         ids.update(outcome.value)
@@ -131,7 +131,9 @@ def burst_one_name_check(ctx: CheckContext) -> str:
         name = f"hot-{r}"
         outcomes = burst([functools.partial(reg.register, name) for reg in regs])
         if failed := errors_summary(outcomes):
-            raise CheckFailed(f"round {r + 1}: {k} clients registering {name!r} at once: {failed}")
+            raise CheckFailed(
+                f"round {r + 1}: {k} clients registering {name!r} at once: {failed}", prop=NO_SPURIOUS_ERRORS
+            )
         got = {o.value for o in outcomes}
         if len(got) != 1:
             raise CheckFailed(f"round {r + 1}: {k} clients registering {name!r} got ids {sorted(got)}")

@@ -1,4 +1,4 @@
-"""The lock batteries of `contend check`: correct locks pass, and each known-bad one is caught, only for
+"""The batteries of `contend check` (locks, semaphores, single-flight, registries): correct ones pass, and each known-bad one is caught, only for
 properties the catalog says it violates."""
 
 from __future__ import annotations
@@ -10,17 +10,24 @@ from contend.check.framework import CheckOptions
 from contend.impl import catalog
 from contend.subject.subject import catalog_subjects, user_subject, with_capabilities
 
-FAMILIES = ("lock", "semaphore", "single_flight")
+FAMILIES = ("lock", "semaphore", "single_flight", "registry")
 IMPLS = [i for f in FAMILIES for i in catalog.family(f)]
+#: 10 schedule examples for a correct one: stateful_tests/test_gate.py searches each catalog
+#: machine further; a known-bad one is hunted until caught either way. The registries' serial and
+#: burst checks smaller, as in the README's table (tests/commands/test_check.py).
+OPTIONS = {
+    "registry": CheckOptions(
+        shrink=False, schedule_examples=10, serial_names=100, burst_rounds=5, burst_clients=8
+    )
+}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("impl", [pytest.param(i, id=i.name) for i in IMPLS])
 def test_battery_verdict_matches_the_catalog(impl, contend_target, ns):
-    # 10 schedule examples for a correct one: stateful_tests/test_gate.py searches each catalog
-    # machine further; a known-bad one is hunted until caught either way.
     (subject,) = catalog_subjects(FAMILIES, [impl.name])
-    (row,) = run_battery(contend_target, [subject], CheckOptions(shrink=False, schedule_examples=10), ns)
+    options = OPTIONS.get(impl.family, CheckOptions(shrink=False, schedule_examples=10))
+    (row,) = run_battery(contend_target, [subject], options, ns)
     assert_matches_catalog(row, impl)
 
 

@@ -101,7 +101,7 @@ def test_a_tiny_sweep_runs_and_reports(contend_target, tmp_path, capsys):
     assert "counter/watch" in printed.out and "report:" in printed.out
 
 
-@pytest.mark.slow
+@pytest.mark.soak  # the tiny sweep above runs the same pipeline, and CI runs `contend load` from a wheel
 def test_the_quick_sweep_runs_end_to_end_with_its_defaults(contend_target, tmp_path, capsys):
     """The README's `contend load` with its default run time, workload, strategies and processes,
     narrowed to one user count and one hot-key count: what a fresh install runs first."""

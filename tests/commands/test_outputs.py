@@ -78,7 +78,7 @@ def test_a_failure_is_a_junit_failure_with_its_evidence(tmp_path, capsys):
     (suite,) = list(JUnitXml.fromfile(str(tmp_path / "j.xml")))
     (case,) = list(suite)
     (failure,) = case.result
-    assert isinstance(failure, Failure) and failure.message.startswith("safety: ")
+    assert isinstance(failure, Failure) and failure.message.startswith("liveness: no-spurious-errors")
     assert "clients registering" in failure.text
 
 

@@ -309,7 +309,7 @@ def start_locust(*args: str, stderr: Any = subprocess.PIPE) -> subprocess.Popen[
     )
 
 
-def master_args(port: int, summary: Path, users: int = 4, seconds: int = 3) -> list[str]:
+def master_args(port: int, summary: Path, users: int = 4, seconds: int = 2) -> list[str]:
     return [
         *headless("counter.py", users=users, seconds=seconds),
         "--master", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
