@@ -1,5 +1,5 @@
-"""The batteries of `contend check` (locks, semaphores, single-flight, registries): correct ones pass, and each known-bad one is caught, only for
-properties the catalog says it violates."""
+"""The batteries of `contend check` (locks, semaphores, single-flight, registries): correct ones
+pass, and each known-bad one is caught, only for properties the catalog says it violates."""
 
 from __future__ import annotations
 
