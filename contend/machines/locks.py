@@ -512,7 +512,9 @@ class LockMachine(ScheduledMachine):
         first = next(
             (i for i in range(began, len(trace)) if trace[i].client == name and trace[i].sent), began
         )
-        if not any(EXPIRED_NOTE in entry.note for entry in trace[first:]):
+        if not any(EXPIRED_NOTE in entry.note for entry in trace[first:]) and not self.own_clock_ran_out(
+            index, first, inside
+        ):
             return  # nothing it wrote can have run out: a lease that is gone was taken (safe release judges)
         if self.probe_acquires():
             names = [c.name for c in self.scheduler.clients]
@@ -524,6 +526,17 @@ class LockMachine(ScheduledMachine):
                 f"round trips (step #{at}, ending at {after:.3f} s), and the lease it reports was not "
                 "there: a third client took the lock right after",
             )
+
+    def own_clock_ran_out(self, index: int, first: int, inside: list[tuple[int, float]]) -> bool:
+        """A lease the lock times by its client's wall clock (an expiry time as the value, no TTL on
+        the server) ran out in a stall that came after the operation's first round trip, unless
+        another client sent anything since: a lease someone else took away is safe release's to
+        judge, not a stale grant."""
+        client = self.scheduler.clients[index]
+        later = [at for at, _ in inside if at > first]
+        if not later or not (client.read_wall_clock or self.takes_clock):
+            return False
+        return not any(e.sent and e.client != client.name for e in self.scheduler.trace[later[-1] :])
 
     @property
     def judged(self) -> frozenset[str]:

@@ -13,7 +13,7 @@ import pytest
 from contend.check.battery import run_battery
 from contend.check.framework import CheckOptions
 from contend.impl.catalog import GAP_FREE, MUTUAL_EXCLUSION, PROGRESS, RUNS_ONCE, STALE_GRANT, TABLES_AGREE
-from contend.subject.subject import user_subject
+from contend.subject.subject import catalog_subjects, user_subject
 
 OPTIONS = CheckOptions(shrink=False, schedule_examples=200, serial_names=200, burst_rounds=4, model_ops=100)
 
@@ -67,6 +67,18 @@ def test_a_stale_grant_names_the_stall_and_the_virtual_times(contend_target, ns)
     if result.prop == STALE_GRANT:
         assert "after a stall of" in result.detail and "virtual time" in result.detail
         assert "a third client took the lock right after" in result.detail
+
+
+@pytest.mark.parametrize("name", ["redis_objects", "setnx_getset"])
+def test_a_lease_timed_by_the_clients_clock_is_stale_when_written_after_a_stall(name, contend_target, ns):
+    """Locks whose value is an expiry time on the client's clock (no TTL on the server): the
+    expiry computed before a stall inside the acquire is written after it, already past, and the
+    grant is reported anyway. No key runs out by a TTL here, and the stale grant is still found."""
+    (subject,) = catalog_subjects(["lock"], [name])
+    (row,) = run_battery(contend_target, [subject], OPTIONS, ns, only_checks=["schedule"])
+    (result,) = row.failed
+    assert result.prop == STALE_GRANT, result.detail
+    assert "a third client took the lock right after" in result.detail
 
 
 def test_a_missed_deadline_says_how_long_it_waited(contend_target, ns):
