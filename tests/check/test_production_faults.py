@@ -24,6 +24,7 @@ from contend.impl.catalog import (
 from contend.machines.base import PropertyViolated
 from contend.machines.family import family_machine
 from contend.subject.subject import user_subject
+from tests.machines.helpers import step_while
 
 OPTIONS = CheckOptions(shrink=False, schedule_examples=200, serial_names=200, burst_rounds=4, model_ops=100)
 
@@ -91,28 +92,17 @@ def test_a_lease_timed_by_the_clients_clock_is_stale_when_written_after_a_stall(
     m = family_machine(by_name(name))(contend_target)
     try:
         m.acquire(client=0, stall=True, stall_inside=None, crash_after=None, extend=False)
-        step_through(m, 0, "acquire(")
+        step_while(m, 0, "acquire(")
         m.acquire(
             client=1, stall=False, stall_inside=None, crash_after=None, extend=False, pause_in_acquire=2
         )
         with pytest.raises(PropertyViolated) as info:
-            step_through(m, 1, "acquire(")
+            step_while(m, 1, "acquire(")
     finally:
         m.failed = True
         m.teardown()
     assert info.value.property == STALE_GRANT, info.value.detail
     assert "a third client took the lock right after" in info.value.detail
-
-
-def step_through(m, index: int, label: str) -> None:
-    """Client `index`'s round trips while its operation in flight starts with `label`."""
-    for _ in range(20):
-        if not m.in_flight.get(index, "").startswith(label):
-            return
-        m.before_step(index)
-        m.scheduler.step(index)
-        m._after_progress(index)
-    raise AssertionError(f"client {index} still in {m.in_flight.get(index)} after 20 round trips")
 
 
 def test_a_missed_deadline_says_how_long_it_waited(contend_target, ns):

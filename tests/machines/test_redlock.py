@@ -13,6 +13,7 @@ from contend.machines.base import PropertyViolated
 from contend.machines.fencing import NO_STALE_WRITE
 from contend.machines.redlock import five_masters, machine_for, resource_server
 from contend.machines.settings import machine_settings
+from tests.machines.helpers import step_while
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +47,6 @@ def test_a_majority_of_masters_holds_the_lock_and_release_frees_all(masters):
             c.close()
 
 
-def _step_until_idle(m, index):
-    for _ in range(50):
-        if index not in m.in_flight or m.in_flight[index] != "acquire()":
-            return
-        m.before_step(index)
-        m.scheduler.step(index)
-        m._after_progress(index)
-
-
 @pytest.mark.parametrize("lib", ["contend", "pottery"])
 def test_kleppmanns_counterexample_is_two_holders(masters, lib):
     """c1 is cut off from masters 2 and 3 and takes 1, 4 and 5; master 1 restarts empty; c0, which
@@ -65,12 +57,12 @@ def test_kleppmanns_counterexample_is_two_holders(masters, lib):
     try:
         m.cut_off(client=1, first=1)
         m.acquire(client=1, stall=False, stall_inside=None, crash_after=None, extend=False)
-        _step_until_idle(m, 1)
+        step_while(m, 1, "acquire(")
         assert 1 in m.believers
         m.restart_master(which=0)
         m.acquire(client=0, stall=False, stall_inside=None, crash_after=None, extend=False)
         with pytest.raises(PropertyViolated) as info:
-            _step_until_idle(m, 0)
+            step_while(m, 0, "acquire(")
         assert info.value.property == "mutual-exclusion"
         assert "c0 acquired while c1 held valid lease(s)" in info.value.detail
         trace = m.scheduler.format_trace()
@@ -98,31 +90,20 @@ def resource():
         yield url
 
 
-def _step_while(m, index, *labels):
-    """Step client `index` while its operation in flight is one of `labels` (label prefixes)."""
-    for _ in range(50):
-        if not m.in_flight.get(index, "").startswith(labels):
-            return
-        m.before_step(index)
-        m.scheduler.step(index)
-        m._after_progress(index)
-    raise AssertionError(f"client {index} still in {m.in_flight.get(index)} after 50 round trips")
-
-
 def _two_holders_then_the_stale_write(m):
     """Kleppmann's schedule with writes: c1, cut off from masters 2 and 3, takes 1, 4 and 5 and
     its token, and holds; master 1 restarts empty; c0 takes 1, 2 and 3 (two holders), its token,
     writes and releases; then c1 writes with the token it took first."""
     m.cut_off(client=1, first=1)
     m.acquire(client=1, stall=False, stall_inside=None, crash_after=None, extend=False, hold=True)
-    _step_while(m, 1, "acquire(", "token(")
+    step_while(m, 1, "acquire(", "token(")
     assert m.held == {1} and 1 in m.believers
     m.restart_master(which=0)
     m.acquire(client=0, stall=False, stall_inside=None, crash_after=None, extend=False)
-    _step_while(m, 0, "acquire(", "token(", "write(", "release(")
+    step_while(m, 0, "acquire(", "token(", "write(", "release(")
     assert m.overlaps == [(1, 2)]  # c0's grant came while c1's was valid
     m.proceed(client=0)
-    _step_while(m, 1, "write(")
+    step_while(m, 1, "write(")
 
 
 def test_fenced_resource_refuses_the_stale_holders_write(masters, resource):

@@ -1,0 +1,17 @@
+"""Driving a state machine by hand, outside Hypothesis: a forced schedule instead of a search."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def step_while(m: Any, index: int, *labels: str) -> None:
+    """Step client `index` of machine `m` while its operation in flight is one of `labels`
+    (label prefixes), as the machine's own `advance` rule steps a client."""
+    for _ in range(50):
+        if not m.in_flight.get(index, "").startswith(labels):
+            return
+        m.before_step(index)
+        m.scheduler.step(index)
+        m._after_progress(index)
+    raise AssertionError(f"client {index} still in {m.in_flight.get(index)} after 50 round trips")
