@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -113,25 +114,35 @@ def _target(masters: int) -> Iterator[Target]:
         yield target
 
 
-def measure(case: Case, runs: int, max_examples: int) -> Outcome:
-    """`runs` runs of the case's check; seconds to the first failure of each."""
+def measure(
+    case: Case, runs: int, max_examples: int, on_run: Callable[[str], None] = lambda line: None
+) -> Outcome:
+    """`runs` runs of the case's check; seconds to the first failure of each. `on_run` gets a
+    line per run as it ends."""
     outcome = Outcome(case)
     with _target(case.masters) as target:
         subject = user_subject(f"tests.fixtures.{case.module}:make", case.kind, target, masters=case.masters)
         for seed in range(runs):
             outcome.runs += 1
+            started = time.perf_counter()
             try:
                 seconds, found = _one(subject, target, case.check, seed, max_examples)
-            except (Flaky, FlakyStrategyDefinition, SearchStopped):  # run_once says Flaky so
-                # The server's own clock runs in real time beside the virtual one: on a loaded
-                # machine an example can take long enough for a short real TTL to end in it.
+            except (Flaky, FlakyStrategyDefinition, SearchStopped) as exc:  # run_once says Flaky so
                 outcome.flaky += 1
+                why = str(exc) if isinstance(exc, SearchStopped) else type(exc).__name__
+                on_run(f"{case.module} run {seed + 1}/{runs}: did not replay ({why}), {_since(started)}")
                 continue
             if found:
                 outcome.caught += 1
                 outcome.times.append(seconds)
                 outcome.found |= found
+            verdict = f"caught for {', '.join(sorted(found))}" if found else "passed"
+            on_run(f"{case.module} run {seed + 1}/{runs}: {verdict}, {_since(started)}")
     return outcome
+
+
+def _since(started: float) -> str:
+    return f"{time.perf_counter() - started:.1f} s"
 
 
 def _one(
@@ -168,8 +179,18 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     bad = 0
     examples = args.max_examples or (200 if args.correct else 2000)
+
+    def progress(line: str) -> None:
+        print(f"  {line}", file=sys.stderr, flush=True)
+
+    print(
+        f"{len(cases)} implementation(s), {args.runs} run(s) each, up to {examples} examples a search; "
+        "a line per run on stderr",
+        file=sys.stderr,
+        flush=True,
+    )
     for case in cases:
-        outcome = measure(case, args.runs, examples)
+        outcome = measure(case, args.runs, examples, progress)
         print(outcome.line(), flush=True)
         if case.broken:
             bad += outcome.caught < outcome.runs or bool(outcome.found - case.broken)

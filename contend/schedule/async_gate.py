@@ -57,6 +57,7 @@ from contend.schedule.gating import (
     leave_retry_call,
     node_of,
     one_pass,
+    ran_nothing,
     unreachable_error,
 )
 from contend.servers.payload import decode_packed
@@ -156,7 +157,7 @@ async def _gated_send(self: Any, command: Any, check_health: bool = True) -> Non
     # Where a real cancellation lands before the send: redis-py awaits the pool for the
     # connection first, and returns the connection, nothing sent, when cancelled there.
     await _cancel_here(client, CancelAt.BEFORE_SEND)
-    lose = client.take_lost_reply()
+    lose = client.take_lost_reply(commands)
     await _originals["send"](self, command, check_health)
     if lose is not None:
         self._contend_lost = (lose, commands)  # the reply is read, then lost, by _recorded_read
@@ -194,6 +195,10 @@ async def _lose_reply(
             replies.append(await _originals["read"](conn, *args, **kwargs))
         except redis.ResponseError as exc:
             replies.append(exc)
+    if ran_nothing(commands, replies):
+        client.lose_after_noscript(kind)
+        client.record_reply(replies[0])
+        raise replies[0]
     client.reply_lost(kind, commands, replies)
     await conn.disconnect()
     raise kind.error(commands)

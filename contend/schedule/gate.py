@@ -10,7 +10,9 @@ unmodified code, third-party libraries included:
 * `AbstractConnection.read_response` records the replies for the trace. For a round trip the
   scheduler marks lost (`Scheduler.step(i, lose=...)`), it reads every reply the server sends,
   so the server has run the whole round trip, then drops the connection and raises what
-  redis-py raises when a reply never arrives (ConnectionError, or TimeoutError).
+  redis-py raises when a reply never arrives (ConnectionError, or TimeoutError). A script the
+  server had not cached ran nothing (NOSCRIPT): the reply lost is then that of the script
+  redis-py sends again once loaded, in the same step, so a cold cache changes nothing.
 * `Retry.call_with_retry` is followed, and `redis.retry`'s sleep is virtual: after a lost
   reply, the client's own retry settings resend as they would in production, and the trace
   says whether redis-py's Retry or the code itself sent the round trip again.
@@ -74,6 +76,7 @@ from contend.schedule.gating import (
     leave_retry_call,
     node_of,
     one_pass,
+    ran_nothing,
     unreachable_error,
 )
 from contend.servers.payload import decode_packed
@@ -213,7 +216,7 @@ def _gated_send(self: Any, command: Any, check_health: bool = True) -> Any:
             error = unreachable_error(client.name, node, client.unreachable[node])
             client.record_reply(error)
             raise error
-        lose = client.take_lost_reply()
+        lose = client.take_lost_reply(commands)
         sent = _originals["send"](self, command, check_health)
         if lose is not None:
             self._contend_lost = (lose, commands)  # the reply is read, then lost, by _recorded_read
@@ -250,6 +253,10 @@ def _lose_reply(
             replies.append(_originals["read"](conn, *args, **kwargs))
         except redis.ResponseError as exc:
             replies.append(exc)
+    if ran_nothing(commands, replies):
+        client.lose_after_noscript(kind)
+        client.record_reply(replies[0])
+        raise replies[0]
     client.reply_lost(kind, commands, replies)
     conn.disconnect()
     raise kind.error(commands)

@@ -30,6 +30,25 @@ class LostReply(enum.Enum):
         return redis.ConnectionError(f"Connection closed by server. (contend: the reply to {what} was lost)")
 
 
+def is_noscript(reply: Any) -> bool:
+    """A NOSCRIPT error reply (redis-py's NoScriptError, or the error as text)."""
+    return isinstance(reply, BaseException) and (
+        type(reply).__name__ == "NoScriptError" or str(reply).startswith(("NOSCRIPT", "No matching script"))
+    )
+
+
+def is_script_run(commands: list[list[str]]) -> bool:
+    """One command that runs a script (EVAL, EVALSHA and their _RO forms)."""
+    return len(commands) == 1 and bool(commands[0]) and str(commands[0][0]).upper().startswith("EVAL")
+
+
+def ran_nothing(commands: list[list[str]], replies: list[Any]) -> bool:
+    """Did the server run nothing of a round trip whose reply was to be lost, because the one
+    script it was sent was not in its cache (NOSCRIPT)? redis-py then loads the script and sends
+    it again: the lost reply is that one's (GatedClient.lose_after_noscript)."""
+    return is_script_run(commands) and len(replies) == 1 and is_noscript(replies[0])
+
+
 class SchedulerView(Protocol):
     """What the gates ask of the scheduler."""
 
@@ -57,7 +76,9 @@ class GatedClient(Protocol):
     @property
     def crashed(self) -> bool: ...
 
-    def take_lost_reply(self) -> LostReply | None: ...
+    def take_lost_reply(self, commands: list[list[str]]) -> LostReply | None: ...
+
+    def lose_after_noscript(self, kind: LostReply) -> None: ...
 
     def reply_lost(self, kind: LostReply, commands: list[list[str]], replies: list[Any]) -> None: ...
 

@@ -36,6 +36,8 @@ from contend.schedule.gating import (
     LostReply,
     VirtualClockLoop,
     bind,
+    is_noscript,
+    is_script_run,
     retry_call,
 )
 from contend.servers.cluster_client import disconnect
@@ -158,6 +160,8 @@ class ClientHandle:
         self.op_task: asyncio.Task[Any] | None = None
         #: Lose the reply of the round trip this step sends (set by `Scheduler.step`).
         self.lose_reply: LostReply | None = None
+        #: ... moved to the script sent again after a NOSCRIPT reply, within the same step.
+        self.loss_after_noscript: LostReply | None = None
         #: The last round trip whose reply was lost: (what it sent, the retry call it was in, its step).
         self.lost_round_trip: tuple[list[list[str]], object | None, int] | None = None
         self._work: Callable[[], Any] | None = None
@@ -173,6 +177,7 @@ class ClientHandle:
         self._check_alive()
         if self.scheduler._script_cache_miss(self, commands):
             return  # part of the step under way: loading a script the server had not cached
+        self.loss_after_noscript = None  # a new step: a loss moved within the last one ends there
         self.pending = commands
         self.pending_node = node
         self.status = Status.READY
@@ -183,10 +188,23 @@ class ClientHandle:
     def record_reply(self, reply: Any) -> None:
         self.scheduler._record_reply(self, reply)
 
-    def take_lost_reply(self) -> LostReply | None:
-        """Client thread: should the reply of the round trip being sent be lost? (Asked once.)"""
+    def take_lost_reply(self, commands: list[list[str]]) -> LostReply | None:
+        """Client thread: should the reply of the round trip being sent (`commands`) be lost?
+        (Asked once; after a NOSCRIPT, asked again of the script sent once it is loaded.)"""
+        if self.loss_after_noscript is not None:
+            if not is_script_run(commands):
+                return None  # the SCRIPT LOAD in between: its reply arrives
+            moved, self.loss_after_noscript = self.loss_after_noscript, None
+            return moved
         lose, self.lose_reply = self.lose_reply, None
         return lose
+
+    def lose_after_noscript(self, kind: LostReply) -> None:
+        """Client thread: the round trip whose reply was to be lost ran nothing (the server had
+        not cached its script): lose the reply of the script once loaded and sent again, within
+        the same step. A cold script cache must not turn an applied round trip into one that was
+        not (an example run again, on a warm cache, would otherwise go another way)."""
+        self.loss_after_noscript = kind
 
     def reply_lost(self, kind: LostReply, commands: list[list[str]], replies: list[Any]) -> None:
         """Client thread: the server ran `commands` and answered `replies`, which never arrive."""
@@ -542,7 +560,7 @@ class Scheduler:
             return False
         loading = [str(a).upper() for a in commands[0][:2]] == ["SCRIPT", "LOAD"]
         loaded = [str(a).upper() for a in step.sent[-1][:2]] == ["SCRIPT", "LOAD"]
-        missed = bool(step.replies) and _is_noscript(step.replies[-1])
+        missed = bool(step.replies) and is_noscript(step.replies[-1])
         retry = str(commands[0][0]).upper().startswith("EVAL") and (missed or loaded)
         if not (loading or retry):
             return False
@@ -581,13 +599,6 @@ class Scheduler:
         step = self._current_step
         if step is not None and not step.sent:
             step.note = f"woke after sleeping {seconds:g} s"
-
-
-def _is_noscript(reply: Any) -> bool:
-    """A NOSCRIPT error reply (redis-py's NoScriptError, or the error as text)."""
-    return isinstance(reply, BaseException) and (
-        type(reply).__name__ == "NoScriptError" or str(reply).startswith(("NOSCRIPT", "No matching script"))
-    )
 
 
 _TOKEN = re.compile(r"\b[0-9a-f]{16,}\b|\b\d{9,}\.\d+\b")

@@ -192,3 +192,22 @@ def test_an_async_lost_reply_is_resent_by_the_clients_retry(contend_target, ns):
     assert outcomes[1].value == 3  # ran at 2, lost, resent: 3
     assert contend_target.client().get(key) == b"3"
     assert len(resent) == 1 and resent[0].resent_by.startswith("redis-py's Retry")
+
+
+def test_an_async_lost_reply_to_a_script_the_server_had_not_cached_is_the_loaded_scripts(contend_target, ns):
+    """As in the sync gate: NOSCRIPT ran nothing, the reply lost is the loaded script's."""
+    from contend.schedule.gating import LostReply
+
+    key = ns.key("n")
+    with Scheduler() as s:
+        (conn,) = async_clients(contend_target, s, 1)
+        script = conn.register_script(f"-- {key}\nreturn redis.call('INCR', KEYS[1])")  # a new SHA1
+        s.start(0, lambda: script(keys=[key]), "incr")
+        s.step(0, lose=LostReply.CONNECTION)
+        while 0 in s.runnable():
+            s.step(0)
+        outcome = s.clients[0].outcome
+        steps = [step for step in s.trace if step.sent]
+    assert isinstance(outcome.error, redis.ConnectionError) and "was lost" in str(outcome.error)
+    assert contend_target.client().get(key) == b"1"
+    assert len(steps) == 1 and steps[0].lost == "ConnectionError"

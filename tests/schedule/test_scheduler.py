@@ -372,6 +372,25 @@ def test_a_lost_reply_leaves_the_effect_on_the_server_and_an_error_in_the_client
     assert f"INCRBY {key} 1  →  1  ✗ reply lost: the client saw {kind.value}" in trace
 
 
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_lost_reply_to_a_script_the_server_had_not_cached_is_the_loaded_scripts(contend_target, ns, cached):
+    """NOSCRIPT runs nothing: the loss goes to the script sent again once loaded, in the same
+    step, so a cold cache and a warm one give the same effect, error and steps."""
+    (conn,) = clients(contend_target, 1)
+    key = ns.key("n")
+    script = conn.register_script(f"-- {key}\nreturn redis.call('INCR', KEYS[1])")  # a new SHA1
+    if cached:
+        contend_target.client().script_load(script.script)
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+        s.start(0, lambda: script(keys=[key]), "incr")
+        outcome = _run(s, 0, gating.LostReply.TIMEOUT)
+        steps = [step for step in s.trace if step.sent]
+    assert isinstance(outcome.error, redis.TimeoutError) and "was lost" in str(outcome.error)
+    assert contend_target.client().get(key) == b"1"  # the server ran it once
+    assert len(steps) == 1 and steps[0].lost == "TimeoutError"
+
+
 def test_a_lost_transaction_reply_is_resent_by_the_clients_retry_and_runs_twice(contend_target, ns):
     """redis-py's Retry resends MULTI/EXEC after a lost reply: the trace says who resent it."""
     from redis.backoff import ExponentialWithJitterBackoff
