@@ -127,7 +127,7 @@ class LockMachine(ScheduledMachine):
         self.skews = 0  # clock jumps so far
         self.skews_at_start: dict[int, int] = {}  # client → clock jumps before its acquire began
         self.stalls: set[int] = set()  # clients that stall past their TTL once they hold the lock
-        self.paused_holder: int | None = None  # a holder that just stalled: the others move first
+        self.new_holder: int | None = None  # a client just granted: the others move first
         self.longest_lease = TTL_MS / 1000  # the longest lease a client may have asked for (an extend's)
         self.extends: set[int] = set()  # clients that extend once they hold the lock
         self.crash_plan: dict[int, tuple[int, int]] = {}  # client -> (trace position, round trips)
@@ -233,7 +233,7 @@ class LockMachine(ScheduledMachine):
         """Up to `steps` round trips, each by a client Hypothesis picks (0: the current one);
         then, with `then`, 0.3 of the TTL passes (pause) or every client pauses longer
         than the TTL (stall), wherever it is in its operation."""
-        self.turn_from_paused_holder()
+        self.turn_from_new_holder()
         super().advance(data, steps)
         if then and self.busy_workers() and not self.reads_server_clock:
             if then == "stall":
@@ -250,11 +250,13 @@ class LockMachine(ScheduledMachine):
         self.skew_total += 2 * self.ttl
         self.skews += 1
 
-    def turn_from_paused_holder(self) -> None:
-        """A holder that has just stalled past its TTL is the last to move on: the schedule's
-        first choice (what Hypothesis draws most often, and shrinks to) is another client's
-        round trip, as the others run while a paused process sleeps. Any order stays possible."""
-        held, self.paused_holder = self.paused_holder, None
+    def turn_from_new_holder(self) -> None:
+        """A client just granted the lock is the last to move on: the schedule's first choice
+        (what Hypothesis draws most often, and shrinks to) is another client's round trip, as
+        the others run while a holder works in its critical section or is paused there (a
+        stall). Without this, the first choice released the lock at once. Any order stays
+        possible."""
+        held, self.new_holder = self.new_holder, None
         if held is None or self.current != held:
             return
         others = [i for i in self.scheduler.runnable() if i != held]
@@ -420,7 +422,7 @@ class LockMachine(ScheduledMachine):
                     self.check_order(index)
                 self.acquired(index, outcome.value)
                 self.check_stale_grant(index, "acquire()", self.acquire_began.get(index, 0))
-                self.paused_holder = index
+                self.new_holder = index
                 if index in self.stalls:
                     self.stalls.discard(index)
                     self.stall()
