@@ -25,7 +25,10 @@ raises for a lease no longer held is never judged: refusing is correct):
 * safe-release: a release or extend by a client whose lease expired leaves a
   successor's lease as it was: right after a stale release, a probe client
   (one the schedule never picks) cannot take the lock; after a stale extend,
-  once the successor's own TTL has run out, the probe can;
+  once the successor's own TTL has run out, the probe can. When the release's
+  round trips changed only keys that held the releaser's own token (its own
+  copies, on masters the successor did not win), the probe's grant is mutual
+  exclusion's finding, not the release's;
 * fencing (a lock that exposes a token: what acquire returns, or its
   `fencing_token`): every granted token is larger than all before it, whatever
   the clients' clocks say;
@@ -128,6 +131,10 @@ class LockMachine(ScheduledMachine):
         self.skews_at_start: dict[int, int] = {}  # client → clock jumps before its acquire began
         self.stalls: set[int] = set()  # clients that stall past their TTL once they hold the lock
         self.new_holder: int | None = None  # a client just granted: the others move first
+        #: A stale release's round trip about to be taken: (client, the keys' values before it).
+        self.release_before: tuple[int, dict[tuple[str, str], bytes | None]] | None = None
+        #: Per stale releaser: the values its release's round trips changed (what they held before).
+        self.release_changed: dict[int, list[bytes | None]] = {}
         self.longest_lease = TTL_MS / 1000  # the longest lease a client may have asked for (an extend's)
         self.extends: set[int] = set()  # clients that extend once they hold the lock
         self.crash_plan: dict[int, tuple[int, int]] = {}  # client -> (trace position, round trips)
@@ -268,6 +275,7 @@ class LockMachine(ScheduledMachine):
         planned crashes: a client dies once it has made its round trips."""
         self.note_first_round_trips()
         last = self.scheduler.trace[-1] if self.scheduler.trace else None
+        self.note_release_changes(last)
         if last is not None and last.sent:
             names = {c.name: c.index for c in self.scheduler.clients}
             index = names.get(last.client)
@@ -404,6 +412,7 @@ class LockMachine(ScheduledMachine):
     def completed(self, index: int) -> None:
         client = self.scheduler.clients[index]
         outcome = client.outcome
+        self.note_release_changes(self.scheduler.trace[-1] if self.scheduler.trace else None)
         if index == self.probe:
             return
         if client.operation.startswith("acquire"):
@@ -601,6 +610,15 @@ class LockMachine(ScheduledMachine):
         successor = min(successors)
         if what == "release":
             if self.probe_acquires():
+                if self.released_only_own(index, successor):
+                    if MUTUAL_EXCLUSION in self.claims:
+                        self.fail(
+                            MUTUAL_EXCLUSION,
+                            f"a third client acquired while {names[successor]} holds a valid lease "
+                            f"(virtual time {self.scheduler.vclock:.3f} s); {names[index]}'s release "
+                            "of its expired lease before it changed only keys that held its own token",
+                        )
+                    return
                 self.fail(
                     SAFE_RELEASE,
                     f"{names[index]}'s release after its lease expired freed the lease {names[successor]} "
@@ -624,8 +642,19 @@ class LockMachine(ScheduledMachine):
 
     def before_step(self, index: int) -> None:
         """Before a round trip of an extend whose lease has run out while another client holds
-        the lock, read the TTLs of the keys the clients named: the extend must not raise one."""
+        the lock, read the TTLs of the keys the clients named: the extend must not raise one.
+        Before a round trip of such a release, read the keys' values (`note_release_changes`)."""
         self.ttls_before = None
+        self.release_before = None
+        if (
+            SAFE_RELEASE in self.claims
+            and self.limit == 1
+            and self.in_flight.get(index, "").startswith("release")
+            and self.surely_expired(index)
+            and self.valid_holders() - {index}
+            and self._known_keys
+        ):
+            self.release_before = index, self.key_values()
         stale = self.surely_expired(index)
         if (
             SAFE_RELEASE in self.claims
@@ -666,6 +695,51 @@ class LockMachine(ScheduledMachine):
                 f"{names[index]}'s extend after its lease expired prolonged the lease {holder} holds: "
                 f"{key} had {was} ms left and has {now} ms after {names[index]}'s round trip",
             )
+
+    def key_values(self) -> dict[tuple[str, str], bytes | None]:
+        """The value of every key the clients named, on every server and database the namespace
+        spans ((where, key) -> GET's reply; a key of another type reads as its type's name)."""
+        keys = sorted(self._known_keys)
+        values: dict[tuple[str, str], bytes | None] = {}
+        for where, client in self.ns.stores():
+            with client.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.get(key)
+                replies = pipe.execute(raise_on_error=False)
+            for key, reply in zip(keys, replies, strict=True):
+                values[where, key] = b"<not a string>" if isinstance(reply, Exception) else reply
+        return values
+
+    def note_release_changes(self, last: TraceEntry | None) -> None:
+        """After a stale release's round trip (from `after_step`, or from `completed` when it
+        was the last and its end is judged first): note what the keys it changed held before."""
+        if self.release_before is None or last is None or not last.sent:
+            return
+        index, before = self.release_before
+        self.release_before = None
+        if last.client != self.scheduler.clients[index].name:
+            return
+        after = self.key_values()
+        changed = [value for place, value in before.items() if after.get(place) != value]
+        self.release_changed.setdefault(index, []).extend(changed)
+
+    def released_only_own(self, index: int, successor: int) -> bool:
+        """Did client `index`'s stale release change only keys holding a value it sent itself
+        (its token) and the successor did not? Then it gave back its own copies: the successor's
+        lease is as it was."""
+        changed = self.release_changed.pop(index, [])
+        sent_by = {self.scheduler.clients[c].name: set[str]() for c in (index, successor)}
+        for step in self.scheduler.trace:
+            if step.client in sent_by:
+                sent_by[step.client].update(str(arg) for command in step.sent for arg in command[1:])
+        own, theirs = (sent_by[self.scheduler.clients[c].name] for c in (index, successor))
+        for value in changed:
+            if value is None:
+                return False  # a key made by the release: not its own copy given back
+            text = value.decode(errors="replace")
+            if text not in own or text in theirs:
+                return False
+        return True
 
     def probe_acquires(self) -> bool:
         """Can the probe client take the lock right now? (It gives it back if it can.)"""

@@ -12,9 +12,12 @@ from contend.check.battery import run_battery
 from contend.check.framework import CheckOptions
 from contend.cli import main
 from contend.impl.catalog import MUTUAL_EXCLUSION, SAFE_RELEASE, STALE_GRANT
+from contend.machines.base import PropertyViolated
+from contend.machines.family import family_machine
 from contend.servers.target import open_target
 from contend.subject.protocols import ProtocolError
 from contend.subject.subject import user_subject
+from tests.machines.helpers import step_while
 
 #: A user's lock gets `schedule_examples` whether it is correct or not: 150 for a mutant to be
 #: caught, 80 for a correct lock (`contend check` runs 60; 150 took 15 s a lock here).
@@ -89,3 +92,29 @@ def test_a_multi_master_mutant_is_caught(module, checks, broken):
 def test_a_correct_multi_master_lock_passes_the_state_machine_and_lost_replies(module):
     row = run(module, ["schedule", "lost-reply"], CORRECT_OPTIONS)
     assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
+
+
+def test_a_stale_release_of_its_own_copy_is_not_blamed_for_a_broken_quorum(monkeypatch):
+    """Forced schedule on half_quorum_lock (one vote of three grants): c0 holds, extends, and a
+    stall lets its copy on master 3 run out, which its extend takes again; c0's release starts,
+    a second stall ends its lease, c1 wins masters 1 and 2. c0's release then drops only its own
+    copy on master 3, and a third client wins master 3 alone: the quorum's defect (mutual
+    exclusion), not an unsafe release (the release left c1's copies as they were)."""
+    monkeypatch.setattr("contend.machines.base.note", lambda text: None)  # outside Hypothesis
+    with open_target(masters=3) as target:
+        subject = user_subject("tests.fixtures.masters.half_quorum_lock:make", "lock", target, masters=3)
+        m = family_machine(subject)(target)
+        lock = {"stall": False, "crash_after": None, "hold": False, "pause_in_acquire": None}
+        try:
+            m.acquire(client=0, stall_inside=2, extend=True, **lock)
+            step_while(m, 0, "acquire(", "extend(")
+            m.stall()
+            m.acquire(client=1, stall_inside=None, extend=False, **lock)
+            step_while(m, 1, "acquire(")
+            with pytest.raises(PropertyViolated) as info:
+                step_while(m, 0, "release(")
+        finally:
+            m.failed = True
+            m.teardown()
+    assert info.value.property == MUTUAL_EXCLUSION, info.value.detail
+    assert "changed only keys that held its own token" in info.value.detail
