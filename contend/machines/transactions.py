@@ -95,7 +95,7 @@ class TransactionMachine(ScheduledMachine):
     @precondition(lambda self: bool(self.idle_clients()))
     @rule(
         client=st.integers(0, 3),
-        audit=st.booleans(),
+        audit=st.sampled_from([False, False, True]),  # a transfer two times in three
         src=st.integers(0, len(ACCOUNTS) - 1),
         offset=st.integers(1, len(ACCOUNTS) - 1),
         amount=st.sampled_from(AMOUNTS),
