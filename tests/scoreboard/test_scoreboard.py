@@ -57,7 +57,7 @@ def test_the_board_covers_the_locks_python_teams_run():
 
 @pytest.fixture
 def piped_stdout(monkeypatch):
-    """contend's stdout as in a CI log, tables whole: pytest sets $COLUMNS to 80, and a verdict
+    """contend's stdout as in a CI log, tables whole: under pytest $COLUMNS is 80, and a verdict
     cut to "FA…" would not be seen."""
     monkeypatch.delenv("COLUMNS", raising=False)
     monkeypatch.setattr(cli, "stdout", make_console(sys.stdout))
