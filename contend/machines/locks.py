@@ -728,11 +728,13 @@ class LockMachine(ScheduledMachine):
         (its token) and the successor did not? Then it gave back its own copies: the successor's
         lease is as it was."""
         changed = self.release_changed.pop(index, [])
-        sent_by = {self.scheduler.clients[c].name: set[str]() for c in (index, successor)}
-        for step in self.scheduler.trace:
-            if step.client in sent_by:
-                sent_by[step.client].update(str(arg) for command in step.sent for arg in command[1:])
-        own, theirs = (sent_by[self.scheduler.clients[c].name] for c in (index, successor))
+
+        def arguments_sent(client: int) -> set[str]:
+            name = self.scheduler.clients[client].name
+            trace = self.scheduler.trace
+            return {str(arg) for step in trace if step.client == name for cmd in step.sent for arg in cmd[1:]}
+
+        own, theirs = arguments_sent(index), arguments_sent(successor)
         for value in changed:
             if value is None:
                 return False  # a key made by the release: not its own copy given back
