@@ -17,7 +17,7 @@ from contend.machines.family import family_machine
 from contend.servers.target import open_target
 from contend.subject.protocols import ProtocolError
 from contend.subject.subject import user_subject
-from tests.machines.helpers import step_while
+from tests.machines.helpers import driven_by_hand, step_while
 
 #: A user's lock gets `schedule_examples` whether it is correct or not: 150 for a mutant to be
 #: caught, 80 for a correct lock (`contend check` runs 60; 150 took 15 s a lock here).
@@ -103,9 +103,8 @@ def test_a_stale_release_of_its_own_copy_is_not_blamed_for_a_broken_quorum(monke
     monkeypatch.setattr("contend.machines.base.note", lambda text: None)  # outside Hypothesis
     with open_target(masters=3) as target:
         subject = user_subject("tests.fixtures.masters.half_quorum_lock:make", "lock", target, masters=3)
-        m = family_machine(subject)(target)
         lock = {"stall": False, "crash_after": None, "hold": False, "pause_in_acquire": None}
-        try:
+        with driven_by_hand(family_machine(subject)(target)) as m:
             m.acquire(client=0, stall_inside=2, extend=True, **lock)
             step_while(m, 0, "acquire(", "extend(")
             m.stall()
@@ -113,8 +112,5 @@ def test_a_stale_release_of_its_own_copy_is_not_blamed_for_a_broken_quorum(monke
             step_while(m, 1, "acquire(")
             with pytest.raises(PropertyViolated) as info:
                 step_while(m, 0, "release(")
-        finally:
-            m.failed = True
-            m.teardown()
     assert info.value.property == MUTUAL_EXCLUSION, info.value.detail
     assert "changed only keys that held its own token" in info.value.detail

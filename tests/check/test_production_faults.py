@@ -24,7 +24,7 @@ from contend.impl.catalog import (
 from contend.machines.base import PropertyViolated
 from contend.machines.family import family_machine
 from contend.subject.subject import user_subject
-from tests.machines.helpers import step_while
+from tests.machines.helpers import driven_by_hand, step_while
 
 OPTIONS = CheckOptions(shrink=False, schedule_examples=200, serial_names=200, burst_rounds=4, model_ops=100)
 
@@ -89,8 +89,7 @@ def test_a_lease_timed_by_the_clients_clock_is_stale_when_written_after_a_stall(
     longer than the TTL, then GETSETs the expiry it computed before the stall, already past, and
     reports a grant. No key runs out by a TTL here, and the stale grant is still named."""
     monkeypatch.setattr("contend.machines.base.note", lambda text: None)  # outside Hypothesis
-    m = family_machine(by_name(name))(contend_target)
-    try:
+    with driven_by_hand(family_machine(by_name(name))(contend_target)) as m:
         m.acquire(client=0, stall=True, stall_inside=None, crash_after=None, extend=False)
         step_while(m, 0, "acquire(")
         m.acquire(
@@ -98,9 +97,6 @@ def test_a_lease_timed_by_the_clients_clock_is_stale_when_written_after_a_stall(
         )
         with pytest.raises(PropertyViolated) as info:
             step_while(m, 1, "acquire(")
-    finally:
-        m.failed = True
-        m.teardown()
     assert info.value.property == STALE_GRANT, info.value.detail
     assert "a third client took the lock right after" in info.value.detail
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 
@@ -15,3 +17,15 @@ def step_while(m: Any, index: int, *labels: str) -> None:
         m.scheduler.step(index)
         m._after_progress(index)
     raise AssertionError(f"client {index} still in {m.in_flight.get(index)} after 50 round trips")
+
+
+@contextmanager
+def driven_by_hand(m: Any) -> Iterator[Any]:
+    """Machine `m` for a test to drive by hand; at the end it is torn down as after a violation:
+    clean-up only, without the end-of-example judgements (what the test drove it to is for the
+    test to assert)."""
+    try:
+        yield m
+    finally:
+        m.failed = True
+        m.teardown()

@@ -14,6 +14,7 @@ from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
 from contend.schedule.scheduler import Status
 from tests.fixtures.async_foreign import mutants, redispy_lock, undo_lock, watch_lock
+from tests.machines.helpers import driven_by_hand
 
 _LEASE = frozenset({MUTUAL_EXCLUSION, SAFE_RELEASE, CRASH_LIVENESS})
 
@@ -92,8 +93,7 @@ def test_a_crash_planned_for_a_cancelled_release_is_not_a_hang(contend_target):
 def test_a_cancelled_acquire_that_undoes_with_a_plain_del_is_caught(contend_target):
     """c0 holds; c1's SET NX is refused, and c1 is cancelled while it awaits that reply; its undo
     deletes c0's lease, and a third client gets in at once."""
-    m = _machine(contend_target, mutants.undo_with_del)
-    try:
+    with driven_by_hand(_machine(contend_target, mutants.undo_with_del)) as m:
         m.acquire(client=0, stall=False, stall_inside=None, crash_after=None, extend=False)
         _step_until(m, 0, lambda: m.in_flight.get(0) == "release()")  # c0 holds, about to release
         m.acquire(client=0, stall=False, stall_inside=None, crash_after=None, extend=False)  # c1
@@ -101,9 +101,6 @@ def test_a_cancelled_acquire_that_undoes_with_a_plain_del_is_caught(contend_targ
             m.cancel_acquire(which=0, while_awaiting_reply=True, now=True)
         assert info.value.property == "mutual-exclusion"
         assert "c1's acquire() was cancelled after its command is sent" in info.value.detail
-    finally:
-        m.failed = True
-        m.teardown()
 
 
 @pytest.mark.parametrize("while_awaiting_reply", [False, True])

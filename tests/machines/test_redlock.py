@@ -13,7 +13,7 @@ from contend.machines.base import PropertyViolated
 from contend.machines.fencing import NO_STALE_WRITE
 from contend.machines.redlock import five_masters, machine_for, resource_server
 from contend.machines.settings import machine_settings
-from tests.machines.helpers import step_while
+from tests.machines.helpers import driven_by_hand, step_while
 
 
 @pytest.fixture(scope="module")
@@ -53,8 +53,7 @@ def test_kleppmanns_counterexample_is_two_holders(masters, lib):
     reaches every master, takes 1, 2 and 3: a majority each, at the same time. pottery's Redlock
     (through the scoreboard's adapter) too."""
     target, servers = masters
-    m = machine_for(target, servers, lib=lib)(target)
-    try:
+    with driven_by_hand(machine_for(target, servers, lib=lib)(target)) as m:
         m.cut_off(client=1, first=1)
         m.acquire(client=1, stall=False, stall_inside=None, crash_after=None, extend=False)
         step_while(m, 1, "acquire(")
@@ -68,9 +67,6 @@ def test_kleppmanns_counterexample_is_two_holders(masters, lib):
         trace = m.scheduler.format_trace()
         assert re.search(r"c1 is cut off from master 2 \(127\.0\.0\.1:\d+\), master 3 \(", trace)
         assert "restarted empty" in trace
-    finally:
-        m.failed = True
-        m.teardown()
 
 
 @pytest.mark.slow
@@ -133,17 +129,13 @@ def test_fenced_resource_refuses_the_stale_holders_write(masters, resource):
 )
 def test_a_stale_write_without_working_fencing_is_caught(masters, resource, fence, admitted):
     target, servers = masters
-    m = machine_for(target, servers, fence=fence, resource_url=resource)(target)
-    try:
+    with driven_by_hand(machine_for(target, servers, fence=fence, resource_url=resource)(target)) as m:
         with pytest.raises(PropertyViolated) as info:
             _two_holders_then_the_stale_write(m)
         assert info.value.property == NO_STALE_WRITE
         assert "the resource took c1#1's write over c0#2's" in info.value.detail
         assert f"(#1, when it {admitted})" in info.value.detail
         assert "its lease still valid: two holders at once" in info.value.detail
-    finally:
-        m.failed = True
-        m.teardown()
 
 
 @pytest.mark.slow
