@@ -82,8 +82,8 @@ def params(rows: list[tuple]) -> list:
     return [pytest.param(*row, id=row[0], marks=pytest.mark.soak if row[0] in SOAK else ()) for row in rows]
 
 
-def check(module: str, kind: str, target, ns):
-    subject = user_subject(f"tests.fixtures.foreign.{module}:make", kind, target)
+def check(module: str, kind: str, target, ns, package: str = "foreign"):
+    subject = user_subject(f"tests.fixtures.{package}.{module}:make", kind, target)
     (row,) = run_battery(target, [subject], OPTIONS, ns)
     return row
 
@@ -92,6 +92,18 @@ def check(module: str, kind: str, target, ns):
 @pytest.mark.parametrize(("module", "kind"), params(CORRECT))
 def test_a_correct_implementation_gets_no_false_alarm(module, kind, contend_target, ns):
     row = check(module, kind, contend_target, ns)
+    assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
+
+
+#: The async locks written in other styles (tests/fixtures/async_foreign), whole battery: the soak
+#: tier's (the default run takes each in the checks it was written for).
+ASYNC_CORRECT = ["fenced_lock", "held_set_lock", "redispy_lock", "undo_lock", "watch_lock"]
+
+
+@pytest.mark.soak
+@pytest.mark.parametrize("module", ASYNC_CORRECT)
+def test_a_correct_async_lock_gets_no_false_alarm(module, contend_target, ns):
+    row = check(module, "lock", contend_target, ns, package="async_foreign")
     assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
 
 
