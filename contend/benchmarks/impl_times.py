@@ -1,0 +1,213 @@
+"""How long `contend check --impl` takes on correct code written elsewhere, and what it says.
+
+`python -m contend.benchmarks.impl_times --runs 3` runs the whole command, as a user types it, on
+every correct implementation of tests/fixtures/foreign, tests/fixtures/async_foreign and
+tests/fixtures/masters, `--runs` times each, and prints per implementation the verdicts (every run
+must pass: anything else is a false alarm), the median and worst seconds of the whole command, and
+how many runs were over `--limit` seconds. Give `--contend` twice (e.g. an older checkout's
+`contend` and this one's) to compare: the commands take turns run by run, so both see the same
+machine, and each line ends with the ratio of the medians to the first command's. Run it from the
+repository's root (the fixtures are its tests').
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Case:
+    """One correct implementation and how the command is told about it."""
+
+    module: str
+    kind: str
+    masters: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.module.removeprefix("tests.fixtures.")
+
+    def arguments(self) -> list[str]:
+        extra = ["--masters", str(self.masters)] if self.masters else []
+        return ["--impl", f"{self.module}:make", "--kind", self.kind, *extra]
+
+
+CASES = (
+    *(
+        Case(f"tests.fixtures.foreign.{module}", kind)
+        for module, kind in (
+            ("raising_lock", "lock"),
+            ("returning_lock", "lock"),
+            ("threadlocal_lock", "lock"),
+            ("redispy_lock", "lock"),
+            ("attr_fenced_lock", "lock"),
+            ("return_fenced_lock", "lock"),
+            ("held_set_lock", "lock"),
+            ("lua_registry", "registry"),
+            ("watch_registry", "registry"),
+            ("zset_semaphore", "semaphore"),
+            ("flight", "single-flight"),
+            ("hash_bank", "transaction"),
+            ("plain_bank", "transaction"),
+        )
+    ),
+    *(
+        Case(f"tests.fixtures.async_foreign.{module}", "lock")
+        for module in ("fenced_lock", "held_set_lock", "redispy_lock", "undo_lock", "watch_lock")
+    ),
+    Case("tests.fixtures.masters.fanout_redlock", "lock", masters=3),
+    Case("tests.fixtures.masters.vote_lock", "lock", masters=3),
+)
+
+
+@dataclass
+class Timing:
+    """One command's runs on one implementation."""
+
+    seconds: list[float] = field(default_factory=list)
+    verdicts: list[str] = field(default_factory=list)
+    refused: str = ""  # the command's own message when it cannot check this implementation at all
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds) if self.seconds else float("nan")
+
+    @property
+    def worst(self) -> float:
+        return max(self.seconds) if self.seconds else float("nan")
+
+
+def run_one(contend: list[str], case: Case) -> tuple[float, str, str]:
+    """Seconds of the whole command, its verdict ("pass", or the failed checks), and its message
+    when it refused the implementation (exit 2)."""
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "check.json"
+        start = time.perf_counter()
+        done = subprocess.run(
+            [*contend, "check", *case.arguments(), "--json", str(report), "-q"],
+            capture_output=True,
+            text=True,
+        )
+        seconds = time.perf_counter() - start
+        if done.returncode == 2 or not report.exists():
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            return seconds, "refused", lines[-1] if lines else f"exit {done.returncode}"
+        return seconds, verdict(json.loads(report.read_text())), ""
+
+
+def verdict(document: dict) -> str:
+    """The verdict: "pass", or the row's verdict and the checks that did not pass, from `contend check --json`."""
+    (row,) = document["implementations"]
+    if row["verdict"] == "pass":
+        return "pass"
+    others = [f"{c['check']} {c['status']}" for c in row["checks"] if c["status"] != "pass"]
+    return f"{row['verdict']}: {', '.join(others)}"
+
+
+def measure(commands: list[list[str]], cases: list[Case], runs: int) -> dict[Case, list[Timing]]:
+    """Every case `runs` times with every command, the commands taking turns; a command that
+    refused a case is not asked again. Progress goes to stderr, one line a run."""
+    timings = {case: [Timing() for _ in commands] for case in cases}
+    for run in range(runs):
+        for case in cases:
+            for index, command in enumerate(commands):
+                timing = timings[case][index]
+                if timing.refused:
+                    continue
+                seconds, said, message = run_one(command, case)
+                if said == "refused":
+                    timing.refused = message
+                    print(
+                        f"run {run + 1}/{runs} {case.name} [{index + 1}]: refused: {message}", file=sys.stderr
+                    )
+                    continue
+                timing.seconds.append(seconds)
+                timing.verdicts.append(said)
+                print(
+                    f"run {run + 1}/{runs} {case.name} [{index + 1}]: {said} in {seconds:.1f} s",
+                    file=sys.stderr,
+                )
+    return timings
+
+
+def line(case: Case, timings: list[Timing], limit: float) -> str:
+    """One implementation: per command its verdicts, median, worst and runs over `limit`, then the
+    ratio of each median to the first command's."""
+    parts = [f"{case.name:<36}"]
+    for timing in timings:
+        if timing.refused:
+            parts.append("refused")
+            continue
+        verdicts = sorted(set(timing.verdicts))
+        over = sum(1 for s in timing.seconds if s > limit)
+        parts.append(
+            f"{'/'.join(verdicts)} {timing.verdicts.count('pass')}/{len(timing.verdicts)}"
+            f"  median {timing.median:5.1f} s  worst {timing.worst:5.1f} s  over {limit:g} s: {over}"
+        )
+    base = timings[0]
+    for timing in timings[1:]:
+        if base.seconds and timing.seconds:
+            parts.append(f"x{timing.median / base.median:.2f}")
+    return "  |  ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m contend.benchmarks.impl_times",
+        description=__doc__.split("\n\n")[1] if __doc__ else None,
+    )
+    parser.add_argument(
+        "--runs", type=int, default=3, help="runs of each implementation per command (default 3)"
+    )
+    parser.add_argument(
+        "--contend",
+        action="append",
+        metavar="COMMAND",
+        help="the contend command to time, e.g. '../old/.venv/bin/contend' (repeatable; the first is "
+        "the baseline of the ratios; default: this interpreter's contend)",
+    )
+    parser.add_argument(
+        "--only", action="append", metavar="NAME", help="only this implementation, e.g. foreign.flight"
+    )
+    parser.add_argument(
+        "--limit", type=float, default=30.0, help="count the runs longer than this (default 30 s)"
+    )
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error(f"--runs must be at least 1, not {args.runs}")
+    cases = [c for c in CASES if not args.only or c.name in args.only]
+    unknown = sorted(set(args.only or ()) - {c.name for c in CASES})
+    if unknown:
+        parser.error(
+            f"unknown implementation(s) {', '.join(unknown)}; one of: {', '.join(c.name for c in CASES)}"
+        )
+    if not Path("tests/fixtures/foreign").is_dir():
+        parser.error("run it from the repository's root: the implementations are tests/fixtures/*")
+    commands = (
+        [shlex.split(c) for c in args.contend] if args.contend else [[sys.executable, "-m", "contend.cli"]]
+    )
+    started = time.perf_counter()
+    timings = measure(commands, cases, args.runs)
+    for index, command in enumerate(commands):
+        print(f"[{index + 1}] {shlex.join(command)}")
+    for case in cases:
+        print(line(case, timings[case], args.limit))
+    alarms = [case.name for case in cases for t in timings[case] if any(v != "pass" for v in t.verdicts)]
+    print(
+        f"{len(cases)} implementation(s) x {args.runs} run(s) in {time.perf_counter() - started:.0f} s; "
+        f"false alarms: {', '.join(sorted(set(alarms))) or 'none'}"
+    )
+    return 1 if alarms else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
