@@ -96,7 +96,8 @@ def _scenario(ctx: CheckContext, operation: str, k: int, steps: int, where: Canc
 
 
 def must_free_within(ctx: CheckContext, key: str, ttl: int, where_text: str, trace: str) -> None:
-    """After a cancelled acquire, another client gets the lock within a few TTLs (real time)."""
+    """crash liveness: after a cancelled acquire (or one that lost a reply, or a crash), another
+    client gets the lock within a few TTLs (real time)."""
     bound = ttl * 3 / 1000 + 0.5
 
     async def wait() -> bool:
@@ -116,7 +117,8 @@ def must_free_within(ctx: CheckContext, key: str, ttl: int, where_text: str, tra
         raise CheckFailed(
             f"{where_text}; another client waited {time.monotonic() - start:.1f} s "
             f"({bound / (ttl / 1000):.1f} TTLs) in vain (left behind: {key_state(ctx.namespace.client, key)}):"
-            f"\n{indent(trace)}"
+            f"\n{indent(trace)}",
+            prop=CRASH_LIVENESS,
         )
 
 

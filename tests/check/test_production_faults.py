@@ -13,6 +13,7 @@ import pytest
 from contend.check.battery import run_battery
 from contend.check.framework import CheckOptions
 from contend.impl.catalog import (
+    CRASH_LIVENESS,
     GAP_FREE,
     MUTUAL_EXCLUSION,
     PROGRESS,
@@ -116,3 +117,14 @@ def test_async_locks_keep_their_grants_true_under_lost_replies(module, kind, ver
     subject = user_subject(f"tests.fixtures.async_foreign.{module}:make", kind, contend_target)
     (row,) = run_battery(contend_target, [subject], OPTIONS, ns, only_checks=["lost-reply"])
     assert row.verdict == verdict, {r.check: r.detail for r in row.results if not r.passed}
+
+
+@pytest.mark.parametrize(("factory", "broken"), [("hopeful", MUTUAL_EXCLUSION), ("no_ttl", CRASH_LIVENESS)])
+def test_async_lost_replies_catch_a_hopeful_grant_and_a_lease_left_for_ever(
+    factory, broken, contend_target, ns
+):
+    """An acquire that takes a lost reply for a grant lets two in; a SET NX without PX whose reply
+    was lost leaves a lease nobody can end: crash liveness, not mutual exclusion."""
+    subject = user_subject(f"tests.fixtures.async_foreign.mutants:{factory}", "lock", contend_target)
+    (row,) = run_battery(contend_target, [subject], OPTIONS, ns, only_checks=["lost-reply"])
+    assert [r.prop for r in row.failed] == [broken], {r.check: r.detail for r in row.failed}
