@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -195,6 +196,11 @@ def main(argv: list[str] | None = None) -> int:
     commands = (
         [shlex.split(c) for c in args.contend] if args.contend else [[sys.executable, "-m", "contend.cli"]]
     )
+    missing = [shlex.join(c) for c in commands if not c or shutil.which(c[0]) is None]
+    if missing:
+        parser.error(
+            f"--contend {missing[0]!r}: no such program (give the path of a contend, or a command that runs one)"
+        )
     started = time.perf_counter()
     timings = measure(commands, cases, args.runs)
     for index, command in enumerate(commands):

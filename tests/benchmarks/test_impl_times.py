@@ -43,3 +43,10 @@ def test_an_unknown_implementation_is_refused_with_the_names_to_choose_from(caps
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "unknown implementation(s) foreign.nope" in err and "foreign.raising_lock" in err
+
+
+def test_a_contend_command_that_does_not_exist_is_refused_before_anything_runs(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        impl_times.main(["--contend", "/no/such/contend", "--only", "foreign.flight"])
+    assert exit_.value.code == 2
+    assert "--contend '/no/such/contend': no such program" in capsys.readouterr().err
