@@ -13,6 +13,7 @@ repository's root (the fixtures are its tests').
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import shlex
 import shutil
@@ -23,6 +24,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from contend.commands.families import family_label
 
 
 @dataclass(frozen=True)
@@ -42,32 +45,19 @@ class Case:
         return ["--impl", f"{self.module}:make", "--kind", self.kind, *extra]
 
 
-CASES = (
-    *(
-        Case(f"tests.fixtures.foreign.{module}", kind)
-        for module, kind in (
-            ("raising_lock", "lock"),
-            ("returning_lock", "lock"),
-            ("threadlocal_lock", "lock"),
-            ("redispy_lock", "lock"),
-            ("attr_fenced_lock", "lock"),
-            ("return_fenced_lock", "lock"),
-            ("held_set_lock", "lock"),
-            ("lua_registry", "registry"),
-            ("watch_registry", "registry"),
-            ("zset_semaphore", "semaphore"),
-            ("flight", "single-flight"),
-            ("hash_bank", "transaction"),
-            ("plain_bank", "transaction"),
-        )
-    ),
-    *(
-        Case(f"tests.fixtures.async_foreign.{module}", "lock")
-        for module in ("fenced_lock", "held_set_lock", "redispy_lock", "undo_lock", "watch_lock")
-    ),
-    Case("tests.fixtures.masters.fanout_redlock", "lock", masters=3),
-    Case("tests.fixtures.masters.vote_lock", "lock", masters=3),
-)
+def correct_cases() -> list[Case]:
+    """Every correct implementation the test suite names (the CORRECT lists of tests/fixtures'
+    foreign, async_foreign and masters), read from the repository the command runs in."""
+    sys.path.insert(0, str(Path.cwd()))
+    fixtures = {
+        name: importlib.import_module(f"tests.fixtures.{name}")
+        for name in ("foreign", "async_foreign", "masters")
+    }
+    return [
+        *(Case(f"tests.fixtures.foreign.{m}", family_label(kind)) for m, kind in fixtures["foreign"].CORRECT),
+        *(Case(f"tests.fixtures.async_foreign.{m}", "lock") for m in fixtures["async_foreign"].CORRECT),
+        *(Case(f"tests.fixtures.masters.{m}", "lock", masters=3) for m in fixtures["masters"].CORRECT),
+    ]
 
 
 @dataclass
@@ -185,14 +175,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error(f"--runs must be at least 1, not {args.runs}")
-    cases = [c for c in CASES if not args.only or c.name in args.only]
-    unknown = sorted(set(args.only or ()) - {c.name for c in CASES})
-    if unknown:
-        parser.error(
-            f"unknown implementation(s) {', '.join(unknown)}; one of: {', '.join(c.name for c in CASES)}"
-        )
     if not Path("tests/fixtures/foreign").is_dir():
         parser.error("run it from the repository's root: the implementations are tests/fixtures/*")
+    every = correct_cases()
+    cases = [c for c in every if not args.only or c.name in args.only]
+    unknown = sorted(set(args.only or ()) - {c.name for c in every})
+    if unknown:
+        parser.error(
+            f"unknown implementation(s) {', '.join(unknown)}; one of: {', '.join(c.name for c in every)}"
+        )
     commands = (
         [shlex.split(c) for c in args.contend] if args.contend else [[sys.executable, "-m", "contend.cli"]]
     )

@@ -26,21 +26,7 @@ from contend.impl.catalog import (
     TABLES_AGREE,
 )
 from contend.subject.subject import user_subject
-
-CORRECT = [
-    ("raising_lock", "lock"),
-    ("returning_lock", "lock"),
-    ("threadlocal_lock", "lock"),
-    ("redispy_lock", "lock"),
-    ("attr_fenced_lock", "lock"),
-    ("return_fenced_lock", "lock"),
-    ("lua_registry", "registry"),
-    ("watch_registry", "registry"),
-    ("zset_semaphore", "semaphore"),
-    ("flight", "single_flight"),
-    ("hash_bank", "transaction"),
-    ("plain_bank", "transaction"),
-]
+from tests.fixtures import async_foreign, foreign
 
 #: module, kind, the properties its defect may be reported as (the first is the one it breaks)
 MUTANTS = [
@@ -73,7 +59,7 @@ OPTIONS = CheckOptions(shrink=False, schedule_examples=50, serial_names=300, bur
 
 
 #: Run in the soak tier only (`pytest -m soak`): styles the default run's others already cover.
-SOAK = {"raising_lock", "threadlocal_lock", "redispy_lock", "return_fenced_lock", "watch_registry",
+SOAK = {"raising_lock", "threadlocal_lock", "held_set_lock", "redispy_lock", "return_fenced_lock", "watch_registry",
         "extend_any_lock", "plain_del_lock", "two_step_lock", "check_then_set_lock", "racy_registry",
         "hash_bank", "plain_bank", "pipeline_bank", "skewed_audit_bank", "helper_bank"}  # fmt: skip
 
@@ -89,19 +75,16 @@ def check(module: str, kind: str, target, ns, package: str = "foreign"):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("module", "kind"), params(CORRECT))
+@pytest.mark.parametrize(("module", "kind"), params(foreign.CORRECT))
 def test_a_correct_implementation_gets_no_false_alarm(module, kind, contend_target, ns):
     row = check(module, kind, contend_target, ns)
     assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
 
 
-#: The async locks written in other styles (tests/fixtures/async_foreign), whole battery: the soak
-#: tier's (the default run takes each in the checks it was written for).
-ASYNC_CORRECT = ["fenced_lock", "held_set_lock", "redispy_lock", "undo_lock", "watch_lock"]
-
-
+#: The async locks written in other styles, whole battery: the soak tier's (the default run takes
+#: each in the checks it was written for).
 @pytest.mark.soak
-@pytest.mark.parametrize("module", ASYNC_CORRECT)
+@pytest.mark.parametrize("module", async_foreign.CORRECT)
 def test_a_correct_async_lock_gets_no_false_alarm(module, contend_target, ns):
     row = check(module, "lock", contend_target, ns, package="async_foreign")
     assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}

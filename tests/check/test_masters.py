@@ -17,6 +17,7 @@ from contend.machines.family import family_machine
 from contend.servers.target import open_target
 from contend.subject.protocols import ProtocolError
 from contend.subject.subject import user_subject
+from tests.fixtures import masters
 from tests.machines.helpers import driven_by_hand, step_while
 
 #: A user's lock gets `schedule_examples` whether it is correct or not: 150 for a mutant to be
@@ -88,7 +89,7 @@ def test_a_multi_master_mutant_is_caught(module, checks, broken):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("module", ["fanout_redlock", "vote_lock"])
+@pytest.mark.parametrize("module", masters.CORRECT)
 def test_a_correct_multi_master_lock_passes_the_state_machine_and_lost_replies(module):
     row = run(module, ["schedule", "lost-reply"], CORRECT_OPTIONS)
     assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
