@@ -114,7 +114,7 @@ def _sync_gated(target: Target, n: int) -> float:
     client = target.client()
     client.ping()
     try:
-        with Scheduler() as s:
+        with Scheduler(clock=target.clock) as s:
             s.add_client(connection=client)
             s.start(0, lambda: _pings(client, n), "pings")
             return _timed(lambda: _step_to_end(s))
@@ -123,7 +123,7 @@ def _sync_gated(target: Target, n: int) -> float:
 
 
 def _async_gated(target: Target, n: int) -> float:
-    with Scheduler() as s:
+    with Scheduler(clock=target.clock) as s:
         conn = redis.asyncio.Redis.from_url(target.url)
         s.add_client(connection=conn)
         s.start(0, lambda: conn.ping(), "connect")  # the connection and its handshake: not timed

@@ -154,7 +154,7 @@ def scheduled_clients(ctx: CheckContext, n: int) -> Any:
     """A scheduler with `n` async clients, each a redis.asyncio client of its own (a cluster
     client on a Redis Cluster)."""
     ctx.check_abandoned()
-    with Scheduler() as s:
+    with Scheduler(clock=ctx.target.clock) as s:
         conns = [ctx.target.async_client() for _ in range(n)]
         for conn in conns:
             s.add_client(connection=conn)

@@ -138,7 +138,19 @@ def schedule_check(ctx: CheckContext) -> str:
         ) from None
     if options.replay:
         return "the replayed example ran to its end: no property broke this time"
-    return f"{examples} Hypothesis-chosen interleavings (seed fixed), no property broken"
+    return f"{examples} Hypothesis-chosen interleavings (seed fixed), no property broken" + _unjudged(
+        ctx, machine
+    )
+
+
+def _unjudged(ctx: CheckContext, machine: type[ScheduledMachine]) -> str:
+    """What was not judged because the server keeps its own time (one contend did not start)."""
+    if ctx.target.clock is not None or not machine.judged_on_kept_time:
+        return ""
+    return (
+        f"; not judged on a server contend did not start, which keeps its own time while the clients "
+        f"keep a virtual one: {machine.judged_on_kept_time} (leave out --redis-url to judge them)"
+    )
 
 
 def _unshrunk(

@@ -359,7 +359,7 @@ class Coordinator:
         url = settings.url
         if not url:
             if self.embedded is None:
-                self.embedded = Deployment()
+                self.embedded = Deployment(keep_clock=False)  # Locust users run in real time
                 try:
                     self.embedded.start()
                 except BaseException:

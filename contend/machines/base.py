@@ -13,14 +13,15 @@ Rules common to all families:
   taken effect, and no property blames it for failing.
 * `crash` - a client abandons its operation mid-way (between two round trips);
   it never sends again and its connection is closed.
-TTLs also follow the virtual clock: when it jumps (every client asleep in a
-retry loop, or a stall), the TTLs of the keys the clients named shrink by as
-much, and keys whose TTL ran out are deleted, so a crashed holder's lease ends
-when the survivors have waited long enough, not in real seconds. The 1 ms of
-virtual time a step costs counts against TTLs at the next jump. The jumps the
-machines make themselves land well away from any lease's end (see
-`contend.machines.locks.MARGIN_SHARE`): TTLs are brought to virtual time from
-real readings, which a loaded machine puts a few ms off.
+The servers keep the scheduler's virtual clock (contend.servers.clock): when it
+jumps (every client asleep in a retry loop, or a stall) or a step costs its 1 ms,
+TIME, TTLs and expiry on the server move with it, so a crashed holder's lease ends
+when the survivors have waited long enough, not in real seconds, and to the
+millisecond in every run of an example. Nothing rewrites a TTL. Before a jump the
+machine reads (never writes) the TTLs of the keys the clients named, to put the
+keys the jump runs out in the trace. On a server contend did not start
+(--redis-url), which keeps its own time, the judgements that need time to pass
+are not made (`server_keeps_time`).
 
 On failure the machine notes the interleaving, client by client, with what
 each round trip sent and received; Hypothesis prints it with the shrunk
@@ -51,7 +52,7 @@ from hypothesis.strategies._internal.featureflags import FeatureFlags  # swarm t
 from contend.errors import Abandoned
 from contend.impl.catalog import CLUSTER_SLOTS, PROGRESS
 from contend.schedule import DrawChooser, Scheduler, Status
-from contend.schedule.gating import REAL_MONOTONIC, LostReply
+from contend.schedule.gating import LostReply
 from contend.schedule.scheduler import schedule_expression
 from contend.servers.keyspace import Namespace, cluster_masters, new_run_id, placed_prefix
 from contend.servers.slot_refusals import refusals_count, refusals_since
@@ -177,6 +178,10 @@ class ScheduledMachine(RuleBasedStateMachine):
     #: (faults, clock jumps) are still turned off in some examples, as swarm testing intends.
     essential_rules: frozenset[str] = frozenset({"advance"})
 
+    #: What the machine judges only on servers that keep the virtual clock (contend started them),
+    #: said when it runs on one that keeps its own (--redis-url); "" if nothing.
+    judged_on_kept_time = ""
+
     def __init__(
         self, target: Target, *, abandoned: threading.Event | None = None, namespace: str | None = None
     ) -> None:
@@ -197,15 +202,15 @@ class ScheduledMachine(RuleBasedStateMachine):
         self.op_started: dict[int, float] = {}
         self.op_waited: dict[int, float] = {}
         self.last_op_started = 0.0
-        #: Whether a script the implementation sent reads the server's clock (TIME): then
-        #: virtual time does not move its leases, and liveness under it cannot be judged.
-        self.reads_server_clock = False
+        #: Do the servers keep the virtual clock (contend started them)? If not (--redis-url), no
+        #: lease runs out in virtual time, and what needs one to is not judged.
+        self.server_keeps_time = target.clock is not None
         self.admin = _take_connection(target)
         self.ns = Namespace(self.admin, self._example_prefix(namespace), dbs=self.dbs, other_urls=target.also)
         #: Refusals because of hash slots before this example (on a Redis Cluster): one during it
         #: is the finding, whatever the implementation made of it.
         self._refusals_mark = refusals_count()
-        self.scheduler = Scheduler()
+        self.scheduler = Scheduler(clock=target.clock)
         self.connections: list[redis.Redis] = []
         self.current: int | None = None
         self.in_flight: dict[int, str] = {}
@@ -215,13 +220,9 @@ class ScheduledMachine(RuleBasedStateMachine):
         #: Clients whose operation in flight lost a reply (it is indeterminate if it raises).
         self.lost_reply_in: set[int] = set()
         self._known_keys: set[str] = set()
-        #: When the server's TTLs were last brought to virtual time (real, virtual), and when each
-        #: key was last named by a round trip since (a command may have set its TTL then).
-        self._ttl_sync = (REAL_MONOTONIC(), 0.0)
-        self._named_at: dict[str, tuple[float, float]] = {}
         self._views: list[_SyncView] = []  # the harness's views of async code, closed at teardown
         self._key_prefix = self.ns.prefix + ":"
-        self.scheduler.on_jump = self._time_passes
+        self.scheduler.on_jump = self._note_expiries
         for _ in range(self.clients):
             conn = _async_connection(target) if self.asynchronous else _take_connection(target)
             self.connections.append(conn)
@@ -356,15 +357,8 @@ class ScheduledMachine(RuleBasedStateMachine):
         if last is not None and last.lost and last.client == self.scheduler.clients[index].name:
             self.lost_reply_in.add(index)
         if last is not None:
-            # The server ran the round trip somewhere within the step: its middle is the best guess.
-            named_at = ((last.real_start + REAL_MONOTONIC()) / 2, last.vtime)
             for cmd in last.sent:
-                for arg in cmd[1:]:
-                    if self._key_prefix in arg:
-                        self._known_keys.add(arg)
-                        self._named_at[arg] = named_at
-                if not self.reads_server_clock and _reads_time(cmd):
-                    self.reads_server_clock = True
+                self._known_keys.update(arg for arg in cmd[1:] if self._key_prefix in arg)
         if (foreign := foreign_round_trip()) is not None:
             raise foreign  # no verdict: the run stops (contend.check.framework says so)
         if refused := refusals_since(self._refusals_mark):
@@ -398,49 +392,22 @@ class ScheduledMachine(RuleBasedStateMachine):
                     f"{waited:.1f} virtual seconds without returning (bound {self.operation_bound:g} s): it hangs",
                 )
 
-    def _time_passes(self, seconds: float) -> None:
-        """The virtual clock jumped: TTLs on the server run down by as much, or out.
-
-        The keys looked at are the namespace's keys the clients named in their
-        commands (script KEYS included); one pipelined PTTL reads them.
-
-        The server's own clock ran meanwhile in real time, while the virtual clock moved by a
-        step's cost per round trip: a loaded machine's slow steps would let a key run out early,
-        and how early would differ between two runs of the same example. So each TTL is first
-        brought back to what virtual time says: the real time since it was last brought there
-        (or since a round trip last named its key, which may have set it) is given back, and the
-        virtual time since taken off, before the jump is. (Not for code that reads the server's
-        clock, TIME: its own deadlines, PEXPIREAT's included, are in the server's time.)
-        """
+    def _note_expiries(self, seconds: float) -> None:
+        """The virtual clock is about to jump by `seconds`, and the servers' with it: put in the
+        trace the keys the jump runs out (the namespace's keys the clients named, script KEYS
+        included; one pipelined PTTL per server reads them, and nothing is written)."""
         keys = sorted(self._known_keys)
-        virtual_before = self.scheduler.vclock - seconds
-        if not keys:
-            self._ttl_sync = (REAL_MONOTONIC(), self.scheduler.vclock)
+        if not keys or not self.server_keeps_time:
             return
         several = len(self.ns.dbs) + len(self.ns.other_urls) > 1
         for where, client in self.ns.stores():
             with client.pipeline(transaction=False) as pipe:
                 for key in keys:
                     pipe.pttl(key)
-                sent = REAL_MONOTONIC()
                 ttls = pipe.execute()
-                now = (sent + REAL_MONOTONIC()) / 2  # when the server read them, at best guess
-                for key, pttl in zip(keys, ttls, strict=True):
-                    if pttl <= 0:
-                        continue
-                    if not self.reads_server_clock:  # else its TTLs follow the server's clock
-                        real_since, virtual_since = max(
-                            self._ttl_sync, self._named_at.get(key, self._ttl_sync)
-                        )
-                        pttl += round(((now - real_since) - (virtual_before - virtual_since)) * 1000)
-                    if pttl <= seconds * 1000:
-                        pipe.delete(key)
-                        self.scheduler.note(f"{key}{f' ({where})' if several else ''} {EXPIRED_NOTE}")
-                    else:
-                        pipe.pexpire(key, int(pttl - seconds * 1000))
-                pipe.execute()
-        self._ttl_sync = (REAL_MONOTONIC(), self.scheduler.vclock)
-        self._named_at.clear()
+            for key, pttl in zip(keys, ttls, strict=True):
+                if 0 <= pttl < seconds * 1000:
+                    self.scheduler.note(f"{key}{f' ({where})' if several else ''} {EXPIRED_NOTE}")
 
     # Rules -----------------------------------------------------------------------------
     @precondition(lambda self: bool(self.scheduler.runnable()))
@@ -556,10 +523,3 @@ def _resends(trace: list[Any]) -> str:
         f" [after a lost reply, a round trip the server had already run was sent again ({which}): "
         "the violation may come from that resend]"
     )
-
-
-def _reads_time(command: list[str]) -> bool:
-    """Does a command run a script that asks the server for its clock?"""
-    if not command or command[0].upper() not in ("EVAL", "EVAL_RO", "SCRIPT", "FCALL", "FUNCTION"):
-        return False
-    return any("'TIME'" in arg.upper() or '"TIME"' in arg.upper() for arg in command[1:])

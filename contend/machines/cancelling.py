@@ -126,7 +126,7 @@ def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
     self.run_alone(index, drain, "the loop finishes its background tasks")
     if was == "release()":
         self.run_alone(index, self.locks[index].release, "release() again")
-    if CRASH_LIVENESS not in self.claims or self.reads_server_clock:
+    if CRASH_LIVENESS not in self.claims or not self.server_keeps_time:
         return
     if not _probe_can_tell(self, index):
         return

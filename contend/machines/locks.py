@@ -40,9 +40,10 @@ raises for a lease no longer held is never judged: refusing is correct):
   taken again;
 * progress: no operation runs longer than `operation_bound` virtual seconds.
 
-Leases that live in script-computed server time (TIME) do not follow the
-virtual clock; for such locks the judgements that need a lease to run out
-(safe-release after an extend, crash-liveness) are skipped.
+Leases run out on the server's clock, which keeps the virtual one (TIME-scored
+leases in scripts and PXAT expiries included). On a server contend did not start,
+which keeps its own time, the judgements that need a lease to run out (stalls,
+stale grants, safe-release after an extend, crash-liveness) are not made.
 """
 
 from __future__ import annotations
@@ -80,12 +81,7 @@ _CRASH_ONE_IN = 3
 #: What an extend asks for: longer than the TTL, so an extend that reaches another holder's key
 #: visibly raises its TTL.
 EXTEND_MS = 2 * TTL_MS
-#: The machine's own jumps (a stall, a pause, waiting out a lease) land at least this share of
-#: the TTL away from any lease's end: the server's TTLs are brought to virtual time from real
-#: readings, a few ms off on a loaded machine, and a jump that ended 1 ms past an expiry would
-#: expire the key in one run of an example and not in the next (Hypothesis: "flaky"). A pause
-#: of PAUSE_SHARE never sums with stalls to a whole number of TTLs either.
-MARGIN_SHARE = 0.05
+#: A pause (`advance(then="pause")`) is this share of the TTL.
 PAUSE_SHARE = 0.3
 ACQUIRE_TIMEOUT = 0.2  # virtual seconds a blocking acquire keeps retrying
 #: How long past its timeout a blocking acquire may go on waiting (its own waiting: stalls and
@@ -110,6 +106,7 @@ class LockMachine(ScheduledMachine):
     crash_rule = False  # clients crash through acquire(crash_after=...)
     operation_bound = 2 * TTL_MS / 1000 + ACQUIRE_TIMEOUT
     essential_rules = frozenset({"acquire", "advance"})
+    judged_on_kept_time = "stalls past a lease, stale-grant, safe-release after an extend, crash-liveness"
 
     def __init__(self, target: Target, **kwargs: Any) -> None:
         self.locks: list[Any] = []
@@ -220,7 +217,7 @@ class LockMachine(ScheduledMachine):
             self.extends.add(index)
         if crash_after is not None:
             self.crash_plan[index] = len(self.scheduler.trace), crash_after
-        if pause_in_acquire is not None and not self.reads_server_clock:
+        if pause_in_acquire is not None and self.server_keeps_time:
             self.pause_in_acquire[index] = pause_in_acquire
         lock = self.locks[index]
         self.started_at[index] = self.scheduler.vclock
@@ -242,7 +239,7 @@ class LockMachine(ScheduledMachine):
         than the TTL (stall), wherever it is in its operation."""
         self.turn_from_new_holder()
         super().advance(data, steps)
-        if then and self.busy_workers() and not self.reads_server_clock:
+        if then and self.busy_workers() and self.server_keeps_time:
             if then == "stall":
                 self.stall()
             else:
@@ -333,7 +330,7 @@ class LockMachine(ScheduledMachine):
     def stall(self) -> None:
         """A stall longer than the lease: the clock jumps, and TTLs run out on it. (Leases kept in
         server time do not run out on the virtual clock: for those there is nothing to stall.)"""
-        if self.reads_server_clock:
+        if not self.server_keeps_time:
             return
         self.last_stall = len(self.scheduler.trace)
         self.scheduler.advance(self.stall_length, note=f"a stall longer than the {self.ttl:g} s TTL")
@@ -341,8 +338,15 @@ class LockMachine(ScheduledMachine):
 
     @property
     def stall_length(self) -> float:
-        """A stall: the TTL and a margin (MARGIN_SHARE)."""
-        return self.ttl * (1 + MARGIN_SHARE)
+        """A stall: just longer than the TTL (`past`)."""
+        return self.ttl + self.past
+
+    @property
+    def past(self) -> float:
+        """How far past a lease's end the machine's own jumps go, so that the lease has surely run
+        out on the server, which keeps the virtual clock to the millisecond: one millisecond, or the
+        granularity of the lock's leases if its factory declares a coarser one (`ttl_resolution_ms`)."""
+        return ttl_resolution(type(self).factory) / 1000
 
     def stalls_since(self, position: int) -> list[tuple[int, float]]:
         """The stalls that came after trace position `position`: (position, virtual time after)."""
@@ -524,7 +528,7 @@ class LockMachine(ScheduledMachine):
         success after a stall longer than the TTL between its round trips: the lease it reports
         must be there, so a third client cannot take the lock right after."""
         inside = self.stalls_since(began)
-        if not inside or STALE_GRANT not in self.judged or self.limit != 1 or self.reads_server_clock:
+        if not inside or STALE_GRANT not in self.judged or self.limit != 1 or not self.server_keeps_time:
             return
         if self.valid_holders() - {index} or any(
             label.startswith("acquire") for c, label in self.in_flight.items() if c != index
@@ -625,11 +629,11 @@ class LockMachine(ScheduledMachine):
                     f"holds: a third client acquired right after (virtual time {self.scheduler.vclock:.3f} s)",
                 )
             return
-        if self.reads_server_clock or successor in self.extends:
+        if not self.server_keeps_time or successor in self.extends:
             return  # its lease does not run out on the virtual clock, or it extends it itself
         honest_end = self.written_at[successor] + self.lease_len.get(successor, self.ttl)
         self.scheduler.advance(
-            max(0.0, honest_end - self.scheduler.jumped) + self.ttl * MARGIN_SHARE,
+            max(0.0, honest_end - self.scheduler.jumped) + self.past,
             note=f"{names[successor]} pauses until its own lease must have run out",
         )
         if not self.probe_acquires():
@@ -754,13 +758,13 @@ class LockMachine(ScheduledMachine):
         return got
 
     def check_quiescent(self) -> None:
-        if CRASH_LIVENESS not in self.claims or not self.crashed_holders or self.reads_server_clock:
+        if CRASH_LIVENESS not in self.claims or not self.crashed_holders or not self.server_keeps_time:
             return
         self.finish_all()  # the living give their leases back
         # A lease written by a clock that was ahead (then, not only now) looks valid for longer,
         # and an extended one lasts the extend's TTL.
         self.scheduler.advance(
-            self.longest_lease * (1 + MARGIN_SHARE) + self.skew_total, note="the crashed holder's TTL passes"
+            self.longest_lease + self.skew_total + self.past, note="the crashed holder's TTL passes"
         )
         if not self.probe_acquires():
             what = (

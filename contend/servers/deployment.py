@@ -11,18 +11,20 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import redis
 
 from contend.errors import ServerError
 from contend.servers.binary import RedisBinary, find_redis_server
+from contend.servers.clock import ServerClock
 from contend.servers.cluster import NODE_TIMEOUT_MS, EmbeddedCluster
 from contend.servers.cluster_client import SlotCheckingCluster
 from contend.servers.connect import describe_server
 from contend.servers.sentinel import EmbeddedSentinelGroup
-from contend.servers.server import EmbeddedRedis, Lifecycle, Persistence, stop_each
+from contend.servers.server import EmbeddedRedis, Lifecycle, Persistence, clock_of, stop_each
 from contend.servers.signals import wait_stopped
-from contend.servers.urls import is_cluster_url, node_url, sentinel_master
+from contend.servers.urls import is_cluster_url, is_sentinel_url, node_url, sentinel_master
 
 
 class Deployment(Lifecycle):
@@ -45,12 +47,30 @@ class Deployment(Lifecycle):
         sentinel: bool = False,
         masters: int = 0,
         counter: bool = True,
+        keep_clock: bool = True,
     ) -> None:
         self.redis_url = redis_url
+        #: The clock every server this run starts keeps (contend.servers.clock): real time until a
+        #: scheduler drives it. None on a --redis-url server, and for runs in real time only
+        #: (stress, load: `keep_clock=False`), whose servers run without libfaketime.
+        self.clock: ServerClock | None = ServerClock() if keep_clock and not redis_url else None
+        if keep_clock and redis_url and not is_sentinel_url(redis_url):
+            # A server this process started keeps the clock it was given.
+            with contextlib.suppress(ValueError):  # a malformed URL is refused when it is connected
+                where = urlsplit(node_url(redis_url))
+                self.clock = clock_of(where.hostname, where.port)
+        self._own_clock = not redis_url
         #: With `masters`: a server of its own besides them (stress keeps its counter there); without
         #: it, the first master is the run's server (`contend check --masters N`).
         self.counter = counter
-        self.binary: RedisBinary | None = None if redis_url else find_redis_server(redis_server)
+        try:
+            self.binary: RedisBinary | None = (
+                None if redis_url else find_redis_server(redis_server, keep_clock=self.clock is not None)
+            )
+        except BaseException:
+            if self.clock is not None and self._own_clock:
+                self.clock.close()
+            raise
         self.persistence: Persistence = persistence
         self.appendfsync = appendfsync
         self.want_replica = replica
@@ -69,6 +89,7 @@ class Deployment(Lifecycle):
                 cluster_replicas,
                 self.binary,
                 node_timeout_ms=NODE_TIMEOUT_MS if node_timeout_ms is None else node_timeout_ms,
+                clock=self.clock,
             )
 
         #: With --masters N: the lock's own masters (Redlock), apart from the counter's server.
@@ -138,6 +159,7 @@ class Deployment(Lifecycle):
             self.binary,
             persistence=self.persistence,
             appendfsync=self.appendfsync,  # type: ignore[arg-type]
+            clock=self.clock,
         )
         self.started.append(self.primary)  # before start: Ctrl-C during it must still stop it
         self.primary.start()
@@ -160,7 +182,7 @@ class Deployment(Lifecycle):
         """The lock's independent masters, without persistence: a restart comes back empty."""
         assert self.binary is not None
         for _ in range(self.masters_wanted):
-            master = EmbeddedRedis(self.binary)
+            master = EmbeddedRedis(self.binary, clock=self.clock)
             self.started.append(master)  # before start: Ctrl-C during it must still stop it
             self.lock_masters.append(master.start())
             self.note_pids()
@@ -211,6 +233,7 @@ class Deployment(Lifecycle):
             persistence=self.persistence,
             appendfsync=self.appendfsync,  # type: ignore[arg-type]
             extra_args=["--replicaof", self.primary.host, str(self.primary.port)],
+            clock=self.clock,
         )
         self.started.append(replica)
         self.replica = replica.start()
@@ -281,3 +304,5 @@ class Deployment(Lifecycle):
         if self.group is not None:
             self.group.stop()
         self.replica = None
+        if self.clock is not None and self._own_clock:
+            self.clock.close()

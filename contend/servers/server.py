@@ -30,10 +30,12 @@ import redis
 
 from contend.errors import ServerError
 from contend.servers.binary import RedisBinary, find_redis_server
+from contend.servers.clock import ServerClock
 
 Persistence = Literal["none", "aof", "rdb"]
 DIR_PREFIX = "contend-redis-"
 OWNER_FILE = "owner.pid"
+STDERR_FILE = "stderr.log"
 
 _live: set[EmbeddedRedis] = set()
 _live_lock = threading.Lock()
@@ -80,10 +82,13 @@ class EmbeddedRedis(Lifecycle):
         port: int | None = None,
         extra_args: Sequence[str] = (),
         startup_timeout: float = 10.0,
+        clock: ServerClock | None = None,
     ) -> None:
         if persistence not in ("none", "aof", "rdb"):
             raise ValueError(f"persistence must be 'none', 'aof' or 'rdb', got {persistence!r}")
-        self.binary = binary or find_redis_server()
+        self.binary = binary or find_redis_server(keep_clock=clock is not None)
+        #: The clock it keeps (libfaketime preloaded, contend.servers.clock); None: real time.
+        self.clock = clock
         self.persistence = persistence
         self.appendfsync = appendfsync
         self.host = "127.0.0.1"
@@ -123,7 +128,7 @@ class EmbeddedRedis(Lifecycle):
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the server (SIGTERM, then SIGKILL) and delete its directory."""
-        self._reap(signal.SIGTERM, timeout)
+        self._reap(self._term_signal(), timeout)
         self._cleanup_dir()
 
     def kill(self) -> None:
@@ -132,7 +137,7 @@ class EmbeddedRedis(Lifecycle):
 
     def restart(self) -> EmbeddedRedis:
         """Stop (SIGTERM) and start again on the same port and directory."""
-        self._reap(signal.SIGTERM)
+        self._reap(self._term_signal())
         return self.start()
 
     def pause(self) -> None:
@@ -164,9 +169,16 @@ class EmbeddedRedis(Lifecycle):
         return f"embedded {self.binary.product} {self.binary.version} at {self.host}:{self.port}"
 
     def log_tail(self, lines: int = 15) -> str:
-        if self.dir is None or not (self.dir / "redis.log").exists():
+        """The last lines of its log, and of what it wrote on stderr (a preloaded library's complaint)."""
+        if self.dir is None:
             return ""
-        return "\n".join((self.dir / "redis.log").read_text(errors="replace").splitlines()[-lines:])
+        said = [
+            line
+            for name in (STDERR_FILE, "redis.log")
+            if (self.dir / name).exists()
+            for line in (self.dir / name).read_text(errors="replace").splitlines()
+        ]
+        return "\n".join(said[-lines:])
 
     def __repr__(self) -> str:
         state = f"pid {self.pid}" if self.running else "stopped"
@@ -197,15 +209,19 @@ class EmbeddedRedis(Lifecycle):
         use_pdeathsig = sys.platform.startswith("linux") and (
             threading.get_native_id() == threading.main_thread().native_id
         )
-        self.process = subprocess.Popen(
-            self._args(),
-            cwd=self.dir,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            preexec_fn=_die_with_parent if use_pdeathsig else None,
-        )
+        assert self.dir is not None
+        env = None if self.clock is None else {**os.environ, **self.clock.environment(self.binary.product)}
+        with (self.dir / STDERR_FILE).open("ab") as stderr:
+            self.process = subprocess.Popen(
+                self._args(),
+                cwd=self.dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,
+                preexec_fn=_die_with_parent if use_pdeathsig else None,
+            )
 
     def _wait_ready(self) -> None:
         assert self.process is not None
@@ -232,6 +248,13 @@ class EmbeddedRedis(Lifecycle):
             f"{self.binary.path} did not answer PING on port {self.port} within "
             f"{self.startup_timeout} s; its log says:\n{self.log_tail()}"
         )
+
+    def _term_signal(self) -> signal.Signals:
+        """SIGTERM; but SIGKILL for a Valkey without persistence on a clock: its timers (which
+        handle SIGTERM) wait while a scheduler holds the clock still, and it has nothing to save."""
+        if self.clock is not None and self.binary.product == "Valkey" and self.persistence == "none":
+            return signal.SIGKILL
+        return signal.SIGTERM
 
     def _signal(self, sig: signal.Signals) -> None:
         if not self.running:
@@ -260,6 +283,18 @@ class EmbeddedRedis(Lifecycle):
             self.dir = None
         with _live_lock:
             _live.discard(self)
+
+
+def clock_of(host: str | None, port: int | None) -> ServerClock | None:
+    """The clock of a server this process started and still runs at host:port (a test, or a
+    `contend.testing` user, that hands contend the URL of a server contend started for it); None
+    for any other server, which keeps its own time."""
+    with _live_lock:
+        servers = list(_live)
+    for server in servers:
+        if server.clock is not None and server.running and (server.host, server.port) == (host, port):
+            return server.clock
+    return None
 
 
 def _die_with_parent() -> None:

@@ -17,6 +17,7 @@ from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
+from contend.servers.clock import ServerClock
 from contend.servers.cluster import EmbeddedCluster
 from contend.servers.cluster_client import SlotCheckingAsyncCluster, SlotCheckingCluster
 from contend.servers.connect import describe_server
@@ -44,6 +45,9 @@ class Target:
     #: TimeoutError, with redis-py's exponential backoff (`contend check --client-retries N`):
     #: 0 as from `Redis.from_url`, 10 as from `redis.Redis(host=...)` in redis-py 8.
     client_retries: int = 0
+    #: The clock the servers keep (contend.servers.clock), which a scheduler on this target drives:
+    #: None on servers contend did not start (--redis-url), which keep their own time.
+    clock: ServerClock | None = None
 
     @property
     def cluster(self) -> bool:
@@ -158,6 +162,7 @@ def target_of(deployment: Deployment) -> Target:
             first,
             also=tuple(m.url for m in others),
             deployment=deployment,
+            clock=deployment.clock,
         )
     return Target(
         deployment.url,
@@ -165,4 +170,5 @@ def target_of(deployment: Deployment) -> Target:
         deployment.primary,
         embedded_cluster=deployment.nodes,
         deployment=deployment,
+        clock=deployment.clock,
     )

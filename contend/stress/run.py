@@ -466,6 +466,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         cluster_replicas=1 if "cluster-failover" in options.nemeses else 0,
         sentinel="sentinel-failover" in options.nemeses,
         masters=options.masters or 0,
+        keep_clock=False,  # worker processes in real time: the servers keep theirs
     )
     raw_dir.mkdir(parents=True, exist_ok=False)
     workers: list[BaseProcess] = []

@@ -1,0 +1,251 @@
+"""One clock for the clients and the redis-servers contend starts.
+
+The scheduler runs its clients on a virtual clock (contend.schedule). So that the server
+agrees with them, every redis-server a run starts has libfaketime preloaded (the library the
+`libfaketime` package ships) and reads the time from a small file this module writes (a
+`ServerClock`, one per run's servers). The file holds either:
+
+* ``+0``: real time. Stress, load and the checks that run in real time see the server's
+  own clock, as without libfaketime;
+* an instant, at which the server's clock stands still until the scheduler moves it. While a
+  scheduler runs, it writes its virtual time there at every step: `TIME` (in scripts too),
+  TTLs, `PXAT`/`EXPIREAT`, lazy and active expiry all follow it, to the microsecond, and the
+  same example gives the server the same instants every time it runs.
+
+The file is replaced whole (write, then rename): libfaketime reads it at every clock call
+(`FAKETIME_NO_CACHE`), and a half-written one would stop the server.
+
+Not every binary keeps such a clock (a statically linked one ignores the preload; Debian's
+Redis 7.0 does not start under it): `keeps_time` starts a binary once on a clock of its own
+and says why it cannot, and contend then uses another or refuses with the fix
+(contend.servers.binary). A server contend did not start (`--redis-url`) keeps its own time;
+the checks that need the run's clock say what they cannot judge there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from functools import cache
+from pathlib import Path
+
+import redis
+
+#: The instants a probe freezes a server at: a whole second plus half a second, then the
+#: moments just before and just after a 1000 ms TTL set at the first runs out.
+_PROBE_AT = 1_000_000_000.5
+REAL_TIME = "+0"
+
+
+def library() -> Path:
+    """libfaketime's shared library, from the `libfaketime` package; ClockUnavailable says
+    why there is none (the package is missing, or ships nothing for this platform)."""
+    spec = importlib.util.find_spec("libfaketime")  # not imported: it would import its own deps
+    if spec is None or not spec.submodule_search_locations:
+        raise ClockUnavailable(
+            "the libfaketime package is not installed (contend depends on it on Linux): "
+            "pip install 'libfaketime>=3.0.1,<4'"
+        )
+    name = "libfaketime.1.dylib" if platform.system() == "Darwin" else "libfaketime.so.1"
+    for place in spec.submodule_search_locations:
+        found = Path(place) / "vendor" / "libfaketime" / "src" / name
+        if found.is_file():
+            return found
+    raise ClockUnavailable(
+        f"the libfaketime package ships no {name} for this platform ({platform.system()} "
+        f"{platform.machine()}); contend keeps the server's clock on Linux"
+    )
+
+
+class ClockUnavailable(Exception):
+    """libfaketime cannot be preloaded here, or a binary does not keep its clock; the message
+    says why (contend.servers.binary turns it into a ServerError with the fix)."""
+
+
+class ServerClock:
+    """The time the redis-servers of one run keep: real, or frozen at an instant the scheduler
+    sets. One scheduler at a time drives it (the last one to `take` it)."""
+
+    def __init__(self, directory: Path | None = None) -> None:
+        self._own_dir = directory is None
+        self.dir = Path(tempfile.mkdtemp(prefix="contend-clock-")) if directory is None else directory
+        self.path = self.dir / "faketime"
+        #: The virtual clock's zero for every scheduler on this clock: the wall-clock second the
+        #: clock was made. Fixed, so that every example starts the servers at the same instant.
+        self.epoch = float(int(time.time()))
+        self._owners: list[object] = []
+        self._lock = threading.Lock()
+        self._write(REAL_TIME)
+
+    @classmethod
+    def attach(cls, path: str | os.PathLike[str], epoch: float) -> ServerClock:
+        """The clock whose file is `path`, made by another process (a scoreboard worker drives
+        the servers its parent started)."""
+        clock = cls.__new__(cls)
+        clock._own_dir = False
+        clock.path = Path(path)
+        clock.dir = clock.path.parent
+        clock.epoch = epoch
+        clock._owners = []
+        clock._lock = threading.Lock()
+        return clock
+
+    def environment(self, product: str = "Redis") -> dict[str, str]:
+        """What a server process needs in its environment to keep this clock. Valkey derives its
+        wall clock from the monotonic one between readings, so it gets a faked monotonic clock too
+        (its timers then wait while the clock stands still; Redis 6.2's run in real time)."""
+        env = {
+            "LD_PRELOAD": str(library()),
+            "FAKETIME_TIMESTAMP_FILE": str(self.path),
+            "FAKETIME_NO_CACHE": "1",
+            "FAKETIME_FMT": "%Y-%m-%d %H:%M:%S",
+            "TZ": "UTC",
+        }
+        if platform.system() == "Darwin":
+            env = {
+                "DYLD_INSERT_LIBRARIES": env.pop("LD_PRELOAD"),
+                "DYLD_FORCE_FLAT_NAMESPACE": "1",
+                **env,
+            }
+        if product != "Valkey":
+            env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
+        return env
+
+    # Who drives it ------------------------------------------------------------------------
+    def take(self, owner: object, at: float) -> None:
+        """`owner` (a scheduler) drives the clock from now on, starting at `at` (seconds since
+        the epoch, on the wall clock)."""
+        with self._lock:
+            self._owners.append(owner)
+            self._write(_instant(at))
+
+    def set(self, owner: object, at: float) -> None:
+        """Move the servers' clock to `at`, if `owner` drives it (a scheduler left over from an
+        abandoned check does not)."""
+        with self._lock:
+            if self._owners and self._owners[-1] is owner:
+                self._write(_instant(at))
+
+    def give_back(self, owner: object) -> None:
+        """`owner` is done: the clock goes back to the scheduler before it, frozen where that one
+        left it, or to real time."""
+        with self._lock:
+            if owner not in self._owners:
+                return
+            self._owners.remove(owner)
+            if not self._owners:
+                self._write(REAL_TIME)
+
+    @property
+    def driven(self) -> bool:
+        """Does a scheduler drive the clock now (it stands still between steps)?"""
+        return bool(self._owners)
+
+    def close(self) -> None:
+        """Delete the clock's file (and its directory, if it made one)."""
+        if self._own_dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _write(self, text: str) -> None:
+        partial = self.path.with_name(self.path.name + ".new")
+        partial.write_text(text)
+        os.replace(partial, self.path)
+
+
+def _instant(at: float) -> str:
+    """`at` (seconds since the epoch) as libfaketime reads an instant: UTC, to the microsecond,
+    plus half a microsecond in nanoseconds (libfaketime reads the fraction as a double and cuts
+    it to whole nanoseconds: .501000 would become .500999999, a microsecond early)."""
+    whole = int(at // 1)
+    micros = round((at - whole) * 1_000_000)
+    if micros == 1_000_000:
+        whole, micros = whole + 1, 0
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(whole)) + f".{micros:06d}500"
+
+
+@cache
+def keeps_time(binary_path: str, product: str) -> str:
+    """Does the server at `binary_path` keep a clock it is given? "" if it does, else why not
+    (one line). Starts it once per process on a clock of its own, frozen: TIME, a script's
+    TIME and a 1000 ms TTL must follow the clock to the millisecond."""
+    try:
+        library()
+    except ClockUnavailable as exc:
+        return str(exc)
+    clock = ServerClock()
+    env = clock.environment(product)
+    clock.take("probe", _PROBE_AT)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    err = clock.dir / "stderr"
+    with err.open("wb") as stderr:
+        try:
+            proc = subprocess.Popen(
+                [binary_path, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
+                cwd=clock.dir,
+                env={**os.environ, **env},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            clock.close()
+            return f"it cannot be started: {exc.strerror or exc}"
+    client = redis.Redis(port=port, socket_connect_timeout=0.5, socket_timeout=2)
+    try:
+        return _judge_probe(proc, client, clock, err)
+    finally:
+        client.close()
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        clock.close()
+
+
+def _judge_probe(proc: subprocess.Popen[bytes], client: redis.Redis, clock: ServerClock, err: Path) -> str:
+    deadline = time.monotonic() + 10
+    while True:
+        if proc.poll() is not None:
+            said = err.read_text(errors="replace").strip().splitlines()
+            why = said[-1] if said else f"exit status {proc.returncode}"
+            return f"it does not start with libfaketime preloaded ({why})"
+        complaint = [line for line in err.read_text(errors="replace").splitlines() if "Cannot" in line]
+        if complaint:  # libfaketime gave up (Debian's Redis 7.0: recursive clock_gettime calls)
+            return f"it does not start with libfaketime preloaded ({complaint[0].strip()})"
+        try:
+            client.ping()
+            break
+        except (redis.ConnectionError, redis.TimeoutError):
+            if time.monotonic() > deadline:
+                return "it did not answer PING within 10 s with libfaketime preloaded"
+            time.sleep(0.005)
+    seconds, micros = client.time()
+    if abs(seconds + micros / 1e6 - _PROBE_AT) > 0.0005:
+        return (
+            "its clock does not follow libfaketime's (TIME said "
+            f"{seconds}.{micros:06d}, the clock {_PROBE_AT}): statically linked?"
+        )
+    client.set("contend:clock-probe", "1", px=1000)
+    clock.set("probe", _PROBE_AT + 0.999)
+    scripted = client.eval("return redis.call('TIME')", 0)
+    left = client.pttl("contend:clock-probe")
+    clock.set("probe", _PROBE_AT + 1.001)
+    client.ping()
+    gone = not client.exists("contend:clock-probe")
+    if [int(v) for v in scripted] != [1_000_000_001, 499_000] or left != 1 or not gone:  # type: ignore[union-attr]
+        return (
+            "it does not follow the clock exactly (a script's TIME, a 1000 ms TTL 999 ms later, "
+            f"and 2 ms later: {scripted}, PTTL {left}, {'expired' if gone else 'still there'})"
+        )
+    return ""
