@@ -88,7 +88,7 @@ def _free(ctx: CheckContext, key: str, k: int, steps: int, ttl: int) -> int:
     a lease it took unknowingly ends within a few of its (short) TTLs."""
     with scheduled_clients(ctx, 2) as (s, conns):
         holder, other = ctx.factory(conns[0], key, ttl), ctx.factory(conns[1], key, ttl)
-        since = time.monotonic()  # the holder's lease cannot have begun earlier
+        since = _now(s)  # the holder's lease cannot have begun earlier
         s.start(0, lambda: holder.acquire(blocking=False), "acquire()")
         if not _lose_at(s, 0, k):
             return 0
@@ -96,7 +96,7 @@ def _free(ctx: CheckContext, key: str, k: int, steps: int, ttl: int) -> int:
         what = f"the reply to round trip {k} of {steps} of an acquire of a free lock was lost"
         if outcome.error is None and granted(outcome.value):
             got = granted(run_to_end(s, 1, lambda: other.acquire(blocking=False), "acquire()").value)
-            if got and time.monotonic() - since < 0.8 * ttl / 1000:  # else too slow to tell
+            if got and _now(s) - since < 0.8 * ttl / 1000:  # else too slow to tell (real time only)
                 raise CheckFailed(
                     f"{what}; the acquire reported success, yet another client acquired at once:\n"
                     + s.format_trace(),
@@ -107,8 +107,7 @@ def _free(ctx: CheckContext, key: str, k: int, steps: int, ttl: int) -> int:
                     run_to_end(s, 1, lambda: other.release(), "release()")
             with contextlib.suppress(Exception):
                 run_to_end(s, 0, lambda: holder.release(), "release()")
-        trace = s.format_trace()
-    must_free_within(ctx, key, ttl, what, trace)
+        must_free_within(ctx, s, key, ttl, what)
     return 1
 
 
@@ -140,8 +139,7 @@ def _release(ctx: CheckContext, key: str, k: int, steps: int, ttl: int) -> int:
         s.start(0, lambda: holder.release(), "release()")
         if not _lose_at(s, 0, k):
             return 0
-        trace = s.format_trace()
-    must_free_within(ctx, key, ttl, f"the reply to round trip {k} of {steps} of a release was lost", trace)
+        must_free_within(ctx, s, key, ttl, f"the reply to round trip {k} of {steps} of a release was lost")
     return 1
 
 
@@ -200,3 +198,9 @@ ASYNC_REGISTRY_LOST_REPLY = Check(
     registry_check,
     GAP_FREE,
 )
+
+
+def _now(s: Scheduler) -> float:
+    """The time the server's leases run on: the scheduler's virtual clock where the server keeps it,
+    else real time."""
+    return s.vclock if s.clock is not None else time.monotonic()

@@ -14,6 +14,7 @@ from contend.commands.arguments import HelpFormatter
 from contend.commands.names import COMMANDS
 from contend.errors import ContendError
 from contend.servers.binary import RedisBinary, find_redis_server, host_platform
+from contend.servers.clock import keeps_time
 from contend.servers.cluster import MAX_MASTERS, MAX_REPLICAS, MIN_MASTERS, EmbeddedCluster
 from contend.servers.server import EmbeddedRedis
 
@@ -121,4 +122,9 @@ def info_lines(binary: RedisBinary) -> list[str]:
         lines.append(
             f"using {binary.source}: the first candidate that runs on this machine ({host_platform()})"
         )
+    why_not = keeps_time(str(binary.path), binary.product)
+    lines.append(
+        f"clock:   {'keeps' if not why_not else 'cannot keep'} contend's virtual clock (libfaketime preloaded)"
+        + (f": {why_not}; contend check uses another binary, or refuses with the fix" if why_not else "")
+    )
     return lines

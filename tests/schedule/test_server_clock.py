@@ -107,7 +107,8 @@ def test_a_time_scored_slot_in_a_script_lapses_at_its_lease(scheduled, ns):
 def test_a_5ms_poller_gets_a_2s_lease_when_it_lapses(scheduled, ns):
     s, conns = scheduled
     key = ns.key("lease")
-    outcome, written = run_alone(s, 0, lambda: conns[0].set(key, "a", nx=True, px=TTL_MS), "holder")
+    held, written = run_alone(s, 0, lambda: conns[0].set(key, "a", nx=True, px=TTL_MS), "holder")
+    assert held.value is True
 
     def poll() -> int:
         polls = 0
