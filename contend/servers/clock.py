@@ -77,7 +77,11 @@ class ServerClock:
 
     def __init__(self, directory: Path | None = None) -> None:
         self._own_dir = directory is None
-        self.dir = Path(tempfile.mkdtemp(prefix="contend-clock-")) if directory is None else directory
+        if directory is None:
+            _sweep_stale_clocks()
+            directory = Path(tempfile.mkdtemp(prefix=_PREFIX, dir=_memory_dir()))
+            (directory / "owner.pid").write_text(str(os.getpid()))
+        self.dir = directory
         self.path = self.dir / "faketime"
         #: The virtual clock's zero for every scheduler on this clock: the wall-clock second the
         #: clock was made. Fixed, so that every example starts the servers at the same instant.
@@ -156,9 +160,37 @@ class ServerClock:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def _write(self, text: str) -> None:
-        partial = self.path.with_name(self.path.name + ".new")
-        partial.write_text(text)
+        partial = f"{self.path}.new"
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, text.encode())
+        finally:
+            os.close(fd)
         os.replace(partial, self.path)
+
+
+_PREFIX = "contend-clock-"
+
+
+def _memory_dir() -> str | None:
+    """Where the clock's file lives: in memory (/dev/shm) where there is one, since it is written
+    at every step and read at every clock call of the server (13 µs a write there, 130 µs on
+    this machine's disk); else the temporary directory."""
+    shm = "/dev/shm"
+    return shm if os.path.isdir(shm) and os.access(shm, os.W_OK) else None
+
+
+def _sweep_stale_clocks() -> None:
+    """Remove the clocks of processes that died without closing them."""
+    for base in {_memory_dir() or tempfile.gettempdir(), tempfile.gettempdir()}:
+        for path in Path(base).glob(_PREFIX + "*"):
+            try:
+                owner = int((path / "owner.pid").read_text())
+                os.kill(owner, 0)
+            except ProcessLookupError:
+                shutil.rmtree(path, ignore_errors=True)
+            except (OSError, ValueError):
+                continue
 
 
 def _instant(at: float) -> str:
