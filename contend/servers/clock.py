@@ -172,6 +172,14 @@ class ServerClock:
 _PREFIX = "contend-clock-"
 
 
+def forget_process(pid: int) -> None:
+    """Remove what libfaketime made in shared memory for a server process that has ended (a
+    semaphore and a segment named after its pid; it removes them itself only on a clean exit)."""
+    for name in (f"faketime_shm_{pid}", f"sem.faketime_sem_{pid}"):
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join("/dev/shm", name))
+
+
 def _memory_dir() -> str | None:
     """Where the clock's file lives: in memory (/dev/shm) where there is one, since it is written
     at every step and read at every clock call of the server (13 µs a write there, 130 µs on
@@ -242,6 +250,7 @@ def keeps_time(binary_path: str, product: str) -> str:
         with contextlib.suppress(ProcessLookupError):
             proc.send_signal(signal.SIGKILL)
         proc.wait()
+        forget_process(proc.pid)
         clock.close()
 
 

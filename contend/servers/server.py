@@ -30,7 +30,7 @@ import redis
 
 from contend.errors import ServerError
 from contend.servers.binary import RedisBinary, find_redis_server
-from contend.servers.clock import ServerClock
+from contend.servers.clock import ServerClock, forget_process
 
 Persistence = Literal["none", "aof", "rdb"]
 DIR_PREFIX = "contend-redis-"
@@ -275,6 +275,8 @@ class EmbeddedRedis(Lifecycle):
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+        if self.clock is not None:
+            forget_process(proc.pid)
         self.process = None
 
     def _cleanup_dir(self) -> None:

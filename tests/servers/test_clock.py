@@ -12,6 +12,7 @@ from contend.cli import main
 from contend.errors import ServerError
 from contend.servers.binary import ENV_VAR, find_redis_server
 from contend.servers.clock import REAL_TIME, ServerClock, _instant, keeps_time
+from contend.servers.server import EmbeddedRedis
 
 
 @pytest.fixture
@@ -97,3 +98,16 @@ def test_check_refuses_such_a_binary_in_one_line_before_anything_starts(ignores_
     assert code == 2
     assert err.startswith("contend: --redis-server:") and "cannot keep contend's virtual clock" in err
     assert "Traceback" not in err and "setnx_del" not in capsys.readouterr().out
+
+
+def test_a_server_on_a_clock_leaves_nothing_in_shared_memory(tmp_path):
+    clock = ServerClock(tmp_path)
+    with EmbeddedRedis(clock=clock) as server:
+        pid = server.pid
+        assert server.client().time()[0] > 0
+    assert not list(Path("/dev/shm").glob(f"*faketime_*_{pid}"))
+    killed = EmbeddedRedis(clock=clock).start()
+    pid = killed.pid
+    killed.kill()  # SIGKILL: libfaketime cannot clean up after itself
+    killed.stop()
+    assert not list(Path("/dev/shm").glob(f"*faketime_*_{pid}"))
