@@ -163,6 +163,10 @@ class Check:
         return True
 
 
+#: How a passing check's detail begins what it could not judge (the report prints that part).
+NOT_JUDGED = "not judged on a server contend did not start"
+
+
 @dataclass(frozen=True)
 class CheckResult:
     check: str

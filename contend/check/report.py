@@ -14,7 +14,7 @@ from typing import Any
 from rich.markup import escape
 
 from contend.check.battery import BATTERIES, ResultRow
-from contend.check.framework import FAIL, INCONCLUSIVE, PASS
+from contend.check.framework import FAIL, INCONCLUSIVE, NOT_JUDGED, PASS
 from contend.ci.junit import Case, Outcome
 from contend.ci.summary import code_block, table
 from contend.impl.catalog import CLUSTER_SLOTS, FENCING, PROPERTY_DESCRIPTIONS, PROPERTY_KINDS
@@ -219,6 +219,10 @@ def evidence_lines(rows: Sequence[ResultRow]) -> list[str]:
                 lines.append(f"{row.subject.name} · {r.check} · {_evidence(row, r)}")
             elif r.status == INCONCLUSIVE:
                 lines.append(f"{row.subject.name} · {r.check}: {r.detail}")
+            elif NOT_JUDGED in r.detail:
+                lines.append(
+                    f"{row.subject.name} · {r.check}: {NOT_JUDGED}{r.detail.split(NOT_JUDGED, 1)[1]}"
+                )
     return lines
 
 

@@ -20,7 +20,7 @@ import hypothesis
 from hypothesis.errors import DidNotReproduce, Flaky, FlakyStrategyDefinition
 from hypothesis.stateful import run_state_machine_as_test
 
-from contend.check.framework import Check, CheckContext, CheckFailed, CheckInconclusive
+from contend.check.framework import NOT_JUDGED, Check, CheckContext, CheckFailed, CheckInconclusive
 from contend.history.access import UnknownCommand
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
@@ -148,7 +148,7 @@ def _unjudged(ctx: CheckContext, machine: type[ScheduledMachine]) -> str:
     if ctx.target.clock is not None or not machine.judged_on_kept_time:
         return ""
     return (
-        f"; not judged on a server contend did not start, which keeps its own time while the clients "
+        f"; {NOT_JUDGED}, which keeps its own time while the clients "
         f"keep a virtual one: {machine.judged_on_kept_time} (leave out --redis-url to judge them)"
     )
 

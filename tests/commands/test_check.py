@@ -356,3 +356,28 @@ def test_an_acquire_that_raises_in_the_probe_ends_as_rows_with_evidence(capsys, 
     assert "acquire(blocking=False) on a free lock raised ValueError: acquire exploded" in out
     (row,) = json.loads(report.read_text())["implementations"]
     assert row["verdict"].startswith("FAIL")
+
+
+@pytest.mark.slow
+def test_on_a_server_that_keeps_its_own_time_the_schedule_check_says_what_it_did_not_judge(
+    capsys, contend_private_server
+):
+    """A server contend did not start for the run (here one started without a clock) keeps real
+    time: nothing that needs a lease to run out is judged, and the verdict says so."""
+    code = main(
+        [
+            "check",
+            "--redis-url",
+            contend_private_server.url,
+            "--only",
+            "token",
+            "--check",
+            "schedule",
+            "--schedule-examples",
+            "10",
+        ]
+    )
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0
+    assert "token · schedule: not judged on a server contend did not start" in out
+    assert "crash-liveness (leave out --redis-url to judge them)" in out
