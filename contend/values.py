@@ -67,3 +67,19 @@ def whole_list(text: str, option: str, error: type[ContendError] = BadValue) -> 
 
 def _named(option: str) -> str:
     return f"{option} " if option else ""
+
+
+#: Catalog family → how the command line and reports spell it (contend.commands.families parses it).
+FAMILIES = {
+    "lock": "lock",
+    "registry": "registry",
+    "semaphore": "semaphore",
+    "single_flight": "single-flight",
+    "transaction": "transaction",
+}
+FAMILY_CHOICES = ", ".join(FAMILIES.values())
+
+
+def family_label(family: str) -> str:
+    """How the command line and reports spell a catalog family."""
+    return FAMILIES.get(family, family)

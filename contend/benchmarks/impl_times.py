@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from contend.commands.families import family_label
+from contend.values import family_label
 
 
 @dataclass(frozen=True)

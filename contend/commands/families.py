@@ -6,16 +6,9 @@ from __future__ import annotations
 import argparse
 
 from contend.commands.arguments import warn_renamed
+from contend.values import FAMILIES, FAMILY_CHOICES, family_label
 
-#: Catalog family → how the command line spells it.
-FAMILIES = {
-    "lock": "lock",
-    "registry": "registry",
-    "semaphore": "semaphore",
-    "single_flight": "single-flight",
-    "transaction": "transaction",
-}
-FAMILY_CHOICES = ", ".join(FAMILIES.values())
+__all__ = ["FAMILIES", "FAMILY_CHOICES", "family_label", "family_name"]
 
 
 def family_name(text: str) -> str:
@@ -27,8 +20,3 @@ def family_name(text: str) -> str:
         warn_renamed(text, FAMILIES[text])
         return text
     raise argparse.ArgumentTypeError(f"unknown family {text!r}; choose one of {FAMILY_CHOICES}")
-
-
-def family_label(family: str) -> str:
-    """How the command line and reports spell a catalog family."""
-    return FAMILIES.get(family, family)

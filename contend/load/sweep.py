@@ -24,6 +24,7 @@ current directory and PYTHONPATH.
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import json
 import os
 import platform
@@ -269,10 +270,12 @@ def default_processes() -> int:
 
 
 def loadtests_dir() -> Path:
-    """The locustfiles: the repository's loadtests/, installed as the package contend.loadtests."""
-    import contend.loadtests
-
-    here = Path(contend.loadtests.__file__).resolve().parent
+    """The locustfiles: the repository's loadtests/, installed as the package contend.loadtests. Found,
+    not imported: the locustfiles sit on top of the load harness, and Locust imports them itself."""
+    spec = importlib.util.find_spec("contend.loadtests")
+    if spec is None or spec.origin is None:
+        raise SweepError("the package contend.loadtests is missing; reinstall contend (pip install .)")
+    here = Path(spec.origin).resolve().parent
     if not (here / "registry.py").is_file():
         raise SweepError(f"no locustfiles at {here}; reinstall contend (pip install .)")
     return here

@@ -196,12 +196,3 @@ def hunt(
             result.message = str(violation)
     result.seconds = time.perf_counter() - started
     return result
-
-
-if __name__ == "__main__":  # the old entry point: now `contend hunt`
-    import sys
-
-    from contend.cli import main
-
-    print("python -m contend.machines.hunt is now `contend hunt` (same options)", file=sys.stderr)
-    raise SystemExit(main(["hunt", *sys.argv[1:]]))

@@ -293,12 +293,3 @@ def _in_sync(replica: EmbeddedRedis) -> bool:
     with contextlib.suppress(redis.RedisError), replica.client(socket_timeout=1, decode_responses=True) as c:
         return c.info("replication").get("master_link_status") == "up"
     return False
-
-
-if __name__ == "__main__":  # the old entry point: now `contend sentinel`
-    import sys
-
-    from contend.cli import main
-
-    print("python -m contend.servers.sentinel is now `contend sentinel` (same options)", file=sys.stderr)
-    raise SystemExit(main(["sentinel", *sys.argv[1:]]))

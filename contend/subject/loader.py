@@ -30,6 +30,16 @@ def load_factory(spec: str) -> Callable[..., Any]:
             f"--impl {spec!r}: cannot import {module_name!r} ({exc}); is it installed, or in the "
             "current directory or on PYTHONPATH?"
         ) from None
+    except SyntaxError as exc:
+        raise ProtocolError(
+            f"--impl {spec!r}: {exc.filename or module_name}, line {exc.lineno}: {exc.msg}; fix the "
+            "syntax error and run again"
+        ) from None
+    except Exception as exc:  # the module's own code raised while it was imported
+        raise ProtocolError(
+            f"--impl {spec!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}; "
+            "fix the module so that it imports"
+        ) from None
     obj: Any = module
     for part in attr.split("."):
         if not hasattr(obj, part):
