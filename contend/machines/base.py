@@ -295,10 +295,16 @@ class ScheduledMachine(RuleBasedStateMachine):
         return [c.index for c in self.scheduler.clients if c.status is Status.IDLE]
 
     def survivors(self) -> int:
-        return sum(1 for c in self.scheduler.clients if c.status is not Status.CRASHED)
+        """The machine's clients that have not crashed (threads their code started not counted)."""
+        return sum(1 for c in self.scheduler.clients if c.status is not Status.CRASHED and not c.adopted)
 
     def busy_clients(self) -> list[int]:
-        return [c.index for c in self.scheduler.clients if c.status in (Status.READY, Status.SLEEPING)]
+        """The machine's clients in the middle of an operation (a crash takes their threads too)."""
+        return [
+            c.index
+            for c in self.scheduler.clients
+            if c.status in (Status.READY, Status.SLEEPING) and not c.adopted
+        ]
 
     def start(self, index: int, operation: Callable[[], Any], label: str) -> None:
         self.lost_reply_in.discard(index)

@@ -77,6 +77,7 @@ from contend.schedule.gating import (
     node_of,
     one_pass,
     ran_nothing,
+    same_process,
     unreachable_error,
 )
 from contend.servers.payload import decode_packed
@@ -149,6 +150,8 @@ def patch() -> None:
     redis.retry.sleep = _sleep  # type: ignore[assignment]
     _originals["thread_start"] = threading.Thread.start
     threading.Thread.start = _thread_start  # type: ignore[method-assign]
+    _originals["thread_join"] = threading.Thread.join
+    threading.Thread.join = _thread_join  # type: ignore[method-assign]
     _originals["lib_version"] = getattr(redis.utils, "get_lib_version", None)
     if _originals["lib_version"] is not None:
         redis.utils.get_lib_version = _lib_version
@@ -173,6 +176,7 @@ def unpatch() -> None:
     redis.retry.Retry.call_with_retry = _originals["call_with_retry"]  # type: ignore[method-assign]
     redis.retry.sleep = REAL_SLEEP  # type: ignore[attr-defined]
     threading.Thread.start = _originals["thread_start"]  # type: ignore[method-assign]
+    threading.Thread.join = _originals["thread_join"]  # type: ignore[method-assign]
     if _originals["lib_version"] is not None:
         redis.utils.get_lib_version = _originals["lib_version"]
     time.sleep = REAL_SLEEP
@@ -199,8 +203,8 @@ def _gated_send(self: Any, command: Any, check_health: bool = True) -> Any:
     client = current()
     if client is not None and not _in_handshake():
         owner = getattr(self, "_contend_owner", None)
-        if owner is None or owner.scheduler.closed:
-            self._contend_owner = owner = client
+        if owner is None or owner.scheduler.closed or same_process(owner, client):
+            self._contend_owner = owner = client  # a pool shared with the threads its code started
         if owner is not client:
             # Another client's connection, reached through garbage collection (a
             # Pipeline.__del__ sending UNWATCH) in this thread: not this client's step.
@@ -337,8 +341,13 @@ def _inline_submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: A
 
 
 def _thread_start(self: threading.Thread) -> None:
-    """Thread.start waits (Event.wait) for the new thread to run: a real wait, not a virtual one,
-    so a client that starts a background thread (a lease renewer) does so in one step."""
+    """A scheduled client's code starts a thread (a lease renewer, a heartbeat): it becomes a
+    client of its own (`Scheduler._adopt`), scheduled one round trip at a time on the virtual
+    clock. Thread.start waits (Event.wait) for the new thread to run: a real wait, not a virtual
+    one, so the start takes no step."""
+    client = current()
+    if client is not None and not getattr(_flags, "real_waits", False):
+        client.adopt(self)
     outer = getattr(_flags, "real_waits", False)
     _flags.real_waits = True
     try:
@@ -347,14 +356,37 @@ def _thread_start(self: threading.Thread) -> None:
         _flags.real_waits = outer
 
 
+def _thread_join(self: threading.Thread, timeout: float | None = None) -> None:
+    """A scheduled client joins a thread its code started: it waits on the virtual clock until
+    that thread's client has run to its end (it needs steps to get there), then joins for real."""
+    child = getattr(self, "_contend_client", None)
+    if current() is None or child is None:
+        return _originals["thread_join"](self, timeout)  # type: ignore[no-any-return]
+    deadline = None if timeout is None else _monotonic() + max(0.0, float(timeout))
+    while not child.ended:
+        if deadline is not None and _monotonic() >= deadline:
+            return None
+        _sleep(POLL_INTERVAL if deadline is None else min(POLL_INTERVAL, max(0.0, deadline - _monotonic())))
+    outer = getattr(_flags, "real_waits", False)
+    _flags.real_waits = True  # its run has returned: the thread is ending, without another step
+    try:
+        return _originals["thread_join"](self)  # type: ignore[no-any-return]
+    finally:
+        _flags.real_waits = outer
+
+
 def _event_wait(self: threading.Event, timeout: float | None = None) -> bool:
     if current() is None or getattr(_flags, "real_waits", False):
         return REAL_EVENT_WAIT(self, timeout)
     deadline = None if timeout is None else _monotonic() + max(0.0, float(timeout))
+    pause = POLL_INTERVAL
     while not self.is_set():
         if deadline is not None and _monotonic() >= deadline:
             return False
-        _sleep(POLL_INTERVAL if deadline is None else min(POLL_INTERVAL, max(0.0, deadline - _monotonic())))
+        # Polled as a blocking pop is: often at first, then less (a heartbeat waits a third of a
+        # lease between renewals: some tens of steps, not one every 10 ms).
+        _sleep(pause if deadline is None else min(pause, max(0.0, deadline - _monotonic())))
+        pause = min(pause * 2, MAX_POLL_INTERVAL)
     return True
 
 

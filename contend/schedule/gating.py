@@ -90,6 +90,23 @@ class GatedClient(Protocol):
 
     def wall_time(self) -> float: ...
 
+    def adopt(self, thread: threading.Thread) -> None: ...
+
+    @property
+    def parent(self) -> GatedClient | None: ...
+
+
+def same_process(a: GatedClient, b: GatedClient) -> bool:
+    """Are two scheduled clients threads of one process (one started the other, or both were
+    started from the same client's code)? They share its connection pools."""
+
+    def root(client: GatedClient) -> GatedClient:
+        while client.parent is not None:
+            client = client.parent
+        return client
+
+    return root(a) is root(b)
+
 
 BLOCKING_POPS = frozenset({"BLPOP", "BRPOP", "BLMOVE", "BRPOPLPUSH", "BZPOPMIN", "BZPOPMAX"})
 POLL_INTERVAL = 0.01  # virtual seconds between polls of a blocking pop, at first

@@ -85,6 +85,7 @@ class Status(enum.Enum):
     READY = "ready"  # about to send a round trip
     SLEEPING = "sleeping"  # in a (virtual) sleep
     CRASHED = "crashed"  # abandoned; never runs again
+    ENDED = "ended"  # a thread the code under test started, run to its end
 
 
 @dataclass
@@ -139,10 +140,14 @@ class OperationResult:
 class ClientHandle:
     """The scheduler's side of one client thread."""
 
-    def __init__(self, scheduler: Scheduler, index: int, name: str) -> None:
+    def __init__(self, scheduler: Scheduler, index: int, name: str, *, own_thread: bool = True) -> None:
         self.scheduler = scheduler
         self.index = index
         self.name = name
+        #: Threads its code started, each a client of its own (`Scheduler.adopt`), and for such a
+        #: thread, the client whose code started it.
+        self.children: list[ClientHandle] = []
+        self.parent: ClientHandle | None = None
         self.status = Status.IDLE
         self.pending: list[list[str]] = []
         self.wake_at = 0.0
@@ -173,8 +178,9 @@ class ClientHandle:
         #: thread whose turn it is wakes, not every client's).
         self._turn_cv = threading.Condition(scheduler._lock)
         self._has_work = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name=f"contend-client-{name}", daemon=True)
-        self._thread.start()
+        if own_thread:
+            self._thread = threading.Thread(target=self._loop, name=f"contend-client-{name}", daemon=True)
+            self._thread.start()
 
     # Called in the client thread (through the gate) ---------------------------
     def before_round_trip(self, commands: list[list[str]], node: str = "") -> None:
@@ -225,6 +231,20 @@ class ClientHandle:
     @property
     def crashed(self) -> bool:
         return self.status is Status.CRASHED
+
+    @property
+    def adopted(self) -> bool:
+        """Is this a thread the code under test started (not one of the harness's clients)?"""
+        return self.parent is not None
+
+    @property
+    def ended(self) -> bool:
+        """Has its thread (one the code started) run to its end, or crashed?"""
+        return self.status in (Status.ENDED, Status.CRASHED)
+
+    def adopt(self, thread: threading.Thread) -> None:
+        """Client thread: its code is starting `thread`; make it a client of its own."""
+        self.scheduler._adopt(self, thread)
 
     def wall_time(self) -> float:
         self.read_wall_clock = True
@@ -376,6 +396,8 @@ class Scheduler:
         step = TraceEntry(len(self.trace), client.name, [], vtime=self.vclock)
         if client.status is Status.READY:
             step.sent = client.pending
+            if client.adopted and not client.pending:
+                step.note = f"runs ({client.operation})"
         self.trace.append(step)
         self.schedule.append(index)
         self._current_step = step
@@ -427,6 +449,9 @@ class Scheduler:
         self.trace.append(TraceEntry(len(self.trace), client.name, [], vtime=self.vclock, note="crashed"))
         if was in (Status.READY, Status.SLEEPING):
             self._run(client, note=None)  # unwinds with ClientCrashed
+        for child in client.children:  # the process dies with every thread its code started
+            if child.status in (Status.READY, Status.SLEEPING):
+                self.crash(child.index)
         if client.connection is not None:
             self._disconnect(client)  # the server sees the process die
 
@@ -444,9 +469,11 @@ class Scheduler:
         client.outcome, client.status = outcome, status
 
     def skew(self, index: int, seconds: float) -> None:
-        """Move one client's wall clock (time.time) by `seconds`."""
+        """Move one client's wall clock (time.time) by `seconds` (and its threads', which share it)."""
         client = self.clients[index]
         client.skew += seconds
+        for child in _descendants(client):
+            child.skew += seconds
         self.trace.append(
             TraceEntry(
                 len(self.trace), client.name, [], vtime=self.vclock, note=f"clock skewed by {seconds:+g} s"
@@ -477,7 +504,7 @@ class Scheduler:
         self.trace.append(TraceEntry(len(self.trace), "--", [], vtime=self.vclock, note=text))
 
     def idle(self, index: int) -> bool:
-        return self.clients[index].status in (Status.IDLE, Status.CRASHED)
+        return self.clients[index].status in (Status.IDLE, Status.CRASHED, Status.ENDED)
 
     def all_idle(self) -> bool:
         return all(self.idle(c.index) for c in self.clients)
@@ -562,10 +589,54 @@ class Scheduler:
         with self._cv:
             client.outcome = outcome
             if client.status is not Status.CRASHED:
-                client.status = Status.IDLE
+                client.status = Status.ENDED if client.adopted else Status.IDLE
             client.pending = []
             self._turn = None
             self._cv.notify()
+
+    def _adopt(self, parent: ClientHandle, thread: threading.Thread) -> None:
+        """Client thread (`parent`'s, holding the baton): its code starts `thread`, which becomes a
+        client of its own. It runs only when scheduled, one round trip at a time like any client,
+        its sleeps and waits on the virtual clock (a leader's heartbeat renews its lease on the
+        same clock as everything else); its first step runs its code up to its first round trip.
+        It shares its parent's wall clock, and dies with it."""
+        child = ClientHandle(
+            self, len(self.clients), f"{parent.name}.t{len(parent.children) + 1}", own_thread=False
+        )
+        child.parent = parent
+        child.skew = parent.skew
+        child.operation = f"thread {thread.name}"
+        child.status = Status.READY
+        parent.children.append(child)
+        self.clients.append(child)
+        self.trace.append(
+            TraceEntry(
+                len(self.trace),
+                child.name,
+                [],
+                vtime=self.vclock,
+                note=f"a thread {parent.name}'s code started",
+            )
+        )
+        body = thread.run
+
+        def run() -> None:
+            bind(child)
+            self._wait_for_turn(child)
+            try:
+                if child.status is Status.CRASHED:
+                    raise ClientCrashed(child.name)
+                body()
+                outcome = OperationResult(done=True)
+            except ClientCrashed:
+                outcome = OperationResult(done=False)
+            except BaseException as exc:
+                outcome = OperationResult(error=exc, done=True)
+            self._finish(child, outcome)
+            bind(None)
+
+        thread.run = run  # type: ignore[method-assign]
+        thread._contend_client = child  # type: ignore[attr-defined]  # Thread.join waits for it (gate)
 
     def _script_cache_miss(self, client: ClientHandle, commands: list[list[str]]) -> bool:
         """Client thread: is this round trip the loading of a script the server had not cached
@@ -620,6 +691,14 @@ class Scheduler:
 
 
 _TOKEN = re.compile(r"\b[0-9a-f]{16,}\b|\b\d{9,}\.\d+\b")
+
+
+def _descendants(client: ClientHandle) -> list[ClientHandle]:
+    """The threads `client`'s code started, and theirs."""
+    found = []
+    for child in client.children:
+        found += [child, *_descendants(child)]
+    return found
 
 
 def compress(steps: list[TraceEntry], min_repeats: int = 3, show_nodes: bool = False) -> list[str]:

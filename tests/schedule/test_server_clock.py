@@ -7,6 +7,7 @@ asked. Every lease lapses at its TTL, to the millisecond of virtual time.
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -156,3 +157,67 @@ def test_a_server_contend_did_not_start_keeps_its_own_time(contend_target):
         server, _ = conn.time()
     conn.close()
     assert abs(server - time.time()) < 5
+
+
+def test_a_thread_the_code_starts_runs_on_the_same_clock(scheduled, ns):
+    """A leader's heartbeat (a thread its code starts) is a client of its own: it renews the lease
+    every third of it on the virtual clock, one round trip a step, so the lease outlives three
+    TTLs of work; joining it waits on the virtual clock too."""
+    s, conns = scheduled
+    key = ns.key("lease")
+
+    def lead() -> int:
+        assert conns[0].set(key, "a", nx=True, px=TTL_MS)
+        stop = threading.Event()
+
+        def heartbeat() -> None:
+            while not stop.wait(TTL_MS / 3000):
+                conns[0].pexpire(key, TTL_MS)
+
+        beat = threading.Thread(target=heartbeat, name="heartbeat", daemon=True)
+        beat.start()
+        time.sleep(3 * TTL_MS / 1000)  # the work: three TTLs
+        held = conns[0].get(key)
+        stop.set()
+        beat.join()
+        return held
+
+    started = time.perf_counter()
+    outcome, _ = run_alone_with_threads(s, 0, lead)
+    assert outcome.value == b"a", "the lease ran out although its heartbeat renewed it"
+    assert s.vclock >= 3 * TTL_MS / 1000 and time.perf_counter() - started < 5
+    beats = [step for step in s.trace if step.client == "c0.t1" and step.sent]
+    assert len(beats) >= 8 and all(step.sent[0][0] == "PEXPIRE" for step in beats)
+    assert s.clients[2].ended and s.clients[2].adopted
+
+
+def test_a_crash_takes_the_threads_its_code_started(scheduled, ns):
+    s, conns = scheduled
+    key = ns.key("lease")
+
+    def lead() -> None:
+        stop = threading.Event()
+
+        def heartbeat() -> None:
+            while not stop.wait(0.5):
+                conns[0].pexpire(key, TTL_MS)
+
+        threading.Thread(target=heartbeat, daemon=True).start()
+        time.sleep(10)
+
+    s.start(0, lead, "lead")
+    s.step(2)  # the heartbeat runs to its first wait
+    s.crash(0)
+    assert s.clients[2].crashed and not s.runnable()
+
+
+def run_alone_with_threads(s: Scheduler, index: int, operation, max_steps: int = 2000):
+    """Run `operation` on client `index`, stepping it and the threads its code starts, to its end."""
+    s.start(index, operation, "op")
+    for _ in range(max_steps):
+        ready = s.runnable()
+        if s.idle(index) or not ready:
+            break
+        s.step(index if index in ready else ready[0])
+    assert s.idle(index)
+    return s.clients[index].outcome, s.vclock
