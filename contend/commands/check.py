@@ -46,7 +46,7 @@ from contend.schedule.gate import check_redis_py
 from contend.servers.cluster import check_cluster_option
 from contend.servers.target import open_target
 from contend.subject.claims import check_claim_names
-from contend.subject.loader import user_factory
+from contend.subject.loader import require_kind, user_factory
 from contend.subject.multi_master import MULTI_MASTER_SIGNATURE, check_masters
 from contend.subject.subject import (
     Subject,
@@ -232,13 +232,7 @@ def _validate(args: argparse.Namespace) -> None:
         raise ContendError(
             "--claim and --no-claim go with --impl: catalog implementations claim what the catalog says"
         )
-    if args.impl and args.kind is None:
-        raise ContendError(
-            f"--impl {args.impl} needs --kind: the protocol it follows ({FAMILY_CHOICES}); "
-            "a registry factory and a lock factory cannot be told apart by contend"
-        )
-    if args.kind is not None and not args.impl:
-        raise ContendError("--kind names the protocol of --impl; give --impl MODULE:FACTORY too")
+    require_kind(args.impl, args.kind, FAMILY_CHOICES)
     if args.impl:
         check_claim_names(args.kind, args.claim, "--claim")
         check_claim_names(args.kind, args.no_claim, "--no-claim")

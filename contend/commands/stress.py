@@ -23,6 +23,7 @@ from contend.stress.nemesis import NEMESES
 from contend.stress.report import junit_cases, summary_markdown
 from contend.stress.run import RunProgress, StressOptions, StressResult, run_stress, stressable, validate
 from contend.stress.workers import FAMILIES
+from contend.subject.loader import require_kind
 from contend.subject.multi_master import MULTI_MASTER_LOCKS
 
 
@@ -173,14 +174,8 @@ def _implementation(args: argparse.Namespace) -> tuple[str, str | None]:
     if args.impl and args.only:
         raise ContendError("--only runs a catalog implementation and --impl runs yours: give one of them")
     user = bool(args.impl) and ":" in args.impl
-    if args.kind is not None and not user:
-        raise ContendError(
-            "--kind goes with --impl package.module:factory (a catalog implementation's family is known)"
-        )
+    require_kind(args.impl if user else None, args.kind, " or ".join(family_label(f) for f in FAMILIES))
     if user:
-        if args.kind is None:
-            kinds = " or ".join(family_label(f) for f in FAMILIES)
-            raise ContendError(f"--impl {args.impl} needs --kind: the protocol it follows ({kinds})")
         return str(args.impl), str(args.kind)
     if args.impl:
         warn_renamed(f"--impl {args.impl}", f"--only {args.impl}")

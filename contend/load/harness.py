@@ -68,6 +68,7 @@ from contend.servers.deployment import Deployment
 from contend.servers.keyspace import Namespace, new_run_id
 from contend.servers.target import connect_url
 from contend.servers.urls import mask_url
+from contend.subject.loader import require_kind
 from contend.values import share_of_one
 
 log = logging.getLogger("contend")
@@ -256,19 +257,12 @@ def _user_impl(options: Any, strategy: str, names: list[str]) -> wl.UserImpl | N
     """--impl and --kind, loaded and checked against the selected workloads (None without --impl)."""
     spec = str(getattr(options, "impl", "") or "").strip()
     kind = str(getattr(options, "kind", "") or "").strip()
+    require_kind(spec, kind, wl.LOAD_KINDS)
     if not spec:
-        if kind:
-            raise wl.LoadInputError(
-                f"--kind {kind} names the protocol of --impl; give --impl MODULE:FACTORY too"
-            )
         return None
     if strategy:
         raise wl.LoadInputError(
             f"--impl {spec} and --strategy {strategy}: choose one (--impl runs your implementation as the strategy)"
-        )
-    if not kind:
-        raise wl.LoadInputError(
-            f"--impl {spec} needs --kind: the protocol it follows (lock or registry: what contend load runs)"
         )
     impl = wl.user_impl(spec, kind)
     wrong = [n for n in names if n not in impl.workloads]

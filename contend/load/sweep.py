@@ -45,10 +45,18 @@ from contend.errors import ContendError
 from contend.load.ceiling import find_redis_benchmark, measure_ceiling
 from contend.load.cpu import CpuSampler
 from contend.load.metrics import MAX_FAILED_SHARE
-from contend.load.workloads import LoadInputError, check_positive, user_impl, user_strategy, workload
+from contend.load.workloads import (
+    LOAD_KINDS,
+    LoadInputError,
+    check_positive,
+    user_impl,
+    user_strategy,
+    workload,
+)
 from contend.servers.keyspace import Namespace
 from contend.servers.server import free_port
 from contend.servers.target import Target
+from contend.subject.loader import require_kind
 from contend.values import share_of_one, whole_list
 
 SWEEP_FILE = "sweep.json"
@@ -187,20 +195,14 @@ def make_plan(
     chosen = list(dict.fromkeys(workloads)) if workloads else list(FULL_WORKLOADS if full else QUICK_DEFAULT)
     plan: dict[str, list[str]] = {}
     family = ""
-    if kind and not impl:
-        raise LoadInputError(
-            f"--kind {kind.replace('_', '-')} names the protocol of --impl; give --impl MODULE:FACTORY too"
-        )
+    require_kind(impl, kind, LOAD_KINDS)
     if impl:
         if strategies:
             raise LoadInputError(
                 f"--impl {impl} and --strategy {', '.join(strategies)}: choose one "
                 "(--impl runs your implementation as the strategy)"
             )
-        if not kind:
-            raise LoadInputError(
-                f"--impl {impl} needs --kind: the protocol it follows (lock or registry: what contend load runs)"
-            )
+        assert kind is not None  # require_kind
         user = user_impl(impl, kind)
         family = user.kind
         for name in chosen if workloads else user.workloads:

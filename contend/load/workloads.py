@@ -75,6 +75,10 @@ WATCH_BACKOFF_BASE = 0.0005
 WATCH_BACKOFF_CAP = 0.02
 
 
+#: The kinds of --impl contend load runs, as require_kind names them.
+LOAD_KINDS = "lock or registry: what contend load runs"
+
+
 class LoadInputError(ContendError):
     """A load-test option that cannot work (unknown strategy, hot keys <= 0, ...)."""
 

@@ -68,7 +68,7 @@ from contend.stress.workers import (
     worker_main,
     workload_key,
 )
-from contend.subject.loader import load_factory
+from contend.subject.loader import load_factory, require_kind
 from contend.subject.multi_master import (
     DEFAULT_MASTERS,
     MULTI_MASTER_LOCKS,
@@ -395,10 +395,8 @@ def _user_workload(options: StressOptions) -> StressWorkload:
     """A user's `package.module:factory` of `options.kind`: imported, its signature checked."""
     spec, kind = options.impl, options.kind
     families = " and ".join(FAMILIES)
-    if kind is None:
-        raise ContendError(
-            f"--impl {spec} needs --kind: the protocol it follows ({families}: the families stress runs)"
-        )
+    require_kind(spec, kind, f"{families}: the families stress runs")
+    assert kind is not None  # require_kind
     if kind not in FAMILIES:
         label = kind.replace("_", "-")
         raise ContendError(

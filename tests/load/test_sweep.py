@@ -47,7 +47,7 @@ def test_a_user_implementation_is_the_one_strategy_of_the_workloads_of_its_kind(
     only = make_plan(impl=LOCK, kind="lock", workloads=["transfer"])
     assert only.workloads == {"transfer": [LOCK]}
     registry = make_plan(impl="tests.fixtures.user_registry:make", kind="registry")
-    with pytest.raises(wl.LoadInputError, match="needs --kind: the protocol it follows"):
+    with pytest.raises(ContendError, match="needs --kind: the protocol it follows"):
         make_plan(impl="tests.fixtures.user_registry:make")  # never a silent default
     assert registry.workloads == {"registry": ["tests.fixtures.user_registry:make"]}
     assert registry.strategy_kind(registry.points()[0]) == wl.USER

@@ -520,8 +520,8 @@ def test_no_fault_reasons():
             "returned a HalfRegistry without lookup(name)",
         ),
         (["--impl", "tests.stress.user_impls:no_release", "--kind", "lock"], "without release()"),
-        (["--only", "token", "--kind", "lock"], "--kind goes with --impl package.module:factory (a catalog"),
-        (["--kind", "lock"], "--kind goes with --impl package.module:factory"),
+        (["--only", "token", "--kind", "lock"], "--kind lock names the protocol of --impl; give --impl"),
+        (["--kind", "lock"], "--kind lock names the protocol of --impl; give --impl MODULE:FACTORY too"),
         (
             ["--only", "token", "--nemesis", "client-pause", "--duration", "1"],
             "--nemesis client-pause cannot inject a fault: the run lasts 1 s, and its first fault comes after "
