@@ -60,6 +60,7 @@ from locust.runners import STATE_INIT, STATE_MISSING, STATE_STOPPED, MasterRunne
 
 from contend.errors import ContendError
 from contend.exitcodes import ExitCode
+from contend.load import precise_csv
 from contend.load import workloads as wl
 from contend.load.instrument import counting_client, round_trips
 from contend.load.metrics import MAX_FAILED_SHARE, OperationMetrics, Tally, bucket_ms
@@ -84,22 +85,9 @@ STOP_MESSAGE = "contend_stop"
 
 # Microsecond resolution --------------------------------------------------------------------
 # Locust's documented hook for response-time bucketing (see "Customizing response time
-# bucketing"); its CSV writer also truncates percentiles to whole ms, so keep 3 decimals there.
+# bucketing"); its CSV writer also truncates percentiles to whole ms, which precise_csv mends
+# when a run starts (_on_init).
 locust.stats.bucket_response_time = bucket_ms  # type: ignore[assignment]
-
-
-def _precise_percentile_fields(self: Any, stats_entry: Any, use_current: bool = False) -> list[Any]:
-    if not stats_entry.num_requests:
-        return list(self.percentiles_na)
-    if use_current and stats_entry.use_response_times_cache:
-        get = stats_entry.get_current_response_time_percentile
-    else:
-        get = stats_entry.get_response_time_percentile
-    return [round(get(p) or 0, 3) for p in self.percentiles_to_report]
-
-
-if hasattr(locust.stats.StatsCSV, "_percentile_fields"):
-    locust.stats.StatsCSV._percentile_fields = _precise_percentile_fields  # type: ignore[method-assign]
 
 
 # Options -----------------------------------------------------------------------------------
@@ -685,6 +673,7 @@ def _on_init(environment: Environment, **_: Any) -> None:
     # clock, which stood still through the start-up (imports, this module's checks): on a busy
     # machine it was seconds old, and a 2 s run ended at once with no request made.
     gevent.get_hub().loop.update_now()
+    precise_csv.apply()
     if isinstance(environment.runner, WorkerRunner):
         environment.runner.register_message(STOP_MESSAGE, _on_stop_request)
     # gevent's loop keeps the time of its last iteration, and it has not iterated since the hub
