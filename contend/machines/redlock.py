@@ -47,7 +47,7 @@ from contend.machines.hunt import SearchStopped, run_once
 from contend.machines.locks import LockMachine
 from contend.machines.masters import MastersMachine
 from contend.servers.server import EmbeddedRedis
-from contend.servers.target import Target
+from contend.servers.target import Target, open_target
 from contend.subject.claims import LOCK_CLAIMS
 from contend.subject.multi_master import MULTI_MASTER_LOCKS
 
@@ -58,19 +58,12 @@ MINORITY = (MASTERS - 1) // 2
 
 @contextlib.contextmanager
 def five_masters(masters: int = MASTERS) -> Iterator[tuple[Target, list[EmbeddedRedis]]]:
-    """`masters` embedded servers without persistence; the target is the first, the rest its `also`."""
-    with contextlib.ExitStack() as stack:
-        servers = [stack.enter_context(EmbeddedRedis()) for _ in range(masters)]
-        first = servers[0]
-        yield (
-            Target(
-                first.url,
-                f"{masters} embedded masters ({first.binary.product} {first.binary.version}, no persistence)",
-                first,
-                also=tuple(s.url for s in servers[1:]),
-            ),
-            servers,
-        )
+    """`masters` embedded masters without persistence, started as every multi-master run starts
+    them (`open_target(masters=N)`, keeping the run's clock); the target is the first, the rest
+    its `also`, and their processes (for restarts) come with it."""
+    with open_target(masters=masters) as target:
+        assert target.deployment is not None
+        yield target, list(target.deployment.lock_masters)
 
 
 #: The Redlock implementations the demo can drive: contend's own, and pottery's (pip install -e '.[libs]').

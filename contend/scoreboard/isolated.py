@@ -114,6 +114,12 @@ class Runner:
             "options": dataclasses.asdict(self.options),
             "redis_server": self.redis_server,
             "namespace": f"{self.namespace}:{library.key}" if self.namespace else None,
+            # The servers' clock, which the worker's scheduler drives (contend.servers.clock).
+            "clock": (
+                {"path": str(self.target.clock.path), "epoch": self.target.clock.epoch}
+                if self.target.clock is not None
+                else None
+            ),
         }
         proc = subprocess.Popen(
             [sys.executable, "-m", "contend.scoreboard.worker"],

@@ -153,8 +153,10 @@ def _masters(target: Target, library: Library, redis_server: str | None) -> Iter
         yield target
         return
     with contextlib.ExitStack() as stack:
-        binary = find_redis_server(redis_server)
-        others = [stack.enter_context(EmbeddedRedis(binary)) for _ in range(library.masters - 1)]
+        binary = find_redis_server(redis_server, keep_clock=target.clock is not None)
+        others = [
+            stack.enter_context(EmbeddedRedis(binary, clock=target.clock)) for _ in range(library.masters - 1)
+        ]
         yield replace(
             target,
             description=f"{target.description} + {len(others)} embedded masters",

@@ -15,6 +15,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from typing import IO, Any
 
 from contend import interrupt
@@ -23,6 +24,7 @@ from contend.check.noise import quieted
 from contend.errors import ContendError
 from contend.scoreboard.libraries import by_key
 from contend.scoreboard.run import LibraryResult, run_library
+from contend.servers.clock import ServerClock
 from contend.servers.target import open_target
 
 
@@ -58,7 +60,11 @@ def serve(request: dict[str, Any], events: IO[str]) -> None:
         events.flush()
 
     options = CheckOptions(**request["options"])
-    with open_target(request["url"]) as target:
+    with open_target(request["url"]) as served:
+        clock = request.get("clock")
+        target = (
+            served if not clock else replace(served, clock=ServerClock.attach(clock["path"], clock["epoch"]))
+        )
         for library in by_key(request["rows"]):
             emit("start", row=library.key)
             result = LibraryResult(library)
