@@ -88,7 +88,8 @@ def contend_private_server() -> Iterator[EmbeddedRedis]:
 
 
 @pytest.fixture
-def contend_scheduler() -> Iterator[Scheduler]:
-    """A controlled scheduler for this test; give each client a connection of its own."""
-    with Scheduler() as scheduler:
+def contend_scheduler(contend_target: Target) -> Iterator[Scheduler]:
+    """A controlled scheduler for this test, driving the clock of contend_target's server (an
+    embedded one keeps the scheduler's virtual time); give each client a connection of its own."""
+    with Scheduler(clock=contend_target.clock) as scheduler:
         yield scheduler
