@@ -107,8 +107,9 @@ class ServerClock:
         """What a server process needs in its environment to keep this clock. Valkey derives its
         wall clock from the monotonic one between readings, so it gets a faked monotonic clock too
         (its timers then wait while the clock stands still; Redis 6.2's run in real time)."""
+        preload = ":".join(filter(None, [str(library()), os.environ.get("LD_PRELOAD", "")]))
         env = {
-            "LD_PRELOAD": str(library()),
+            "LD_PRELOAD": preload,
             "FAKETIME_TIMESTAMP_FILE": str(self.path),
             "FAKETIME_NO_CACHE": "1",
             "FAKETIME_FMT": "%Y-%m-%d %H:%M:%S",
