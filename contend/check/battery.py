@@ -17,8 +17,8 @@ from dataclasses import dataclass, field, replace
 
 from contend.check.async_burst import ASYNC_LOCK_BURST, ASYNC_REGISTRY_BURST
 from contend.check.async_faults import ASYNC_CRASH, ASYNC_EXPIRY
-from contend.check.async_input import ASYNC_LOCK_BAD_INPUT, ASYNC_REGISTRY_BAD_INPUT
 from contend.check.async_lost_reply import ASYNC_LOCK_LOST_REPLY, ASYNC_REGISTRY_LOST_REPLY
+from contend.check.bad_input import LOCK_BAD_INPUT, REGISTRY_BAD_INPUT
 from contend.check.cancel import CANCEL
 from contend.check.framework import (
     FAIL,
@@ -59,17 +59,17 @@ BATTERIES: dict[str, list[Check]] = {
 #: there). Locks also get expiry and crashes (the holder's task held or killed at a round trip).
 #: Single-flight has only the state machine so far.
 ASYNC_BATTERIES: dict[str, list[Check]] = {
-    "registry": [ASYNC_REGISTRY_BURST, ASYNC_REGISTRY_BAD_INPUT, ASYNC_REGISTRY_LOST_REPLY, SCHEDULE],
+    "registry": [ASYNC_REGISTRY_BURST, REGISTRY_BAD_INPUT, ASYNC_REGISTRY_LOST_REPLY, SCHEDULE],
     "lock": [
         ASYNC_LOCK_BURST,
         ASYNC_EXPIRY,
         ASYNC_CRASH,
         CANCEL,
-        ASYNC_LOCK_BAD_INPUT,
+        LOCK_BAD_INPUT,
         ASYNC_LOCK_LOST_REPLY,
         SCHEDULE,
     ],
-    "semaphore": [CANCEL, ASYNC_LOCK_BAD_INPUT, ASYNC_LOCK_LOST_REPLY, SCHEDULE],
+    "semaphore": [CANCEL, LOCK_BAD_INPUT, ASYNC_LOCK_LOST_REPLY, SCHEDULE],
     "single_flight": [SCHEDULE],
 }
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import redis
 
+from contend.check.bad_input import LOCK_BAD_INPUT
 from contend.check.burst import burst, errors_summary
 from contend.check.faults import (
     FAULT_TTL,
@@ -33,9 +34,8 @@ from contend.check.faults import (
     tapped_client,
     up_to_three_runs,
 )
-from contend.check.framework import Check, CheckContext, CheckFailed, expect, expect_rejected
+from contend.check.framework import Check, CheckContext, CheckFailed, expect
 from contend.impl.catalog import (
-    BAD_INPUT,
     CLOCK_SKEW_SAFE,
     CRASH_LIVENESS,
     FENCING,
@@ -545,22 +545,6 @@ def skew_check(ctx: CheckContext) -> str:
 
 # --- bad input ----------------------------------------------------------------------------------------
 
-#: What the protocol promises is refused: a TTL that would delete the key at once, and an empty key.
-BAD_TTLS: list[tuple[str, Any]] = [("ttl 0", 0), ("ttl -1", -1)]
-
-
-def bad_input_check(ctx: CheckContext) -> str:
-    """ttl_ms <= 0 and an empty key raise (any exception) before anything is written."""
-    client = ctx.client()
-    key = ctx.namespace.key("bad")
-    cases = [*BAD_TTLS, ("empty key", "")]
-    raised = set()
-    for what, bad in cases:
-        args = (client, bad, 1000) if what == "empty key" else (client, key, bad)
-        raised.add(expect_rejected(ctx, what, lambda a: ctx.factory(*a).acquire(blocking=False), args))
-    return f"{len(cases)} bad arguments refused ({', '.join(sorted(raised))}), nothing written"
-
-
 # --- the battery --------------------------------------------------------------------------------------
 
 COMMON = [
@@ -597,5 +581,5 @@ LOCK_CHECKS: list[Check] = [
         "skew", "a client whose clock runs ahead", skew_check, CLOCK_SKEW_SAFE,
         needs=CLOCK_SKEW_SAFE, capability="clock",
     ),
-    Check("bad-input", "ttl_ms <= 0 and an empty key refused, nothing written", bad_input_check, BAD_INPUT),
+    LOCK_BAD_INPUT,
 ]  # fmt: skip

@@ -7,9 +7,10 @@ import itertools
 import random
 from typing import Any
 
+from contend.check.bad_input import REGISTRY_BAD_INPUT
 from contend.check.burst import burst, errors_summary
-from contend.check.framework import Check, CheckContext, CheckFailed, expect, expect_rejected
-from contend.impl.catalog import BAD_INPUT, GAP_FREE, NO_SPURIOUS_ERRORS, STABLE_IDS, UNIQUE_IDS
+from contend.check.framework import Check, CheckContext, CheckFailed, expect
+from contend.impl.catalog import GAP_FREE, NO_SPURIOUS_ERRORS, STABLE_IDS, UNIQUE_IDS
 from contend.models.registry import RegistryModel
 
 
@@ -142,23 +143,10 @@ def burst_one_name_check(ctx: CheckContext) -> str:
     return f"{rounds} rounds × {k} clients on one name: one id each, ids 1..{rounds}"
 
 
-def bad_input_check(ctx: CheckContext) -> str:
-    """An empty name raises (any exception) before anything is written, in register and, if the
-    registry has it, register_many: the protocol promises nothing stricter."""
-    reg = _registry(ctx)
-    calls: list[tuple[str, Any]] = [("register(an empty name)", lambda: reg.register(""))]
-    if callable(getattr(reg, "register_many", None)):
-        calls.append(
-            ("register_many(an empty name among good ones)", lambda: reg.register_many(["fine", "", "ok"]))
-        )
-    raised = {expect_rejected(ctx, what, call) for what, call in calls}
-    return f"{len(calls)} bad input(s) refused ({', '.join(sorted(raised))}), nothing written"
-
-
 CHECKS = [
     Check("model", "random sequential operations against models.registry", model_check, STABLE_IDS),
     Check("serial", "seed 000's serial test: n names one by one, then 10 again", serial_check, GAP_FREE),
     Check("burst-distinct", "16 clients at once, distinct names", burst_distinct_check, UNIQUE_IDS),
     Check("burst-one-name", "16 clients at once on one name, 20 rounds", burst_one_name_check, STABLE_IDS),
-    Check("bad-input", "an empty name refused, nothing written", bad_input_check, BAD_INPUT),
+    REGISTRY_BAD_INPUT,
 ]

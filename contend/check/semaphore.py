@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any
 
+from contend.check.bad_input import LOCK_BAD_INPUT
 from contend.check.burst import burst, errors_summary
 from contend.check.faults import (
     LONG_TTL,
@@ -24,8 +25,8 @@ from contend.check.faults import (
     up_to_three_runs,
 )
 from contend.check.framework import Check, CheckContext, CheckFailed, expect
-from contend.check.locks import COMMON, bad_input_check, take_then_give_back
-from contend.impl.catalog import BAD_INPUT, FIFO, MUTUAL_EXCLUSION, PROGRESS, SAFE_RELEASE
+from contend.check.locks import COMMON, take_then_give_back
+from contend.impl.catalog import FIFO, MUTUAL_EXCLUSION, PROGRESS, SAFE_RELEASE
 from contend.models.base import UNKNOWN, Op
 from contend.models.semaphore import SemaphoreModel
 from contend.subject.protocols import granted
@@ -173,5 +174,5 @@ SEMAPHORE_CHECKS: list[Check] = [
         needs=MUTUAL_EXCLUSION,
     ),
     Check("fifo", "queued waiters granted in order", fifo_check, FIFO, needs=FIFO),
-    Check("bad-input", "ttl_ms <= 0 and an empty key refused, nothing written", bad_input_check, BAD_INPUT),
+    LOCK_BAD_INPUT,
 ]  # fmt: skip

@@ -11,10 +11,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from contend.check.bad_input import BAD_TTLS
 from contend.check.burst import CallResult, burst, errors_summary
 from contend.check.faults import own_clients, tapped_client
 from contend.check.framework import Check, CheckContext, CheckFailed, expect_rejected
-from contend.check.locks import BAD_TTLS
 from contend.impl.catalog import BAD_INPUT, LEADER_FAILURE, RUNS_ONCE, SHARED_RESULT
 from contend.models.base import Op
 from contend.models.single_flight import FAILED, LEADER_FAILED, TIMEOUT, SingleFlightModel
