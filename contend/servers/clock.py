@@ -44,6 +44,11 @@ import redis
 #: moments just before and just after a 1000 ms TTL set at the first runs out.
 _PROBE_AT = 1_000_000_000.5
 REAL_TIME = "+0"
+#: The instant every example starts the servers (and its clients' wall clocks) at: fixed, in every
+#: run and every process, so that an example replayed gives the same server times, the same
+#: timestamps in tokens and the same replies (2023-11-14 22:13:20 UTC: in the past, so that a key a
+#: real-time check left with a TTL lives longer while an example runs, never shorter).
+EPOCH = 1_700_000_000.0
 
 
 def library() -> Path:
@@ -83,9 +88,8 @@ class ServerClock:
             (directory / "owner.pid").write_text(str(os.getpid()))
         self.dir = directory
         self.path = self.dir / "faketime"
-        #: The virtual clock's zero for every scheduler on this clock: the wall-clock second the
-        #: clock was made. Fixed, so that every example starts the servers at the same instant.
-        self.epoch = float(int(time.time()))
+        #: The wall-clock instant every scheduler on this clock starts at (its virtual zero).
+        self.epoch = EPOCH
         self._owners: list[object] = []
         self._lock = threading.Lock()
         self._write(REAL_TIME)
