@@ -26,6 +26,13 @@ from contend.servers.server import EmbeddedRedis, Lifecycle, Persistence, clock_
 from contend.servers.signals import wait_stopped
 from contend.servers.urls import is_cluster_url, is_sentinel_url, node_url, sentinel_master
 
+#: The node timeout of a cluster that keeps the run's clock: its nodes' time jumps (a stall, every
+#: example starting at the clock's epoch, real time between examples), and a jump past the timeout
+#: while a ping was unanswered would have them fail each other (cluster_state:fail, CLUSTERDOWN)
+#: at moments real load decides. Nothing in such a run fails a node over (stress, whose faults do,
+#: keeps real time), so the nodes never time each other out (about 31 years).
+CLOCK_NODE_TIMEOUT_MS = 10**12
+
 
 class Deployment(Lifecycle):
     """The servers of a run: an embedded primary (and, for failover, a replica), or a --redis-url one.
@@ -88,7 +95,13 @@ class Deployment(Lifecycle):
                 cluster,
                 cluster_replicas,
                 self.binary,
-                node_timeout_ms=NODE_TIMEOUT_MS if node_timeout_ms is None else node_timeout_ms,
+                node_timeout_ms=(
+                    node_timeout_ms
+                    if node_timeout_ms is not None
+                    else CLOCK_NODE_TIMEOUT_MS
+                    if self.clock is not None
+                    else NODE_TIMEOUT_MS
+                ),
                 clock=self.clock,
             )
 
