@@ -328,8 +328,8 @@ class LockMachine(ScheduledMachine):
         self._scanned = len(trace)
 
     def stall(self) -> None:
-        """A stall longer than the lease: the clock jumps, and TTLs run out on it. (Leases kept in
-        server time do not run out on the virtual clock: for those there is nothing to stall.)"""
+        """A stall longer than the lease: the clock jumps, and the servers' TTLs run out with it. (On a
+        server that keeps its own time no lease runs out on the virtual clock: nothing to stall.)"""
         if not self.server_keeps_time:
             return
         self.last_stall = len(self.scheduler.trace)

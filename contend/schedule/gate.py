@@ -362,29 +362,26 @@ def _thread_join(self: threading.Thread, timeout: float | None = None) -> None:
     child = getattr(self, "_contend_client", None)
     if current() is None or child is None:
         return _originals["thread_join"](self, timeout)  # type: ignore[no-any-return]
-    deadline = None if timeout is None else _monotonic() + max(0.0, float(timeout))
-    while not child.ended:
-        if deadline is not None and _monotonic() >= deadline:
-            return None
-        _sleep(POLL_INTERVAL if deadline is None else min(POLL_INTERVAL, max(0.0, deadline - _monotonic())))
-    outer = getattr(_flags, "real_waits", False)
-    _flags.real_waits = True  # its run has returned: the thread is ending, without another step
-    try:
-        return _originals["thread_join"](self)  # type: ignore[no-any-return]
-    finally:
-        _flags.real_waits = outer
+    if _virtual_wait(lambda: child.ended, timeout):
+        _originals["thread_join"](self)  # its run has returned: the thread is ending, without a step
+    return None
 
 
 def _event_wait(self: threading.Event, timeout: float | None = None) -> bool:
     if current() is None or getattr(_flags, "real_waits", False):
         return REAL_EVENT_WAIT(self, timeout)
+    return _virtual_wait(self.is_set, timeout)
+
+
+def _virtual_wait(done: Callable[[], bool], timeout: float | None) -> bool:
+    """A scheduled client waits, on the virtual clock, until `done()` or `timeout` seconds (None:
+    no limit); whether it was done. Polled as a blocking pop is: often at first, then less (a
+    heartbeat waits a third of a lease between renewals: some tens of steps, not one every 10 ms)."""
     deadline = None if timeout is None else _monotonic() + max(0.0, float(timeout))
     pause = POLL_INTERVAL
-    while not self.is_set():
+    while not done():
         if deadline is not None and _monotonic() >= deadline:
             return False
-        # Polled as a blocking pop is: often at first, then less (a heartbeat waits a third of a
-        # lease between renewals: some tens of steps, not one every 10 ms).
         _sleep(pause if deadline is None else min(pause, max(0.0, deadline - _monotonic())))
         pause = min(pause * 2, MAX_POLL_INTERVAL)
     return True
