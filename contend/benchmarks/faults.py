@@ -277,10 +277,16 @@ def _spin() -> None:
 
 
 def _single_node(case: Case) -> bool:
-    """Does the case's implementation refuse a Redis Cluster (several databases)?"""
-    if not case.module.startswith(CATALOG):
-        return False
-    return bool(catalog_implementation(case.module.removeprefix(CATALOG)).single_node)
+    """Is the case's implementation documented as one server's only (several databases, or keys
+    of several hash slots in one script), so that a Redis Cluster refuses it?"""
+    if case.module.startswith(CATALOG):
+        return bool(catalog_implementation(case.module.removeprefix(CATALOG)).single_node)
+    from tests.fixtures import async_foreign, foreign
+
+    package, _, module = case.module.partition(".")
+    return module in {"foreign": foreign.SINGLE_NODE, "async_foreign": async_foreign.SINGLE_NODE}.get(
+        package, []
+    )
 
 
 if __name__ == "__main__":

@@ -123,8 +123,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         metavar="N",
         help="the clients contend hands your code resend a command up to N times after a ConnectionError "
         "or TimeoutError, with redis-py's exponential backoff: check the code as it runs with those "
-        "settings (redis.Redis(host=...) retries 10 times by default in redis-py 8, Redis.from_url 0 times; "
-        "default %(default)s). A violation that a resend caused says so",
+        "settings (redis.Redis(host=...) retries 10 times by default in redis-py 8, Redis.from_url 0 times, "
+        "RedisCluster 3 times; on --cluster too; default %(default)s). A violation that a resend caused "
+        "says so",
     )
     parser.add_argument(
         "--claim",

@@ -14,7 +14,9 @@ Patched, only in scheduled client threads (others pass through untouched):
   connection handshake is not gated (`on_connect_check_health`).
 * `AbstractConnection.read_response`: the replies, for the trace; a round trip marked lost is
   run by the server, then its reply is dropped with the connection, as in the sync gate.
-* `Retry.call_with_retry` and `redis.asyncio.retry`'s sleep: followed, and virtual.
+* `Retry.call_with_retry` and `redis.asyncio.retry`'s sleep: followed, and virtual (a
+  RedisCluster's `execute_command` and pipeline `execute`, which resend in loops of their own,
+  are followed too).
 * `redis.asyncio.client.Redis.execute_command`: blocking pops (BLPOP, BRPOP, ...) become
   polls on virtual time, as in the sync gate: the server is never left blocking.
 * A redis.asyncio cluster client's discovery of the cluster (CLUSTER SLOTS and COMMAND, on
@@ -77,6 +79,13 @@ _DISCOVERY = (
     (redis._parsers.AsyncCommandsParser, "initialize"),
 )
 
+#: A redis.asyncio RedisCluster resends in loops of its own, not through Retry.call_with_retry:
+#: each call of these is followed as one redis-py retry call, so its resends are told apart.
+_CLUSTER_RETRY_LOOPS = (
+    (redis.asyncio.cluster.RedisCluster, "execute_command"),
+    (redis.asyncio.cluster.ClusterPipeline, "execute"),
+)
+
 
 def patch() -> None:
     """Install the patches (the scheduler installs the gates, reference counted)."""
@@ -94,6 +103,9 @@ def patch() -> None:
         setattr(holder, name, _ungated_discovery(original))
     _originals["call_with_retry"] = redis.asyncio.retry.Retry.call_with_retry
     redis.asyncio.retry.Retry.call_with_retry = _tracked_retry  # type: ignore[method-assign]
+    for holder, name in _CLUSTER_RETRY_LOOPS:
+        original = _originals[f"{holder.__name__}.{name}"] = getattr(holder, name)
+        setattr(holder, name, _tracked_retry_loop(original))
     asyncio.sleep = _sleep  # type: ignore[assignment]
     # redis.asyncio's Retry sleeps between attempts with an asyncio.sleep it imported by name.
     redis.asyncio.retry.sleep = _sleep  # type: ignore[attr-defined]
@@ -109,6 +121,8 @@ def unpatch() -> None:
     for holder, name in _DISCOVERY:
         setattr(holder, name, _originals[f"{holder.__name__}.{name}"])
     redis.asyncio.retry.Retry.call_with_retry = _originals["call_with_retry"]  # type: ignore[method-assign]
+    for holder, name in _CLUSTER_RETRY_LOOPS:
+        setattr(holder, name, _originals[f"{holder.__name__}.{name}"])
     asyncio.sleep = REAL_ASYNC_SLEEP
     redis.asyncio.retry.sleep = REAL_ASYNC_SLEEP  # type: ignore[attr-defined]
 
@@ -211,6 +225,19 @@ async def _tracked_retry(self: Any, do: Any, fail: Any, *args: Any, **kwargs: An
         return await _originals["call_with_retry"](self, do, fail, *args, **kwargs)
     finally:
         leave_retry_call(token)
+
+
+def _tracked_retry_loop(method: Any) -> Any:
+    """A cluster client's command or pipeline call, run as one redis-py retry call."""
+
+    async def tracked(*args: Any, **kwargs: Any) -> Any:
+        token = enter_retry_call()
+        try:
+            return await method(*args, **kwargs)
+        finally:
+            leave_retry_call(token)
+
+    return tracked
 
 
 async def _read_cancelled(conn: Any, client: GatedClient, *args: Any, **kwargs: Any) -> Any:

@@ -15,7 +15,9 @@ unmodified code, third-party libraries included:
   redis-py sends again once loaded, in the same step, so a cold cache changes nothing.
 * `Retry.call_with_retry` is followed, and `redis.retry`'s sleep is virtual: after a lost
   reply, the client's own retry settings resend as they would in production, and the trace
-  says whether redis-py's Retry or the code itself sent the round trip again.
+  says whether redis-py's Retry or the code itself sent the round trip again. A
+  RedisCluster's `execute_command` and its pipeline's `execute` resend in loops of their own:
+  they are followed the same way.
 * `Pipeline._execute_pipeline`, when the scheduler splits pipelines, sends a
   plain (non-transactional) pipeline one command at a time: one step each, as
   the server may interleave other clients between them.
@@ -55,6 +57,7 @@ from typing import Any
 
 import redis
 import redis.client
+import redis.cluster
 import redis.connection
 import redis.retry
 import redis.utils
@@ -126,6 +129,14 @@ def check_redis_py(version: str | None = None) -> None:
         )
 
 
+#: A RedisCluster resends in loops of its own, not through Retry.call_with_retry: each call of
+#: these is followed as one redis-py retry call, so its resends are told from the code's.
+_CLUSTER_RETRY_LOOPS = (
+    (redis.cluster.RedisCluster, "execute_command"),
+    (redis.cluster.ClusterPipeline, "execute"),
+)
+
+
 def patch() -> None:
     """Patch redis-py and time (the scheduler installs the gates, reference counted)."""
     conn_cls = redis.connection.AbstractConnection
@@ -146,6 +157,9 @@ def patch() -> None:
     threading.Event.wait = _event_wait  # type: ignore[method-assign]
     _originals["call_with_retry"] = redis.retry.Retry.call_with_retry
     redis.retry.Retry.call_with_retry = _tracked_retry  # type: ignore[method-assign]
+    for holder, name in _CLUSTER_RETRY_LOOPS:
+        original = _originals[f"{holder.__name__}.{name}"] = getattr(holder, name)
+        setattr(holder, name, _tracked_retry_loop(original))
     # redis-py's Retry sleeps between attempts with a `sleep` it imported by name: virtual too.
     redis.retry.sleep = _sleep  # type: ignore[assignment]
     _originals["thread_start"] = threading.Thread.start
@@ -174,6 +188,8 @@ def unpatch() -> None:
     concurrent.futures.ThreadPoolExecutor.submit = _originals["submit"]  # type: ignore[method-assign]
     threading.Event.wait = REAL_EVENT_WAIT  # type: ignore[method-assign]
     redis.retry.Retry.call_with_retry = _originals["call_with_retry"]  # type: ignore[method-assign]
+    for holder, name in _CLUSTER_RETRY_LOOPS:
+        setattr(holder, name, _originals[f"{holder.__name__}.{name}"])
     redis.retry.sleep = REAL_SLEEP  # type: ignore[attr-defined]
     threading.Thread.start = _originals["thread_start"]  # type: ignore[method-assign]
     threading.Thread.join = _originals["thread_join"]  # type: ignore[method-assign]
@@ -273,6 +289,19 @@ def _tracked_retry(self: Any, do: Any, fail: Any, *args: Any, **kwargs: Any) -> 
         return _originals["call_with_retry"](self, do, fail, *args, **kwargs)
     finally:
         leave_retry_call(token)
+
+
+def _tracked_retry_loop(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A cluster client's command or pipeline call, run as one redis-py retry call."""
+
+    def tracked(*args: Any, **kwargs: Any) -> Any:
+        token = enter_retry_call()
+        try:
+            return method(*args, **kwargs)
+        finally:
+            leave_retry_call(token)
+
+    return tracked
 
 
 def _ungated_handshake(self: Any, *args: Any, **kwargs: Any) -> Any:

@@ -62,7 +62,8 @@ class Target:
         # No read timeout, as redis.Redis() has none (from_url would read the connect timeout as
         # one): a blocking command the code sends (BLPOP for 5 s) must not time out on contend's side.
         kwargs.setdefault("socket_timeout", None)
-        if self.client_retries and not self.cluster:
+        if self.client_retries or self.cluster:
+            # A RedisCluster resends 3 times by default: on a cluster the count is set either way.
             kwargs.setdefault(
                 "retry", Retry(ExponentialWithJitterBackoff(cap=1, base=0.01), self.client_retries)
             )
@@ -79,7 +80,7 @@ class Target:
 
     def async_client(self, **kwargs: Any) -> redis.asyncio.Redis:
         """A new redis.asyncio client (see `async_client`)."""
-        if self.client_retries and not self.cluster:
+        if self.client_retries or self.cluster:
             kwargs.setdefault(
                 "retry", AsyncRetry(ExponentialWithJitterBackoff(cap=1, base=0.01), self.client_retries)
             )

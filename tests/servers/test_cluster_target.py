@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,6 +11,8 @@ from redis.exceptions import CrossSlotTransactionError
 
 from contend.cli import main
 from contend.errors import TargetError
+from contend.schedule.gating import LostReply
+from contend.schedule.scheduler import Scheduler
 from contend.servers.cluster_client import CrossSlotError, refusals_count, refusals_since
 from contend.servers.target import connect_url, open_target
 
@@ -144,3 +147,28 @@ def test_bad_cluster_input_exits_2_before_anything_starts(argv, message, capsys)
     assert main(["check", *argv]) == 2
     err = " ".join(capsys.readouterr().err.split())
     assert message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("retries", "runs"), [(0, 1), (3, 2)])
+def test_a_cluster_client_resends_a_lost_reply_as_client_retries_says(cluster_target, retries, runs):
+    """RedisCluster resends 3 times by default; the clients contend hands code resend exactly
+    `--client-retries` times there, as on one server (0: the code sees the ConnectionError)."""
+    target = dataclasses.replace(cluster_target, client_retries=retries)
+    conn = target.client()
+    key = target.namespace(client=conn).key("n")
+    conn.ping()
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+        s.start(0, lambda: conn.incr(key), "incr")
+        s.step(0, lose=LostReply.CONNECTION)
+        for _ in range(100):
+            if 0 not in s.runnable():
+                break
+            s.step(0)
+        outcome = s.clients[0].outcome
+        resent = [step for step in s.trace if step.resend_of is not None]
+    assert int(cluster_target.client().get(key)) == runs
+    if retries:
+        assert outcome.value == 2 and resent[0].resent_by.startswith("redis-py's Retry")
+    else:
+        assert isinstance(outcome.error, redis.ConnectionError) and not resent
