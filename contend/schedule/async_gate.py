@@ -81,7 +81,7 @@ _DISCOVERY = (
 
 #: A redis.asyncio RedisCluster resends in loops of its own, not through Retry.call_with_retry:
 #: each call of these is followed as one redis-py retry call, so its resends are told apart.
-_CLUSTER_RETRY_LOOPS = (
+_CLUSTER_RETRY_LOOPS: tuple[tuple[type, str], ...] = (
     (redis.asyncio.cluster.RedisCluster, "execute_command"),
     (redis.asyncio.cluster.ClusterPipeline, "execute"),
 )
@@ -103,9 +103,9 @@ def patch() -> None:
         setattr(holder, name, _ungated_discovery(original))
     _originals["call_with_retry"] = redis.asyncio.retry.Retry.call_with_retry
     redis.asyncio.retry.Retry.call_with_retry = _tracked_retry  # type: ignore[method-assign]
-    for holder, name in _CLUSTER_RETRY_LOOPS:
-        original = _originals[f"{holder.__name__}.{name}"] = getattr(holder, name)
-        setattr(holder, name, _tracked_retry_loop(original))
+    for loop_holder, name in _CLUSTER_RETRY_LOOPS:
+        original = _originals[f"{loop_holder.__name__}.{name}"] = getattr(loop_holder, name)
+        setattr(loop_holder, name, _tracked_retry_loop(original))
     asyncio.sleep = _sleep  # type: ignore[assignment]
     # redis.asyncio's Retry sleeps between attempts with an asyncio.sleep it imported by name.
     redis.asyncio.retry.sleep = _sleep  # type: ignore[attr-defined]
@@ -121,8 +121,8 @@ def unpatch() -> None:
     for holder, name in _DISCOVERY:
         setattr(holder, name, _originals[f"{holder.__name__}.{name}"])
     redis.asyncio.retry.Retry.call_with_retry = _originals["call_with_retry"]  # type: ignore[method-assign]
-    for holder, name in _CLUSTER_RETRY_LOOPS:
-        setattr(holder, name, _originals[f"{holder.__name__}.{name}"])
+    for loop_holder, name in _CLUSTER_RETRY_LOOPS:
+        setattr(loop_holder, name, _originals[f"{loop_holder.__name__}.{name}"])
     asyncio.sleep = REAL_ASYNC_SLEEP
     redis.asyncio.retry.sleep = REAL_ASYNC_SLEEP  # type: ignore[attr-defined]
 
