@@ -20,7 +20,7 @@ from typing import Any
 
 import redis
 
-from contend.errors import Abandoned
+from contend.errors import Abandoned, ContendError
 from contend.impl.catalog import CLUSTER_SLOTS, PROPERTY_KINDS
 from contend.servers.cluster_client import disconnect
 from contend.servers.keyspace import Namespace
@@ -41,6 +41,11 @@ class CheckFailed(AssertionError):
         super().__init__(message)
         self.property = prop
         self.facts = facts or {}
+
+
+class InputRefused(ContendError):
+    """Bad input that only a check could see (a `--replay` blob that replays no example): the
+    run ends as for any bad input, one line and exit 2, and nothing is judged."""
 
 
 class CheckInconclusive(Exception):
@@ -271,8 +276,8 @@ def run_check(
         return CheckResult(check.name, INCONCLUSIVE, f"inconclusive ({error})", seconds)
     if isinstance(error, Abandoned):
         return CheckResult(check.name, INCONCLUSIVE, "inconclusive (abandoned)", seconds)
-    if not isinstance(error, Exception):
-        raise error  # KeyboardInterrupt, SystemExit in the check's thread
+    if not isinstance(error, Exception) or isinstance(error, InputRefused):
+        raise error  # KeyboardInterrupt, SystemExit in the check's thread; bad input
     return CheckResult(check.name, FAIL, f"raised {type(error).__name__}: {error}", seconds, check.prop)
 
 

@@ -17,10 +17,18 @@ import time
 from typing import Any
 
 import hypothesis
-from hypothesis.errors import DidNotReproduce, Flaky, FlakyStrategyDefinition
+from hypothesis.core import decode_failure
+from hypothesis.errors import DidNotReproduce, Flaky, FlakyStrategyDefinition, InvalidArgument
 from hypothesis.stateful import run_state_machine_as_test
 
-from contend.check.framework import NOT_JUDGED, Check, CheckContext, CheckFailed, CheckInconclusive
+from contend.check.framework import (
+    NOT_JUDGED,
+    Check,
+    CheckContext,
+    CheckFailed,
+    CheckInconclusive,
+    InputRefused,
+)
 from contend.history.access import UnknownCommand
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
@@ -46,20 +54,35 @@ def replay_text(exc: BaseException) -> str | None:
     return None
 
 
+#: What a replay looks like, for the messages that refuse one.
+REPLAY_SHAPE = (
+    "expected VERSION:BLOB exactly as a schedule failure's evidence prints it after `--replay`, "
+    "e.g. 6.170.17:AXicc2RgcIRDBkcmCAMAHdkCjQ=="
+)
+
+
 def parse_replay(text: str) -> tuple[str, bytes]:
     """`version:blob` → (version, blob); ProtocolError saying what a replay looks like."""
     version, sep, blob = text.strip().partition(":")
-    if not sep or not re.fullmatch(r"\d+\.\d+\.\d+", version) or not re.fullmatch(r"[A-Za-z0-9+/=]+", blob):
-        raise ProtocolError(
-            f"--replay {text!r}: expected VERSION:BLOB as printed in a schedule failure's evidence, "
-            "e.g. 6.170.15:AXicY2BgZGBkAAAAMgAD"
-        )
+    if not sep or not re.fullmatch(r"\d+\.\d+\.\d+", version) or not _decodes(blob):
+        raise ProtocolError(f"--replay {text!r}: {REPLAY_SHAPE}")
     if version != hypothesis.__version__:
         raise ProtocolError(
             f"--replay was recorded with Hypothesis {version}; this is {hypothesis.__version__}. "
             f"Install the same one (pip install 'hypothesis=={version}') to replay it"
         )
     return version, blob.encode()
+
+
+def _decodes(blob: str) -> bool:
+    """Is `blob` one Hypothesis can read back (base64 of a compressed choice sequence)?"""
+    if not re.fullmatch(r"[A-Za-z0-9+/=]+", blob):
+        return False
+    try:
+        decode_failure(blob.encode())
+    except InvalidArgument:
+        return False
+    return True
 
 
 def replay_command(subject: Any, replay: str, where: tuple[str, ...] = ()) -> str:
@@ -121,6 +144,11 @@ def schedule_check(ctx: CheckContext) -> str:
             raise failure from None
         return _budget_spent(tried[0], examples)
     except DidNotReproduce:
+        if not last or not last[0].scheduler.trace:
+            raise InputRefused(
+                f"--replay {options.replay!r} replays an example of no round trip: it is not one a "
+                f"schedule failure printed ({REPLAY_SHAPE})"
+            ) from None
         return "the replayed example ran to its end: no property broke this time"
     except (SchedulerError, UnknownCommand) as exc:
         raise CheckInconclusive(str(exc)) from None

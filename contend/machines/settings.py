@@ -12,7 +12,7 @@ replace Hypothesis's own `ci` profile, which it loads when the CI variable is se
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, Phase, settings
+from hypothesis import HealthCheck, Phase, Verbosity, settings
 
 #: Rules per example: enough for a race of a few clients, short enough to shrink fast.
 STATEFUL_STEPS = 20
@@ -42,6 +42,9 @@ def machine_settings(
     }
     if parent is None:
         fixed["database"] = None
+        # contend prints its own evidence: no "Failing test case", `state = ...` lines or shrink
+        # warnings of Hypothesis's on stdout (the replay blob still comes, as a note on the error).
+        fixed["verbosity"] = Verbosity.quiet
     if derandomize is not None:
         fixed["derandomize"] = derandomize
     if shrink is not None:

@@ -177,6 +177,7 @@ def test_a_schedule_finding_replays_with_one_command(capsys):
     assert main(["check", *spec, "--replay", replay]) == 1
     again = capsys.readouterr().out
     assert "safety: fencing" in again and "not above" in again
+    assert "Failing test case" not in out + again and "state = " not in out + again, "Hypothesis's own text"
 
 
 def test_a_replay_for_another_hypothesis_is_refused(capsys):
@@ -185,6 +186,22 @@ def test_a_replay_for_another_hypothesis_is_refused(capsys):
     assert "Hypothesis 1.2.3" in capsys.readouterr().err
     assert main(["check", *spec, "--replay", "not a replay"]) == 2
     assert "expected VERSION:BLOB" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("blob", "said"),
+    [("AXicY2BgZGBkAAAAMgAD", "expected VERSION:BLOB"), ("AAAA", "replays an example of no round trip")],
+)
+def test_a_replay_that_is_no_recorded_example_is_refused_and_passes_nothing(capsys, blob, said):
+    """A blob Hypothesis cannot read is refused before anything starts; one it reads as an empty
+    example (no round trip) is refused once replayed, instead of passing on nothing."""
+    import hypothesis
+
+    spec = ["--impl", "tests.fixtures.foreign.raising_lock:make", "--kind", "lock"]
+    assert main(["check", *spec, "--replay", f"{hypothesis.__version__}:{blob}"]) == 2
+    out, err = capsys.readouterr()
+    assert said in err and "e.g. " in err and "Traceback" not in err
+    assert "pass" not in out and "Failing test case" not in out and "state." not in out
 
 
 @pytest.mark.slow
