@@ -10,7 +10,7 @@ from typing import Any
 from contend.check.bad_input import REGISTRY_BAD_INPUT
 from contend.check.burst import burst, errors_summary
 from contend.check.framework import Check, CheckContext, CheckFailed, expect
-from contend.impl.catalog import GAP_FREE, NO_SPURIOUS_ERRORS, STABLE_IDS, UNIQUE_IDS
+from contend.impl.catalog import GAP_FREE, NO_SPURIOUS_ERRORS, STABLE_IDS, TABLES_AGREE, UNIQUE_IDS
 from contend.models.registry import RegistryModel
 
 
@@ -34,20 +34,25 @@ def check_tables(reg: Any, expected: dict[str, int], what: str, reads: int = 100
         raise CheckFailed(
             f"{what}: {n} names got ids up to {max(ids, default=0)}, not 1..{n}"
             + (f"; duplicated ids {dupes}" if dupes else "")
-            + (f"; gaps at {gaps}" if gaps else "")
+            + (f"; gaps at {gaps}" if gaps else ""),
+            prop=UNIQUE_IDS if dupes else GAP_FREE,
         )
     items = list(expected.items())
     sample = items[:: max(1, n // reads)]
     with expect(f"{what}: reading the tables back"):
         for name, ident in sample:
             if (found := reg.lookup(name)) != ident:
-                raise CheckFailed(f"{what}: lookup({name!r}) = {found}, registration returned {ident}")
+                raise CheckFailed(
+                    f"{what}: lookup({name!r}) = {found}, registration returned {ident}", prop=TABLES_AGREE
+                )
             if (back := reg.reverse(ident)) != name:
-                raise CheckFailed(f"{what}: reverse({ident}) = {back!r}, expected {name!r}")
+                raise CheckFailed(f"{what}: reverse({ident}) = {back!r}, expected {name!r}", prop=TABLES_AGREE)
         if (after := reg.reverse(n + 1)) is not None:
-            raise CheckFailed(f"{what}: reverse({n + 1}) = {after!r} although only {n} names exist")
+            raise CheckFailed(
+                f"{what}: reverse({n + 1}) = {after!r} although only {n} names exist", prop=TABLES_AGREE
+            )
         if (count := reg.count()) != n:
-            raise CheckFailed(f"{what}: count() = {count}, expected {n}")
+            raise CheckFailed(f"{what}: count() = {count}, expected {n}", prop=TABLES_AGREE)
 
 
 def model_check(ctx: CheckContext) -> str:
@@ -97,10 +102,12 @@ def serial_check(ctx: CheckContext) -> str:
         ids = {name: reg.register(name) for name in names}
         again = [reg.register(name) for name in names[:10]]
     if again != [ids[name] for name in names[:10]]:
-        raise CheckFailed(f"registering the first 10 names again gave {again}")
+        raise CheckFailed(f"registering the first 10 names again gave {again}", prop=STABLE_IDS)
     for position, name in enumerate(names, start=1):
         if ids[name] != position:
-            raise CheckFailed(f"serial: {name!r}, registered as number {position}, got id {ids[name]}")
+            raise CheckFailed(
+                f"serial: {name!r}, registered as number {position}, got id {ids[name]}", prop=GAP_FREE
+            )
     check_tables(reg, ids, "serial")
     return f"{n} names registered one by one got ids 1..{n}"
 
@@ -137,7 +144,9 @@ def burst_one_name_check(ctx: CheckContext) -> str:
             )
         got = {o.value for o in outcomes}
         if len(got) != 1:
-            raise CheckFailed(f"round {r + 1}: {k} clients registering {name!r} got ids {sorted(got)}")
+            raise CheckFailed(
+                f"round {r + 1}: {k} clients registering {name!r} got ids {sorted(got)}", prop=STABLE_IDS
+            )
         ids[name] = got.pop()
     check_tables(regs[0], ids, f"{rounds} rounds of {k} clients on one name")
     return f"{rounds} rounds × {k} clients on one name: one id each, ids 1..{rounds}"
