@@ -120,8 +120,10 @@ class HistoryCheck:
             )
             if verdict.outcome is not Linearizability.UNKNOWN:
                 break
-        if verdict is not None and timeout is not None:
-            verdict.timeout = timeout
+        if verdict is not None:
+            verdict.model = self.model  # the model's name as `--model` spells it, not its class's
+            if timeout is not None:
+                verdict.timeout = timeout
         return verdict, violations
 
 

@@ -33,3 +33,17 @@ def test_a_stress_run_still_refuses_a_history_in_which_nothing_took_effect():
     assert verdict is not None and verdict.outcome is Linearizability.LINEARIZABLE and violations == []
     with pytest.raises(NothingToCheck, match="no client operation"):
         check.run([])
+
+
+def test_the_verdict_names_the_model_as_the_user_spelled_it(capsys, tmp_path):
+    """`--model mutex` searches the lease model first: the summary still says mutex."""
+    from contend.cli import main
+
+    history = tmp_path / "lock.jsonl"
+    history.write_text(
+        '{"process": 0, "type": "invoke", "f": "acquire", "value": null, "time": 0}\n'
+        '{"process": 0, "type": "ok", "f": "acquire", "value": true, "time": 1}\n'
+    )
+    assert main(["history", "check", str(history), "--model", "mutex"]) == 0
+    out = capsys.readouterr().out
+    assert "model mutex" in out and "model lease" not in out
