@@ -46,7 +46,9 @@ def check_tables(reg: Any, expected: dict[str, int], what: str, reads: int = 100
                     f"{what}: lookup({name!r}) = {found}, registration returned {ident}", prop=TABLES_AGREE
                 )
             if (back := reg.reverse(ident)) != name:
-                raise CheckFailed(f"{what}: reverse({ident}) = {back!r}, expected {name!r}", prop=TABLES_AGREE)
+                raise CheckFailed(
+                    f"{what}: reverse({ident}) = {back!r}, expected {name!r}", prop=TABLES_AGREE
+                )
         if (after := reg.reverse(n + 1)) is not None:
             raise CheckFailed(
                 f"{what}: reverse({n + 1}) = {after!r} although only {n} names exist", prop=TABLES_AGREE

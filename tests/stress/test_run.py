@@ -393,7 +393,8 @@ def test_user_fenced_lock_refuses_the_paused_holders_write(tmp_path, module, fen
 
 @pytest.mark.slow
 def test_user_lock_mutant_is_caught(tmp_path, capsys):
-    spec = "tests.fixtures.foreign.check_then_set_lock:make"
+    # make_met: its first two acquirers meet between EXISTS and SET, so the race is forced.
+    spec = "tests.fixtures.foreign.check_then_set_lock:make_met"
     code, doc, _ = stress_cli(
         tmp_path, "--impl", spec, "--kind", "lock", "--processes", "4", "--duration", "1"
     )
