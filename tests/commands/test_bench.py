@@ -22,13 +22,16 @@ def test_bench_registry_reports_ratios(capsys, tmp_path):
     assert {"naive", "watch", "lock_first", "lua"} <= names
     for row in data["rows"]:
         assert row["one_ratio"] > 0 and row["batch_seconds"] > 0
-    assert "× raw" in capsys.readouterr().out
+    out = " ".join(capsys.readouterr().out.split())
+    assert "× INCR, same slices" in out and "not the title's rate" in out, "each ratio names its baseline"
 
 
 @pytest.mark.slow
 def test_bench_locks_reports_the_token_target(capsys):
     assert main(["bench", "lock", "--duration", "0.2", "--clients", "2"]) == 0
-    assert "target ≥ 0.45×" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "target ≥ 0.45×" in out
+    assert "PING /s, same slices" in " ".join(out.split()), "each ratio's baseline is shown"
 
 
 def test_bench_gate_prints_both_gates_as_ratios_in_one_run(capsys, tmp_path):
