@@ -197,7 +197,7 @@ def check_registry(
 def check_single_flight(
     factory: Callable[..., Any] | str, target: Target | None = None, **options: Unpack[CheckKwargs]
 ) -> list[ResultRow]:
-    """`check(factory, target, kind="single_flight", ...)`: factory(client, key, ttl_ms)."""
+    """`check(factory, target, kind="single-flight", ...)`: factory(client, key, ttl_ms)."""
     __tracebackhide__ = True
     return check(factory, target, kind="single_flight", **options)
 
