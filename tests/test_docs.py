@@ -145,3 +145,10 @@ def test_the_quick_tier_the_docs_name_is_a_registered_marker(pytestconfig):
     text = (ROOT / "docs" / "TESTING.md").read_text()
     assert '.venv/bin/pytest -m "not slow"' in text
     assert any(m.startswith("slow:") for m in pytestconfig.getini("markers"))
+
+
+def test_the_scoreboard_results_page_is_the_committed_report():
+    """docs/scoreboard-results.md is a copy (not an include, which a forge shows as one line)."""
+    page = (ROOT / "docs" / "scoreboard-results.md").read_text()
+    report = (ROOT / "reports" / "scoreboard" / "report.md").read_text()
+    assert page.split("\n", 2)[2] == report, "copy reports/scoreboard/report.md into the page"
