@@ -47,3 +47,15 @@ def test_every_key_bad_makes_every_partition_not_linearizable():
     verdict = check_history(history, KvModel(), timeout=30, all_partitions=True)
     assert verdict.outcome is Linearizability.NOT_LINEARIZABLE
     assert len(verdict.partitions) == verdict.checked == 4
+
+
+def test_the_porcupine_run_compares_only_the_histories_its_tests_give_a_verdict(tmp_path, capsys):
+    """etcd_095.log is empty and porcupine_test.go expects nothing of it: not a MISMATCH."""
+    jepsen = tmp_path / "jepsen"
+    jepsen.mkdir()
+    shutil.copy(DATA / "etcd_002.log", jepsen / "etcd_002.log")
+    (jepsen / "etcd_095.log").write_text("")
+    assert porcupine(tmp_path)
+    out = capsys.readouterr().out
+    assert "not compared: etcd_095.log" in out and "MISMATCH" not in out
+    assert "1 Porcupine histories, 1 verdicts as its tests expect" in out
