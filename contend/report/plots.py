@@ -106,7 +106,7 @@ def throughput(data: SweepData, workload: str, out: Path) -> Path:
             colors,
             spread=lambda r: r.committed_interval,
         )
-        ax.set_ylim(bottom=0)
+    _from_zero(axes)
     axes[0].set_ylabel("commits / s")
     return _save(fig, axes, out / f"{workload}-throughput.png")
 
@@ -121,10 +121,17 @@ def of_ceiling(data: SweepData, workload: str, out: Path) -> Path | None:
     )
     for ax, hot in zip(axes, data.hot_keys(workload), strict=True):
         _lines(ax, data, workload, hot, lambda r: r.of_ceiling, colors)
-        ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.2g}×"))
+    _from_zero(axes)
     axes[0].set_ylabel("× raw ceiling")
     return _save(fig, axes, out / f"{workload}-ceiling.png")
+
+
+def _from_zero(axes: list[Axes]) -> None:
+    """Start the panels' shared y axis at 0, once every panel is drawn: set on each panel while
+    drawing, the top froze at the first panel's highest point and cut off the others'."""
+    axes[0].autoscale_view()
+    axes[0].set_ylim(bottom=0)
 
 
 def _k(rate: float) -> str:
@@ -141,7 +148,7 @@ def retries(data: SweepData, workload: str, out: Path) -> Path | None:
             ax, data, workload, hot, lambda r: r.retries_per_commit, colors, kinds=(OPTIMISTIC, LOCK)
         )
         ax.set_yscale("symlog", linthresh=0.01)
-        ax.set_ylim(bottom=0)
+    _from_zero(axes)
     axes[0].set_ylabel("retries / commit")
     if not drew:
         plt.close(fig)

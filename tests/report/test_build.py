@@ -30,12 +30,13 @@ def make_sweep(
     *,
     broken: tuple[str, int, int] | None = None,
     spread: dict[tuple[str, int], float] | None = None,
+    rates: dict[tuple[str, int], tuple[int, int, int]] | None = None,
 ) -> Path:
     """A sweep directory shaped like `contend load`'s: root/raw/sweep.json, Locust CSVs, contend JSON."""
     raw = root / "raw"
     points = []
-    for (strategy, hot), rates in RATES.items():
-        for users, rate in zip(USERS, rates, strict=True):
+    for (strategy, hot), series in (rates or RATES).items():
+        for users, rate in zip(USERS, series, strict=True):
             slug = f"registry/{strategy}/u{users}-h{hot}"
             (raw / slug).parent.mkdir(parents=True, exist_ok=True)
             requests = int(rate * 2)
@@ -155,6 +156,23 @@ def test_the_throughput_plot_keeps_the_strategies_on_their_own_scale(tmp_path, m
     assert "raw ceiling 10k–13k/s" in axes[0].figure.texts[0].get_text()
     ratio = kept["registry-ceiling.png"][0]
     assert ratio.get_ylim()[1] < 1  # every strategy below the ceiling, as a fraction of it
+
+
+def test_every_panel_holds_its_points_when_a_later_panel_is_higher(tmp_path, monkeypatch):
+    """The panels share their y axis: its top is the highest point of any panel, not of the first."""
+    from contend.report import plots
+
+    kept = {}
+    monkeypatch.setattr(plots, "_save", lambda fig, axes, path, legend=True: kept.setdefault(path.name, axes))
+    higher = {**RATES, ("lua", 10): (9000, 9500, 9900)}  # the 10-hot-keys panel tops the first
+    data = load_sweep(make_sweep(tmp_path, rates=higher))
+    plots.throughput(data, "registry", tmp_path)
+    plots.of_ceiling(data, "registry", tmp_path)
+    plots.retries(data, "registry", tmp_path)
+    for name, axes in kept.items():
+        top = max(max(line.get_ydata(), default=0) for ax in axes for line in ax.get_lines())
+        for ax in axes:
+            assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] >= top, name
 
 
 @pytest.mark.slow
