@@ -173,7 +173,8 @@ class EmbeddedCluster(Lifecycle):
         return moved
 
     def replica_of(self, master: EmbeddedRedis) -> EmbeddedRedis | None:
-        """A node replicating `master` now, or None."""
+        """A node replicating `master` now and in sync with it (its link up: a replica that has
+        not finished its first sync is never promoted), or None."""
         node_id = self._ids_by_port()[master.port]
         with master.client(decode_responses=True) as client:
             lines = client.execute_command("CLUSTER", "NODES").splitlines()
@@ -181,8 +182,18 @@ class EmbeddedCluster(Lifecycle):
             fields = line.split()
             if len(fields) > 3 and fields[3] == node_id and "fail" not in fields[2]:
                 port = int(fields[1].split("@")[0].rsplit(":", 1)[1])
-                return next((n for n in self.nodes if n.port == port), None)
+                node = next((n for n in self.nodes if n.port == port), None)
+                if node is not None and self._in_sync(node):
+                    return node
         return None
+
+    def _in_sync(self, replica: EmbeddedRedis) -> bool:
+        with (
+            contextlib.suppress(redis.RedisError),
+            replica.client(decode_responses=True, socket_timeout=2) as c,
+        ):
+            return c.info("replication").get("master_link_status") == "up"
+        return False
 
     def role_of(self, node: EmbeddedRedis) -> str:
         """ "master" or "slave", as the node itself says (INFO replication)."""

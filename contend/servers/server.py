@@ -196,6 +196,9 @@ class EmbeddedRedis(Lifecycle):
             "--daemonize", "no",
             "--save", "",
             "--appendonly", "no",
+            # A replica's first sync at once: Redis 7 syncs diskless by default and waits 5 s for
+            # more replicas first, in which a replica is not in sync and cannot be promoted.
+            "--repl-diskless-sync-delay", "0",
         ]  # fmt: skip
         if self.persistence == "aof":
             args += ["--appendonly", "yes", "--appendfsync", self.appendfsync]
