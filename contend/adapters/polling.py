@@ -20,13 +20,14 @@ INTERVAL = 0.005
 def poll(
     try_once: Callable[[], bool], blocking: bool, timeout: float | None, interval: float = INTERVAL
 ) -> bool:
-    """`try_once()` until it is True (once only when not blocking; forever when timeout is None)."""
+    """`try_once()` until it is True (once only when not blocking; forever when timeout is None).
+    The timeout counts from the call, the first try included: no try starts after it."""
+    deadline = None if timeout is None else time.monotonic() + timeout
     if try_once():
         return True
     if not blocking:
         return False
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while deadline is None or time.monotonic() < deadline:
+    while deadline is None or time.monotonic() + interval < deadline:
         time.sleep(interval)
         if try_once():
             return True
@@ -37,13 +38,13 @@ async def poll_async(
     try_once: Callable[[], Awaitable[bool]], blocking: bool, timeout: float | None, interval: float = INTERVAL
 ) -> bool:
     """The coroutine version of `poll`: asyncio.sleep between tries, the loop's clock for the deadline."""
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
     if await try_once():
         return True
     if not blocking:
         return False
-    loop = asyncio.get_running_loop()
-    deadline = None if timeout is None else loop.time() + timeout
-    while deadline is None or loop.time() < deadline:
+    while deadline is None or loop.time() + interval < deadline:
         await asyncio.sleep(interval)
         if await try_once():
             return True

@@ -7,8 +7,10 @@ key holding that value (Lua). `lock(resource, ttl)` returns a Lock (validity, re
 or False after `retry_count` tries (3, `retry_delay` 0.2 s apart). No extend, no fencing token.
 
 Mapping: `ttl_ms` → `ttl` in milliseconds, unchanged (it asserts an int). `acquire(blocking=
-False)` → one `lock()` with `retry_count=1`; a blocking acquire calls `lock()` (its own tries
-and delays) until one succeeds or the timeout runs out. `release()` → `unlock(lock)`. The
+False)` → one `lock()` with `retry_count=1`; a blocking acquire without a timeout calls `lock()`
+(its own tries and delays) until one succeeds; with `timeout=T`, one-try `lock()`s until T has
+passed since the call (one default `lock()` takes 0.6 s when the lock is held: three tries 0.2 s
+apart, which alone overran a 0.2 s timeout). `release()` → `unlock(lock)`. The
 Redlock object is built over the client itself (it takes client objects as well as URLs).
 """
 
@@ -28,8 +30,9 @@ from contend.adapters.units import check_lease
 #: mean the default).
 ONCE_DELAY = 0.001
 FIDELITY = (
-    "ttl is redlock-py's own unit (int milliseconds), passed unchanged; a blocking acquire keeps its tries "
-    "and delays, a single try sleeps 1 ms after failing"
+    "ttl is redlock-py's own unit (int milliseconds), passed unchanged; a blocking acquire without a timeout "
+    "keeps its tries and delays, one with a timeout makes single tries until it runs out; a single try "
+    "sleeps 1 ms after failing"
 )
 
 
@@ -52,7 +55,9 @@ class RedlockPyLock:
 
         if not blocking:
             return attempt(self.once)
-        return poll(lambda: attempt(self.retrying), True, timeout, interval=0.0)
+        if timeout is not None:
+            return poll(lambda: attempt(self.once), True, timeout)
+        return poll(lambda: attempt(self.retrying), True, None, interval=0.0)
 
     def release(self) -> None:
         if self.held is not None:
