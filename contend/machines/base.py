@@ -59,7 +59,7 @@ from contend.servers.slot_refusals import refusals_count, refusals_since
 from contend.servers.tap import foreign_round_trip
 from contend.servers.target import Target
 
-#: The trace's note for a key the virtual clock ran out (contend.machines.locks reads it).
+#: The trace's note for a key the virtual clock ran out (contend.machines.stale_leases reads it).
 EXPIRED_NOTE = "expires: its TTL passed"
 
 #: Connected clients left by finished examples, per server URL and client settings: an example
