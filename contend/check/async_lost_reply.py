@@ -16,8 +16,9 @@ from contend.check.cancel import must_free_within, run_to_end, scheduled_clients
 from contend.check.faults import FAULT_TTL
 from contend.check.framework import Check, CheckContext, CheckFailed
 from contend.impl.catalog import GAP_FREE, MUTUAL_EXCLUSION, NO_SPURIOUS_ERRORS, PROGRESS, STABLE_IDS
+from contend.schedule.client import Status
 from contend.schedule.gating import LostReply
-from contend.schedule.scheduler import Scheduler, Status
+from contend.schedule.scheduler import Scheduler
 from contend.subject.protocols import granted
 
 #: Round trips an uncontended operation may take before the check stops counting.

@@ -29,8 +29,9 @@ from contend.check.faults import FAULT_TTL, key_state
 from contend.check.framework import Check, CheckContext, CheckFailed, CheckInconclusive
 from contend.impl.catalog import CRASH_LIVENESS
 from contend.schedule.async_gate import drain
+from contend.schedule.client import OperationResult
 from contend.schedule.gating import CancelAt
-from contend.schedule.scheduler import OperationResult, Scheduler
+from contend.schedule.scheduler import Scheduler
 from contend.subject.protocols import granted
 
 #: Round trips an uncontended acquire or release may take before the check gives up counting.

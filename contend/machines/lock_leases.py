@@ -14,7 +14,7 @@ from typing import Any
 
 from contend.impl.catalog import PROGRESS
 from contend.machines.base import ScheduledMachine
-from contend.schedule.scheduler import TraceEntry
+from contend.schedule.trace import TraceEntry
 from contend.servers.target import Target
 from contend.subject.protocols import granted, takes_clock, ttl_resolution
 

@@ -63,7 +63,7 @@ from contend.impl.catalog import (
 )
 from contend.machines.lock_leases import ACQUIRE_TIMEOUT, EXTEND_MS, TTL_MS
 from contend.machines.stale_leases import StaleLeases
-from contend.schedule.scheduler import Status
+from contend.schedule.client import Status
 from contend.subject.protocols import granted
 
 #: Stalls and pauses are drawn rarely (one draw in this many): a stall ends the very leases whose

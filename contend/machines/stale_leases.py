@@ -15,7 +15,8 @@ from __future__ import annotations
 from contend.impl.catalog import MUTUAL_EXCLUSION, SAFE_RELEASE, STALE_GRANT
 from contend.machines.base import EXPIRED_NOTE
 from contend.machines.lock_leases import LeaseBook
-from contend.schedule.scheduler import Status, TraceEntry
+from contend.schedule.client import Status
+from contend.schedule.trace import TraceEntry
 
 
 class StaleLeases(LeaseBook):
