@@ -22,7 +22,7 @@ from typing import Any
 import redis
 
 from contend.check.bad_input import LOCK_BAD_INPUT
-from contend.check.burst import burst, errors_summary
+from contend.check.burst import burst, crowd, errors_summary
 from contend.check.faults import (
     FAULT_TTL,
     LONG_TTL,
@@ -177,52 +177,79 @@ def burst_check(ctx: CheckContext) -> str:
     """Clients released together try to take one lock, round after round; every other round the
     lock is held by an expired lease of a crashed holder. At most one may win; when none does, a
     client trying alone must (a try-lock may lose to contention, not to a stuck lock). Each client
-    acquires and releases in its own thread (thread-local tokens work)."""
+    acquires and releases in its own thread (thread-local tokens work).
+
+    For async code the clients are tasks on one loop (contend.check.burst.Crowd), the winner
+    releases once they are all done, and every round is on a free lock: a crashed holder is made
+    by the round-trip tap, which crashes redis-py's connections, not redis.asyncio's."""
     k, rounds = ctx.options.burst_clients, ctx.options.burst_rounds
-    clients = [ctx.client() for _ in range(k)]
     split = 0  # rounds nobody won, though the lock was free (a client alone then took it)
-    for r in range(rounds):
-        ctx.note(f"burst: round {r + 1} of {rounds}")
-        key = ctx.namespace.key("burst", r)
-        stale = r % 2 == 1
-        if stale:
-            dead_ttl = ctx.ttl(30)
-            dead_client, dead_trips = ctx.tapped_client()
-            dead = ctx.factory(dead_client, key, dead_ttl)
-            with expect(f"round {r + 1}: the stale holder's acquire", prop=PROGRESS):
-                if not granted(dead.acquire(blocking=False)):
-                    raise CheckFailed(f"round {r + 1}: a free lock could not be acquired", prop=PROGRESS)
-            dead_trips.crash_after(0)  # the holder dies (and a renewer of its lease with it)
-            time.sleep(dead_ttl / 1000 + 0.02)
-        locks = [ctx.factory(c, key, ctx.ttl(LONG_TTL)) for c in clients]
-        all_tried = threading.Barrier(k)
-        outcomes = burst([functools.partial(take_then_give_back, lock, all_tried) for lock in locks])
-        what = f"round {r + 1}: {k} clients at once on a lock " + (
-            "whose holder crashed and whose lease expired" if stale else "nobody held"
-        )
-        winners = sum(1 for o in outcomes if o.ok and o.value)
-        if winners > 1:
-            raise CheckFailed(f"{what}: {winners} acquired it")
-        if not winners:
-            # A try-lock may lose to contention (Redlock's split vote over several masters);
-            # the lock is only stuck if a client trying alone cannot take it either.
-            alone = ctx.factory(clients[0], key, ctx.ttl(LONG_TTL))
-            with expect(f"{what}: none acquired it; then one client alone", prop=PROGRESS):
-                got = granted(alone.acquire(blocking=False))
-            if not got:
-                errors = errors_summary(outcomes)
-                raise CheckFailed(
-                    f"{what}: none acquired it, nor one client alone afterwards "
-                    f"({key_state(clients[0], key)})" + (f"; {errors}" if errors else ""),
-                    prop=CRASH_LIVENESS if stale else PROGRESS,
+    with crowd(ctx, k) as together:
+        for r in range(rounds):
+            ctx.note(f"burst: round {r + 1} of {rounds}")
+            key = ctx.namespace.key("burst", r)
+            stale = r % 2 == 1 and not together.asynchronous
+            if stale:
+                _crashed_holder(ctx, key, r)
+            locks = [ctx.factory(c, key, ctx.ttl(LONG_TTL)) for c in together.clients]
+            if together.asynchronous:
+                outcomes = together.at_once([functools.partial(_try_once, lock) for lock in locks])
+                for lock, outcome in zip(locks, outcomes, strict=True):
+                    if outcome.ok and outcome.value:
+                        with contextlib.suppress(Exception):
+                            together.call(lock.release)
+            else:
+                all_tried = threading.Barrier(k)
+                outcomes = together.at_once(
+                    [functools.partial(take_then_give_back, lock, all_tried) for lock in locks], timeout=60
                 )
-            with contextlib.suppress(Exception):
-                alone.release()
-            split += 1
+            what = f"round {r + 1}: {k} {together.who} at once on a lock " + (
+                "whose holder crashed and whose lease expired" if stale else "nobody held"
+            )
+            winners = sum(1 for o in outcomes if o.ok and o.value)
+            if winners > 1:
+                raise CheckFailed(f"{what}: {winners} acquired it")
+            if not winners:
+                # A try-lock may lose to contention (Redlock's split vote over several masters);
+                # the lock is only stuck if a client trying alone cannot take it either.
+                alone = ctx.factory(together.clients[0], key, ctx.ttl(LONG_TTL))
+                with expect(f"{what}: none acquired it; then one {together.who[:-1]} alone", prop=PROGRESS):
+                    got = granted(together.call(functools.partial(alone.acquire, blocking=False)))
+                if not got:
+                    errors = errors_summary(outcomes)
+                    raise CheckFailed(
+                        f"{what}: none acquired it, nor one {together.who[:-1]} alone afterwards "
+                        f"({key_state(ctx.namespace.client, key)})" + (f"; {errors}" if errors else ""),
+                        prop=CRASH_LIVENESS if stale else PROGRESS,
+                    )
+                with contextlib.suppress(Exception):
+                    together.call(alone.release)
+                split += 1
+        if together.asynchronous:
+            summary = f"{rounds} rounds of {k} tasks at once (asyncio.gather, pre-connected clients): at most one winner each"
+            return summary + (f"; in {split} round(s) none won, and a task alone then did" if split else "")
     summary = f"{rounds} rounds of {k} clients at once, half on an expired lease: at most one winner each"
     if split:
         return summary + f"; in {split} round(s) none won, and a client alone then did"
     return summary.replace("at most one winner each", "one winner each")
+
+
+def _crashed_holder(ctx: CheckContext, key: str, r: int) -> None:
+    """A holder takes the lock with a short lease and dies (a renewer of its lease with it); its
+    lease then runs out."""
+    dead_ttl = ctx.ttl(30)
+    dead_client, dead_trips = ctx.tapped_client()
+    dead = ctx.factory(dead_client, key, dead_ttl)
+    with expect(f"round {r + 1}: the stale holder's acquire", prop=PROGRESS):
+        if not granted(dead.acquire(blocking=False)):
+            raise CheckFailed(f"round {r + 1}: a free lock could not be acquired", prop=PROGRESS)
+    dead_trips.crash_after(0)  # the holder dies (and a renewer of its lease with it)
+    time.sleep(dead_ttl / 1000 + 0.02)
+
+
+async def _try_once(lock: Any) -> bool:
+    """An async lock's one try."""
+    return granted(await lock.acquire(blocking=False))
 
 
 def take_then_give_back(lock: Any, all_tried: threading.Barrier) -> bool:
@@ -583,3 +610,12 @@ LOCK_CHECKS: list[Check] = [
     ),
     LOCK_BAD_INPUT,
 ]  # fmt: skip
+
+#: The burst as async code meets it: the same check (burst_check), on tasks.
+ASYNC_BURST = Check(
+    "burst",
+    "tasks on pre-connected clients released together (asyncio.gather): at most one winner",
+    burst_check,
+    MUTUAL_EXCLUSION,
+    needs=MUTUAL_EXCLUSION,
+)
