@@ -6,6 +6,9 @@ Every check drives an implementation only through its protocol factory
 Checks whose fault needs a capability the implementation lacks (a clock to
 skew) or a property it does not claim (fencing) do not run for it: the table
 cell is empty. `COMMON` are the checks every lease shares, semaphores included.
+The burst and bad input run async code too; its expiry and crash are contend.check.async_faults'
+(the round-trip tap that stalls and crashes a holder here wraps redis-py's synchronous
+connection only).
 """
 
 from __future__ import annotations
