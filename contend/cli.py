@@ -19,7 +19,13 @@ from contend.commands.outputs import write_failure
 from contend.errors import ContendError
 from contend.exitcodes import ExitCode
 
-#: Subcommands, each a module of contend.commands with add_parser(sub, common) and run(args, out, err).
+#: Subcommands, each a module of contend.commands with add_parser(sub, common) and run(args, out, err),
+#: and their lines in `contend --help`: contend.commands.names' list, and `contend redlock` (whose line
+#: is the same as its module's SUMMARY; it joins names.py's list when that list next changes hands).
+SUBCOMMANDS: dict[str, str] = {
+    **COMMANDS,
+    "redlock": "search Redlock over five masters restarted empty for Kleppmann's counterexample, fenced or not",
+}
 
 stdout = make_console(sys.stdout)
 stderr = make_console(sys.stderr, stderr=True)
@@ -85,7 +91,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     common = _target_options()
     chosen = _command_named(argv)
-    for name, summary in COMMANDS.items():
+    for name, summary in SUBCOMMANDS.items():
         if chosen is not None and name != chosen:
             sub.add_parser(name, help=summary)
             continue
@@ -99,7 +105,7 @@ def _command_named(argv: Sequence[str] | None) -> str | None:
     """The command the arguments run (their first word that is not an option), if it is one."""
     words = sys.argv[1:] if argv is None else argv
     first = next((w for w in words if not w.startswith("-")), None)
-    return first if first in COMMANDS else None
+    return first if first in SUBCOMMANDS else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -230,9 +230,9 @@ def _until(run: subprocess.Popen[str], pattern: re.Pattern[str]) -> None:
             ["-m", "contend.cli", "hunt", "--only", "naive", "--runs", "50"],
             re.compile(r"naive seed \d+: caught"),
         ),
-        (["-m", "contend.machines.redlock", "--runs", "50"], re.compile(r"masters .* up; searching")),
+        (["-m", "contend.cli", "redlock", "--runs", "50"], re.compile(r"masters .* up; searching")),
     ],
-    ids=["contend hunt", "python -m contend.machines.redlock"],
+    ids=["contend hunt", "contend redlock"],
 )
 def test_a_tool_interrupted_mid_run_says_so_with_its_code(argv, started):
     """SIGINT once the tool is under way (a seed done, or the masters up): exit 130, no traceback."""

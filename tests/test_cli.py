@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from contend.cli import SUBCOMMANDS as COMMANDS
 from contend.cli import main
-from contend.commands.names import COMMANDS
 
 DATA = Path(__file__).resolve().parent / "data"
 

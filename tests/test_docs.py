@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from contend.cli import SUBCOMMANDS as COMMANDS
 from contend.cli import build_parser
 from contend.commands import arguments
-from contend.commands.names import COMMANDS
 from contend.exitcodes import ExitCode
 
 ROOT = Path(__file__).resolve().parent.parent

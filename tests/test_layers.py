@@ -3,7 +3,9 @@
 Every import between two of contend's units (a subpackage or a top-level module of `contend`,
 and the folders installed as contend.impl, contend.models and contend.loadtests) must run from
 a higher layer to a lower one; every unit must be on the map; `impl` and `models` import nothing
-of contend's but themselves. Function-level imports count as much as module-level ones.
+of contend's but themselves. Function-level imports count as much as module-level ones, and so
+does a module named to importlib.import_module (or __import__) by a literal, or by an f-string
+whose literal head names it (`f"contend.commands.{name}"` imports from contend.commands).
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ def imports() -> dict[tuple[str, str], list[str]]:
                         if node.module == "contend"
                         else [node.module]
                     )
+                elif isinstance(node, ast.Call) and (named := imported_by_name(node)) is not None:
+                    names = [named]
                 else:
                     continue
                 for name in names:
@@ -66,6 +70,32 @@ def imports() -> dict[tuple[str, str], list[str]]:
                     if target is not None and target != source:
                         edges.setdefault((source, target), []).append(str(path.relative_to(ROOT)))
     return edges
+
+
+def imported_by_name(call: ast.Call) -> str | None:
+    """The module an importlib.import_module or __import__ call names, as far as the code says it
+    (a literal, or an f-string's literal head), or None."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name not in ("import_module", "__import__") or not call.args:
+        return None
+    arg = call.args[0]
+    if isinstance(arg, ast.JoinedStr) and arg.values:
+        arg = arg.values[0]
+    return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None
+
+
+def test_an_import_by_name_is_read():
+    """As the command line imports the command it runs."""
+    for code, unit in [
+        ('importlib.import_module(f"contend.commands.{name}")', "commands"),
+        ('__import__("contend.cli")', "cli"),
+        ("importlib.import_module(name)", None),
+    ]:
+        call = ast.parse(code).body[0].value
+        assert isinstance(call, ast.Call)
+        named = imported_by_name(call)
+        assert (unit_of(named) if named else None) == unit, code
 
 
 def units() -> set[str]:

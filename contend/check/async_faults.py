@@ -1,6 +1,14 @@
 """Stalls and crashes for async locks, on the scheduler: the holder's task is held at a round
-trip (its whole loop stands still, as a paused process's would) while real time runs its
-lease out, or it dies there; the others act in real time around it.
+trip (its whole loop stands still, as a paused process's would) while its lease runs out, or
+it dies there; the others act around it.
+
+Why apart from the synchronous expiry and crash checks (contend.check.locks), which judge the
+same: those inject their faults in real time through the round-trip tap (contend.servers.tap),
+which wraps redis-py's synchronous connection and holds a stalled holder's thread on an event.
+A redis.asyncio client's round trips are awaited on its loop, which the tap does not wrap and
+where a blocking hold would stop every task: here the scheduler's async gate holds the holder's
+loop at a round trip (contend.check.scheduled), and on servers that keep the scheduler's clock
+the lease runs out in virtual time.
 
 * expiry (safe release): the holder stalls before each round trip of its release until its
   lease has expired and another client holds the lock; then the late release goes on, and
@@ -16,16 +24,17 @@ import contextlib
 import time
 from typing import Any
 
-from contend.check.cancel import (
+from contend.check.faults import FAULT_TTL, key_state
+from contend.check.framework import Check, CheckContext, CheckFailed
+from contend.check.scheduled import (
     finish,
+    indent,
     lock_operation,
     must_free_within,
     round_trips,
     run_to_end,
     scheduled_clients,
 )
-from contend.check.faults import FAULT_TTL, key_state
-from contend.check.framework import Check, CheckContext, CheckFailed
 from contend.impl.catalog import CRASH_LIVENESS, PROGRESS, SAFE_RELEASE
 from contend.subject.protocols import granted
 
@@ -91,7 +100,7 @@ def _expiry_round(ctx: CheckContext, k: int, steps: int, ttl: int) -> str:
         if _outside(ctx, key, LONG_TTL, blocking=False):
             raise CheckFailed(
                 f"the holder stalled {where} until its lease expired; its late release freed the "
-                f"successor's lease: a third client acquired while c1 held the lock:\n{_indent(s)}",
+                f"successor's lease: a third client acquired while c1 held the lock:\n{indent(s.format_trace())}",
                 prop=SAFE_RELEASE,
             )
         with contextlib.suppress(Exception):
@@ -125,10 +134,6 @@ def _crash_round(ctx: CheckContext, k: int, steps: int, ttl: int) -> None:
             when = f"after round trip {k} of its {steps}-round-trip acquire"
             s.crash(0)
         must_free_within(ctx, s, key, ttl, f"the holder crashed {when}")
-
-
-def _indent(s: Any) -> str:
-    return "\n".join("    " + line for line in s.format_trace().splitlines())
 
 
 ASYNC_EXPIRY = Check(

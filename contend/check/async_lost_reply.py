@@ -3,6 +3,13 @@ uncontended operation is lost after the server ran it (the async gate drops the 
 task sees a ConnectionError or TimeoutError, as redis.asyncio reports it). What must hold is what
 the synchronous check (contend.check.lost_reply) asks: a grant is true, the lock is free again
 within a few TTLs, and a name keeps one id with ids 1..n.
+
+Why apart from that check: it loses replies in real time through the round-trip tap
+(contend.servers.tap), which wraps redis-py's synchronous connection only; a redis.asyncio
+client's reply is lost here by the scheduler's async gate, at a round trip the check steps to
+(contend.check.scheduled), and a lease left behind runs out in virtual time on servers that
+keep the scheduler's clock. Extends, semaphores' own limits, single-flight and transactions
+have no async implementation to judge yet: only locks and registries are here.
 """
 
 from __future__ import annotations
@@ -12,12 +19,13 @@ import itertools
 import time
 from typing import Any
 
-from contend.check.cancel import must_free_within, run_to_end, scheduled_clients
 from contend.check.faults import FAULT_TTL
 from contend.check.framework import Check, CheckContext, CheckFailed
+from contend.check.scheduled import must_free_within, run_to_end, scheduled_clients
 from contend.impl.catalog import GAP_FREE, MUTUAL_EXCLUSION, NO_SPURIOUS_ERRORS, PROGRESS, STABLE_IDS
+from contend.schedule.client import Status
 from contend.schedule.gating import LostReply
-from contend.schedule.scheduler import Scheduler, Status
+from contend.schedule.scheduler import Scheduler
 from contend.subject.protocols import granted
 
 #: Round trips an uncontended operation may take before the check stops counting.

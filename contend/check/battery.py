@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
-from contend.check.async_burst import ASYNC_LOCK_BURST, ASYNC_REGISTRY_BURST
 from contend.check.async_faults import ASYNC_CRASH, ASYNC_EXPIRY
 from contend.check.async_lost_reply import ASYNC_LOCK_LOST_REPLY, ASYNC_REGISTRY_LOST_REPLY
 from contend.check.bad_input import LOCK_BAD_INPUT, REGISTRY_BAD_INPUT
@@ -29,13 +28,14 @@ from contend.check.framework import (
     CheckResult,
     run_check,
 )
-from contend.check.locks import LOCK_CHECKS
+from contend.check.locks import ASYNC_BURST, LOCK_CHECKS
 from contend.check.lost_reply import (
     FLIGHT_LOST_REPLY,
     LOCK_LOST_REPLY,
     REGISTRY_LOST_REPLY,
     TRANSACTION_LOST_REPLY,
 )
+from contend.check.registry import ASYNC_BURST_ONE_NAME
 from contend.check.registry import CHECKS as REGISTRY_CHECKS
 from contend.check.schedule import SCHEDULE
 from contend.check.semaphore import SEMAPHORE_CHECKS
@@ -59,9 +59,9 @@ BATTERIES: dict[str, list[Check]] = {
 #: there). Locks also get expiry and crashes (the holder's task held or killed at a round trip).
 #: Single-flight has only the state machine so far.
 ASYNC_BATTERIES: dict[str, list[Check]] = {
-    "registry": [ASYNC_REGISTRY_BURST, REGISTRY_BAD_INPUT, ASYNC_REGISTRY_LOST_REPLY, SCHEDULE],
+    "registry": [ASYNC_BURST_ONE_NAME, REGISTRY_BAD_INPUT, ASYNC_REGISTRY_LOST_REPLY, SCHEDULE],
     "lock": [
-        ASYNC_LOCK_BURST,
+        ASYNC_BURST,
         ASYNC_EXPIRY,
         ASYNC_CRASH,
         CANCEL,

@@ -255,9 +255,13 @@ def run_check(
         box.pop("error", None)  # stopped at the refusal: what the stop raised in it says nothing
     else:
         ctx.close()
-    seconds = time.perf_counter() - start
+    return _result(check, box, time.perf_counter() - start, refusals_since(mark))
+
+
+def _result(check: Check, box: dict[str, Any], seconds: float, refused: list[SlotRefusal]) -> CheckResult:
+    """The check's result, from what its thread left in `box` (its summary, or the exception
+    that ended it) and the Redis Cluster refusals met meanwhile (`refused`)."""
     error = box.get("error")
-    refused = refusals_since(mark)
     if refused and not isinstance(error, Abandoned):
         # On a Redis Cluster, whatever the implementation made of the refusal (a refused acquire,
         # an error it caught, a hang), its command spans slots: that is the finding, and the only one.

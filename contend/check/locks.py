@@ -6,6 +6,9 @@ Every check drives an implementation only through its protocol factory
 Checks whose fault needs a capability the implementation lacks (a clock to
 skew) or a property it does not claim (fencing) do not run for it: the table
 cell is empty. `COMMON` are the checks every lease shares, semaphores included.
+Expiry, stale-extend and crash are contend.check.lock_faults'. The burst and bad input run async
+code too; its expiry and crash are contend.check.async_faults' (the round-trip tap that stalls
+and crashes a holder wraps redis-py's synchronous connection only).
 """
 
 from __future__ import annotations
@@ -22,19 +25,18 @@ from typing import Any
 import redis
 
 from contend.check.bad_input import LOCK_BAD_INPUT
-from contend.check.burst import burst, errors_summary
+from contend.check.burst import burst, crowd, errors_summary
 from contend.check.faults import (
     FAULT_TTL,
     LONG_TTL,
     MODEL_TTL,
     Inconclusive,
     key_state,
-    own_clients,
     pause_all,
-    tapped_client,
     up_to_three_runs,
 )
 from contend.check.framework import Check, CheckContext, CheckFailed, expect
+from contend.check.lock_faults import crash_check, expiry_check, stale_extend_check
 from contend.impl.catalog import (
     CLOCK_SKEW_SAFE,
     CRASH_LIVENESS,
@@ -46,7 +48,6 @@ from contend.impl.catalog import (
 from contend.impl.locks.fenced import FencedResource
 from contend.models.base import UNKNOWN, Op
 from contend.models.lease import LeaseModel
-from contend.servers.tap import SimulatedCrash
 from contend.subject.protocols import fencing_token, granted
 
 # --- the lease model, step by step ----------------------------------------------------------------
@@ -118,19 +119,15 @@ def _lease_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
                 and done - renewed.get(str(state.holder), done) > ctx.ttl(MODEL_TTL) * 0.7 / 1000
             ):
                 raise Inconclusive
-            if expected is False and others_since_grant and stored_since_grant:
-                prop = SAFE_RELEASE  # granted while held: after a release or extend by a non-holder
-            elif expected is False:
-                prop = MUTUAL_EXCLUSION
-            elif output is False:
-                # A free lock could not be taken: free by expiry, its lease outlived its TTL.
-                prop = CRASH_LIVENESS if expired_since_grant else PROGRESS
-            else:
-                prop = FENCING
             raise CheckFailed(
                 f"op {step}: {p} {f} returned {output!r}; the model says {expected!r} "
                 f"(state: {model.describe_state(state)}; last ops: {'; '.join(recent)})",
-                prop=prop,
+                prop=_property_broken(
+                    expected,
+                    output,
+                    others_released=bool(others_since_grant) and stored_since_grant,
+                    expired=expired_since_grant,
+                ),
             )
         if f == "acquire" and output is not False:
             held[p] = lock
@@ -141,6 +138,19 @@ def _lease_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
             stored_since_grant = any(key in k.decode(errors="replace") for _, k in stored)
         state = nxt
     return f"{n} operations by 3 clients with {expired} expiries agree with the {model.name} model"
+
+
+def _property_broken(expected: Any, output: Any, *, others_released: bool, expired: bool) -> str:
+    """The property a step the lease model refuses breaks: a grant while the lock is held breaks
+    safe release when a non-holder released or extended since the last grant (and that grant left
+    a key to free), else mutual exclusion; a refused acquire of a free lock breaks crash liveness
+    when the lock was freed by expiry (its lease outlived its TTL), else progress; a wrong token
+    breaks fencing."""
+    if expected is False:
+        return SAFE_RELEASE if others_released else MUTUAL_EXCLUSION
+    if output is False:
+        return CRASH_LIVENESS if expired else PROGRESS
+    return FENCING
 
 
 # --- seed 002's multi-process test, in threads ------------------------------------------------------
@@ -177,52 +187,79 @@ def burst_check(ctx: CheckContext) -> str:
     """Clients released together try to take one lock, round after round; every other round the
     lock is held by an expired lease of a crashed holder. At most one may win; when none does, a
     client trying alone must (a try-lock may lose to contention, not to a stuck lock). Each client
-    acquires and releases in its own thread (thread-local tokens work)."""
+    acquires and releases in its own thread (thread-local tokens work).
+
+    For async code the clients are tasks on one loop (contend.check.burst.Crowd), the winner
+    releases once they are all done, and every round is on a free lock: a crashed holder is made
+    by the round-trip tap, which crashes redis-py's connections, not redis.asyncio's."""
     k, rounds = ctx.options.burst_clients, ctx.options.burst_rounds
-    clients = [ctx.client() for _ in range(k)]
     split = 0  # rounds nobody won, though the lock was free (a client alone then took it)
-    for r in range(rounds):
-        ctx.note(f"burst: round {r + 1} of {rounds}")
-        key = ctx.namespace.key("burst", r)
-        stale = r % 2 == 1
-        if stale:
-            dead_ttl = ctx.ttl(30)
-            dead_client, dead_trips = ctx.tapped_client()
-            dead = ctx.factory(dead_client, key, dead_ttl)
-            with expect(f"round {r + 1}: the stale holder's acquire", prop=PROGRESS):
-                if not granted(dead.acquire(blocking=False)):
-                    raise CheckFailed(f"round {r + 1}: a free lock could not be acquired", prop=PROGRESS)
-            dead_trips.crash_after(0)  # the holder dies (and a renewer of its lease with it)
-            time.sleep(dead_ttl / 1000 + 0.02)
-        locks = [ctx.factory(c, key, ctx.ttl(LONG_TTL)) for c in clients]
-        all_tried = threading.Barrier(k)
-        outcomes = burst([functools.partial(take_then_give_back, lock, all_tried) for lock in locks])
-        what = f"round {r + 1}: {k} clients at once on a lock " + (
-            "whose holder crashed and whose lease expired" if stale else "nobody held"
-        )
-        winners = sum(1 for o in outcomes if o.ok and o.value)
-        if winners > 1:
-            raise CheckFailed(f"{what}: {winners} acquired it")
-        if not winners:
-            # A try-lock may lose to contention (Redlock's split vote over several masters);
-            # the lock is only stuck if a client trying alone cannot take it either.
-            alone = ctx.factory(clients[0], key, ctx.ttl(LONG_TTL))
-            with expect(f"{what}: none acquired it; then one client alone", prop=PROGRESS):
-                got = granted(alone.acquire(blocking=False))
-            if not got:
-                errors = errors_summary(outcomes)
-                raise CheckFailed(
-                    f"{what}: none acquired it, nor one client alone afterwards "
-                    f"({key_state(clients[0], key)})" + (f"; {errors}" if errors else ""),
-                    prop=CRASH_LIVENESS if stale else PROGRESS,
+    with crowd(ctx, k) as together:
+        for r in range(rounds):
+            ctx.note(f"burst: round {r + 1} of {rounds}")
+            key = ctx.namespace.key("burst", r)
+            stale = r % 2 == 1 and not together.asynchronous
+            if stale:
+                _crashed_holder(ctx, key, r)
+            locks = [ctx.factory(c, key, ctx.ttl(LONG_TTL)) for c in together.clients]
+            if together.asynchronous:
+                outcomes = together.at_once([functools.partial(_try_once, lock) for lock in locks])
+                for lock, outcome in zip(locks, outcomes, strict=True):
+                    if outcome.ok and outcome.value:
+                        with contextlib.suppress(Exception):
+                            together.call(lock.release)
+            else:
+                all_tried = threading.Barrier(k)
+                outcomes = together.at_once(
+                    [functools.partial(take_then_give_back, lock, all_tried) for lock in locks], timeout=60
                 )
-            with contextlib.suppress(Exception):
-                alone.release()
-            split += 1
+            what = f"round {r + 1}: {k} {together.who} at once on a lock " + (
+                "whose holder crashed and whose lease expired" if stale else "nobody held"
+            )
+            winners = sum(1 for o in outcomes if o.ok and o.value)
+            if winners > 1:
+                raise CheckFailed(f"{what}: {winners} acquired it")
+            if not winners:
+                # A try-lock may lose to contention (Redlock's split vote over several masters);
+                # the lock is only stuck if a client trying alone cannot take it either.
+                alone = ctx.factory(together.clients[0], key, ctx.ttl(LONG_TTL))
+                with expect(f"{what}: none acquired it; then one {together.who[:-1]} alone", prop=PROGRESS):
+                    got = granted(together.call(functools.partial(alone.acquire, blocking=False)))
+                if not got:
+                    errors = errors_summary(outcomes)
+                    raise CheckFailed(
+                        f"{what}: none acquired it, nor one {together.who[:-1]} alone afterwards "
+                        f"({key_state(ctx.namespace.client, key)})" + (f"; {errors}" if errors else ""),
+                        prop=CRASH_LIVENESS if stale else PROGRESS,
+                    )
+                with contextlib.suppress(Exception):
+                    together.call(alone.release)
+                split += 1
+        if together.asynchronous:
+            summary = f"{rounds} rounds of {k} tasks at once (asyncio.gather, pre-connected clients): at most one winner each"
+            return summary + (f"; in {split} round(s) none won, and a task alone then did" if split else "")
     summary = f"{rounds} rounds of {k} clients at once, half on an expired lease: at most one winner each"
     if split:
         return summary + f"; in {split} round(s) none won, and a client alone then did"
     return summary.replace("at most one winner each", "one winner each")
+
+
+def _crashed_holder(ctx: CheckContext, key: str, r: int) -> None:
+    """A holder takes the lock with a short lease and dies (a renewer of its lease with it); its
+    lease then runs out."""
+    dead_ttl = ctx.ttl(30)
+    dead_client, dead_trips = ctx.tapped_client()
+    dead = ctx.factory(dead_client, key, dead_ttl)
+    with expect(f"round {r + 1}: the stale holder's acquire", prop=PROGRESS):
+        if not granted(dead.acquire(blocking=False)):
+            raise CheckFailed(f"round {r + 1}: a free lock could not be acquired", prop=PROGRESS)
+    dead_trips.crash_after(0)  # the holder dies (and a renewer of its lease with it)
+    time.sleep(dead_ttl / 1000 + 0.02)
+
+
+async def _try_once(lock: Any) -> bool:
+    """An async lock's one try."""
+    return granted(await lock.acquire(blocking=False))
 
 
 def take_then_give_back(lock: Any, all_tried: threading.Barrier) -> bool:
@@ -235,242 +272,6 @@ def take_then_give_back(lock: Any, all_tried: threading.Barrier) -> bool:
         with contextlib.suppress(Exception):
             lock.release()
     return got
-
-
-# --- a lease that expires under its holder ----------------------------------------------------------
-
-
-#: A successor's lease in the stale-extend check (ms), and the slack for its end.
-SUCCESSOR_TTL = 400
-SLACK_MS = 250
-
-
-def _round_trips_of(ctx: CheckContext, extra: list[redis.Redis], what: str) -> int:
-    """How many round trips one release (or extend) of a held lease makes (scripts warmed up)."""
-    client, trips = tapped_client(ctx, extra)
-    counted = 0
-    for i in range(2):  # the first time may load scripts
-        lock = ctx.factory(client, ctx.namespace.key("count", what, i), ctx.ttl(LONG_TTL))
-        with expect(f"an uncontended acquire before counting the {what}'s round trips", prop=PROGRESS):
-            if not granted(lock.acquire(blocking=False)):
-                raise CheckFailed("a free lock could not be acquired", prop=PROGRESS)
-        trips.sent = 0
-        with contextlib.suppress(Exception):
-            lock.release() if what == "release" else lock.extend(ctx.ttl(LONG_TTL))
-        counted = trips.sent
-        with contextlib.suppress(Exception):
-            lock.release()
-    return max(1, counted)
-
-
-def _stalled_holder(ctx: CheckContext, extra: list[redis.Redis], key: str, after: int, what: str) -> Any:
-    """A holder, in a thread of its own, that acquires and then starts its release (or extend),
-    held after `after` of its round trips; returns (thread, its round-trip tap)."""
-    client, trips = tapped_client(ctx, extra)
-    lock = ctx.factory(client, key, ctx.ttl(FAULT_TTL))
-    acquired = threading.Event()
-    got: list[bool] = []
-
-    def life() -> None:
-        try:
-            got.append(granted(lock.acquire(blocking=False)))
-        except Exception:
-            got.append(False)
-        trips.pause_after(after)
-        acquired.set()
-        if got[0]:
-            with contextlib.suppress(Exception):
-                lock.release() if what == "release" else lock.extend(ctx.ttl(LONG_TTL))
-
-    thread = threading.Thread(target=life, name=f"contend-stalled-{what}", daemon=True)
-    thread.start()
-    if not acquired.wait(10) or not got[0]:
-        raise CheckFailed("A could not acquire a free lock", prop=PROGRESS)
-    deadline = time.monotonic() + 10
-    while not trips.paused.is_set() and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.001)
-    return thread, trips
-
-
-def expiry_check(ctx: CheckContext) -> str:
-    """A holder stalls past its TTL before each round trip of its release in turn, and another
-    client takes the lock meanwhile: the late release must leave that lease alone (a third
-    client still cannot get in). Whatever the late release returns or raises is allowed."""
-    with own_clients() as extra:
-        steps = _round_trips_of(ctx, extra, "release")
-        for k in range(steps):
-            where = (
-                "before its release" if k == 0 else f"after round trip {k} of its {steps}-round-trip release"
-            )
-            ctx.note(f"expiry: the holder stalls {where}")
-            key = ctx.namespace.key("expiry", k)
-            b, c, d, e = (
-                ctx.factory(ctx.client(), key, ctx.ttl(LONG_TTL)) for _ in range(4)
-            )  # long: no stall ends them
-            thread, trips = _stalled_holder(ctx, extra, key, k, "release")
-            time.sleep(ctx.ttl(FAULT_TTL) / 1000 + 0.05)  # A's lease runs out while it is stalled
-            try:
-                with expect("B acquires after A's lease expired", prop=PROGRESS):
-                    took = granted(b.acquire(blocking=True, timeout=ctx.ttl(FAULT_TTL) * 3 / 1000))
-                # The premise: B's hold keeps others out before A's late release does anything.
-                # If it does not, what C would show below is not A's doing.
-                with expect("E tries while B holds the lock and A is still stalled", prop=MUTUAL_EXCLUSION):
-                    if took and granted(e.acquire(blocking=False)):
-                        raise CheckFailed(
-                            "B acquired, then E acquired too while B held the lock (before A's late "
-                            f"release ran; {key_state(ctx.namespace.client, key)})",
-                            prop=MUTUAL_EXCLUSION,
-                        )
-            finally:
-                trips.resume()
-                thread.join(10)
-            if not took:
-                # No successor, so no successor's lease to free: safe release holds vacuously.
-                # A lease that never ends is a liveness failure, the crash check's business.
-                return (
-                    f"the lease never expired (B waited {ctx.ttl(FAULT_TTL) * 3} ms in vain; "
-                    f"{key_state(ctx.namespace.client, key)}): no successor to harm"
-                )
-            with expect("C tries while B holds the lock", prop=MUTUAL_EXCLUSION):
-                if granted(c.acquire(blocking=False)):
-                    raise CheckFailed(
-                        f"A stalled {where} until its lease expired; its late release freed B's lease: "
-                        "C acquired while B held the lock"
-                    )
-            with contextlib.suppress(Exception):
-                b.release()  # judged by its effect: D must get in
-            with expect("D acquires after B released", prop=PROGRESS):
-                if not granted(d.acquire(blocking=False)):
-                    raise CheckFailed("after B released, D could not acquire", prop=PROGRESS)
-            with contextlib.suppress(Exception):
-                d.release()
-    return (
-        f"a holder stalled before each of the {steps} round trip(s) of its release left its successor alone"
-    )
-
-
-def stale_extend_check(ctx: CheckContext) -> str:
-    """A holder stalls past its TTL before each round trip of its extend in turn, and another
-    client takes the lock with a short lease meanwhile: the late extend must not prolong it (a
-    third client gets in once that lease has run out)."""
-    with own_clients() as extra:
-        control = ctx.namespace.key("stale-extend", "control")
-        b0, c0 = (
-            ctx.factory(ctx.client(), control, ctx.ttl(SUCCESSOR_TTL)),
-            ctx.factory(ctx.client(), control, ctx.ttl(LONG_TTL)),
-        )
-        with expect("B acquires a free lock", prop=PROGRESS):
-            if not granted(b0.acquire(blocking=False)):
-                raise CheckFailed("B could not acquire a free lock", prop=PROGRESS)
-        time.sleep((ctx.ttl(SUCCESSOR_TTL) + SLACK_MS) / 1000)
-        with expect("C acquires once B's lease ran out", prop=CRASH_LIVENESS):
-            if not granted(c0.acquire(blocking=False)):
-                return (
-                    f"a lease here outlives its {ctx.ttl(SUCCESSOR_TTL)} ms TTL by itself (renewed while its "
-                    "holder lives?): what a stale extend does to it cannot be told apart"
-                )
-        with contextlib.suppress(Exception):
-            c0.release()
-        steps = _round_trips_of(ctx, extra, "extend")
-        for k in range(steps):
-            where = (
-                "before its extend" if k == 0 else f"after round trip {k} of its {steps}-round-trip extend"
-            )
-            ctx.note(f"stale-extend: the holder stalls {where}")
-            key = ctx.namespace.key("stale-extend", k)
-            b = ctx.factory(ctx.client(), key, ctx.ttl(SUCCESSOR_TTL))
-            c = ctx.factory(ctx.client(), key, ctx.ttl(LONG_TTL))
-            thread, trips = _stalled_holder(ctx, extra, key, k, "extend")
-            time.sleep(ctx.ttl(FAULT_TTL) / 1000 + 0.05)  # A's lease runs out while it is stalled
-            try:
-                with expect("B acquires after A's lease expired", prop=PROGRESS):
-                    took = granted(b.acquire(blocking=True, timeout=ctx.ttl(FAULT_TTL) * 3 / 1000))
-                taken_at = time.monotonic()
-            finally:
-                trips.resume()
-                thread.join(10)
-            if not took:
-                return (
-                    f"the lease never expired ({key_state(ctx.namespace.client, key)}): no successor to harm"
-                )
-            time.sleep(max(0.0, taken_at + (ctx.ttl(SUCCESSOR_TTL) + SLACK_MS) / 1000 - time.monotonic()))
-            with expect("C acquires once B's lease ran out", prop=SAFE_RELEASE):
-                if not granted(c.acquire(blocking=False)):
-                    raise CheckFailed(
-                        f"A stalled {where} until its lease expired; its late extend prolonged B's "
-                        f"{ctx.ttl(SUCCESSOR_TTL)} ms lease: {ctx.ttl(SUCCESSOR_TTL) + SLACK_MS} ms after B acquired, C still "
-                        f"could not ({key_state(ctx.namespace.client, key)})"
-                    )
-            with contextlib.suppress(Exception):
-                c.release()
-    return f"a holder stalled before each of the {steps} round trip(s) of its extend left its successor's lease as it was"
-
-
-# --- a holder that crashes --------------------------------------------------------------------------
-
-
-def crash_check(ctx: CheckContext) -> str:
-    """The holder dies after each round trip of its acquire, and a waiter dies in the queue; another
-    client must get the lock within a few TTLs each time."""
-    bound = ctx.ttl(FAULT_TTL) * 3 / 1000 + 0.5
-    with own_clients() as extra:
-        probe_client, probe_trips = tapped_client(ctx, extra)
-        for i in range(3):  # warm up: scripts loaded, then count the last acquire's round trips
-            probe = ctx.factory(probe_client, ctx.namespace.key("crash-probe", i), ctx.ttl(FAULT_TTL))
-            probe_trips.sent = 0
-            with expect("an uncontended acquire"):
-                probe.acquire(blocking=False)
-        steps = max(1, probe_trips.sent)
-        for k in range(1, steps + 1):
-            key = ctx.namespace.key("crash", k)
-            client, trips = tapped_client(ctx, extra)
-            holder = ctx.factory(client, key, ctx.ttl(FAULT_TTL))
-            trips.crash_after(k)
-            with contextlib.suppress(SimulatedCrash):
-                holder.acquire(blocking=False)
-            trips.crash_after(0)
-            when = (
-                f"after round trip {k} of its {steps}-round-trip acquire"
-                if k < steps
-                else "holding the lock (acquire done)"
-            )
-            _waiter_must_acquire(ctx, key, bound, f"the holder crashed {when}")
-
-        # A waiter that dies while queued behind a holder must not block those after it.
-        key = ctx.namespace.key("crash-waiter")
-        holder = ctx.factory(ctx.client(), key, ctx.ttl(FAULT_TTL))
-        with expect("the holder's acquire"):
-            holder.acquire(blocking=False)
-        client, trips = tapped_client(ctx, extra)
-        waiter = ctx.factory(client, key, ctx.ttl(FAULT_TTL))
-        trips.crash_after(2)
-        dead = threading.Thread(target=_swallow_crash, args=(waiter,), daemon=True)
-        dead.start()
-        dead.join(bound)
-        with contextlib.suppress(Exception):
-            holder.release()
-        _waiter_must_acquire(ctx, key, bound, "a waiter crashed while queued and the holder released")
-    return f"crashed after each of {steps} acquire round trip(s), and while queued: others acquired within {bound:.1f} s"
-
-
-def _swallow_crash(lock: Any) -> None:
-    with contextlib.suppress(SimulatedCrash, Exception):
-        lock.acquire(blocking=True, timeout=5)
-
-
-def _waiter_must_acquire(ctx: CheckContext, key: str, bound: float, what: str) -> None:
-    waiter = ctx.factory(ctx.client(), key, ctx.ttl(FAULT_TTL))  # the holder's TTL: a waiter may renew it
-    start = time.monotonic()
-    ctx.note(f"crash: {what}; another client waits up to {bound:.1f} s")
-    with expect(f"{what}: another client's acquire"):
-        got = granted(waiter.acquire(blocking=True, timeout=bound))
-    if not got:
-        raise CheckFailed(
-            f"{what}; another client waited {time.monotonic() - start:.1f} s "
-            f"({bound / (ctx.ttl(FAULT_TTL) / 1000):.1f} TTLs) in vain; left behind: {key_state(ctx.namespace.client, key)}"
-        )
-    with contextlib.suppress(Exception):
-        waiter.release()
 
 
 # --- fencing ------------------------------------------------------------------------------------------
@@ -543,8 +344,6 @@ def skew_check(ctx: CheckContext) -> str:
     return f"a client {2 * ttl} ms ahead could not take a live {ttl} ms lease"
 
 
-# --- bad input ----------------------------------------------------------------------------------------
-
 # --- the battery --------------------------------------------------------------------------------------
 
 COMMON = [
@@ -583,3 +382,12 @@ LOCK_CHECKS: list[Check] = [
     ),
     LOCK_BAD_INPUT,
 ]  # fmt: skip
+
+#: The burst as async code meets it: the same check (burst_check), on tasks.
+ASYNC_BURST = Check(
+    "burst",
+    "tasks on pre-connected clients released together (asyncio.gather): at most one winner",
+    burst_check,
+    MUTUAL_EXCLUSION,
+    needs=MUTUAL_EXCLUSION,
+)

@@ -21,6 +21,8 @@ of an uncontended operation:
 
 The clients are the target's (`contend check --client-retries N` gives them redis-py's Retry, as
 `redis.Redis(host=...)` has by default); the evidence says when a round trip was sent again.
+The tap wraps redis-py's synchronous connection only: async code loses its replies on the
+scheduler instead (contend.check.async_lost_reply).
 """
 
 from __future__ import annotations

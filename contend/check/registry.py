@@ -5,10 +5,11 @@ from __future__ import annotations
 import functools
 import itertools
 import random
+from collections.abc import Callable
 from typing import Any
 
 from contend.check.bad_input import REGISTRY_BAD_INPUT
-from contend.check.burst import burst, errors_summary
+from contend.check.burst import burst, crowd, errors_summary
 from contend.check.framework import Check, CheckContext, CheckFailed, expect
 from contend.impl.catalog import GAP_FREE, NO_SPURIOUS_ERRORS, STABLE_IDS, TABLES_AGREE, UNIQUE_IDS
 from contend.models.registry import RegistryModel
@@ -19,12 +20,18 @@ def _registry(ctx: CheckContext) -> Any:
     return ctx.factory(ctx.client(), ctx.namespace.prefix)
 
 
-def check_tables(reg: Any, expected: dict[str, int], what: str, reads: int = 1000) -> None:
+def check_tables(
+    reg: Any,
+    expected: dict[str, int],
+    what: str,
+    reads: int = 1000,
+    call: Callable[[Callable[[], Any]], Any] = lambda read: read(),
+) -> None:
     """Ids are 1..n; lookup, reverse and count agree with what registration returned.
 
     Ids are checked for every name; the tables are read back for every name up
     to `reads` names, else for an even sample of `reads` of them (the seed reads
-    back every 50th).
+    back every 50th). `call` runs each read (an async registry's: awaited, `Crowd.call`).
     """
     n = len(expected)
     ids = sorted(expected.values())
@@ -41,19 +48,19 @@ def check_tables(reg: Any, expected: dict[str, int], what: str, reads: int = 100
     sample = items[:: max(1, n // reads)]
     with expect(f"{what}: reading the tables back"):
         for name, ident in sample:
-            if (found := reg.lookup(name)) != ident:
+            if (found := call(functools.partial(reg.lookup, name))) != ident:
                 raise CheckFailed(
                     f"{what}: lookup({name!r}) = {found}, registration returned {ident}", prop=TABLES_AGREE
                 )
-            if (back := reg.reverse(ident)) != name:
+            if (back := call(functools.partial(reg.reverse, ident))) != name:
                 raise CheckFailed(
                     f"{what}: reverse({ident}) = {back!r}, expected {name!r}", prop=TABLES_AGREE
                 )
-        if (after := reg.reverse(n + 1)) is not None:
+        if (after := call(functools.partial(reg.reverse, n + 1))) is not None:
             raise CheckFailed(
                 f"{what}: reverse({n + 1}) = {after!r} although only {n} names exist", prop=TABLES_AGREE
             )
-        if (count := reg.count()) != n:
+        if (count := call(reg.count)) != n:
             raise CheckFailed(f"{what}: count() = {count}, expected {n}", prop=TABLES_AGREE)
 
 
@@ -133,24 +140,25 @@ def burst_distinct_check(ctx: CheckContext) -> str:
 
 
 def burst_one_name_check(ctx: CheckContext) -> str:
-    """Clients released together on one fresh name, round after round: one id each, no errors."""
+    """Clients released together on one fresh name, round after round: one id each, no errors.
+    For async code the clients are tasks on one loop (contend.check.burst.Crowd)."""
     k, rounds = ctx.options.burst_clients, ctx.options.burst_rounds
-    regs = [_registry(ctx) for _ in range(k)]
     ids: dict[str, int] = {}
-    for r in range(rounds):
-        name = f"hot-{r}"
-        outcomes = burst([functools.partial(reg.register, name) for reg in regs])
-        if failed := errors_summary(outcomes):
-            raise CheckFailed(
-                f"round {r + 1}: {k} clients registering {name!r} at once: {failed}", prop=NO_SPURIOUS_ERRORS
-            )
-        got = {o.value for o in outcomes}
-        if len(got) != 1:
-            raise CheckFailed(
-                f"round {r + 1}: {k} clients registering {name!r} got ids {sorted(got)}", prop=STABLE_IDS
-            )
-        ids[name] = got.pop()
-    check_tables(regs[0], ids, f"{rounds} rounds of {k} clients on one name")
+    with crowd(ctx, k) as together:
+        regs = [ctx.factory(client, ctx.namespace.prefix) for client in together.clients]
+        for r in range(rounds):
+            name = f"hot-{r}"
+            outcomes = together.at_once([functools.partial(reg.register, name) for reg in regs])
+            what = f"round {r + 1}: {k} {together.who} registering {name!r}"
+            if failed := errors_summary(outcomes):
+                raise CheckFailed(f"{what} at once: {failed}", prop=NO_SPURIOUS_ERRORS)
+            got = {o.value for o in outcomes}
+            if len(got) != 1:
+                raise CheckFailed(f"{what} got ids {sorted(got)}", prop=STABLE_IDS)
+            ids[name] = got.pop()
+        check_tables(regs[0], ids, f"{rounds} rounds of {k} {together.who} on one name", call=together.call)
+        if together.asynchronous:
+            return f"{rounds} rounds × {k} tasks on one name (asyncio.gather, pre-connected clients): one id each, ids 1..{rounds}"
     return f"{rounds} rounds × {k} clients on one name: one id each, ids 1..{rounds}"
 
 
@@ -161,3 +169,11 @@ CHECKS = [
     Check("burst-one-name", "16 clients at once on one name, 20 rounds", burst_one_name_check, STABLE_IDS),
     REGISTRY_BAD_INPUT,
 ]
+
+#: The burst on one name as async code meets it: the same check (burst_one_name_check), on tasks.
+ASYNC_BURST_ONE_NAME = Check(
+    "burst-one-name",
+    "tasks on pre-connected clients register one name together (asyncio.gather): one id",
+    burst_one_name_check,
+    STABLE_IDS,
+)

@@ -33,7 +33,8 @@ from contend.history.access import UnknownCommand
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
-from contend.schedule.scheduler import SchedulerError, compress
+from contend.schedule.scheduler import SchedulerError
+from contend.schedule.trace import compress
 from contend.subject.protocols import ProtocolError
 
 

@@ -53,13 +53,13 @@ from contend.errors import Abandoned
 from contend.impl.catalog import CLUSTER_SLOTS, PROGRESS
 from contend.schedule import DrawChooser, Scheduler, Status
 from contend.schedule.gating import LostReply
-from contend.schedule.scheduler import schedule_expression
+from contend.schedule.trace import schedule_expression
 from contend.servers.keyspace import Namespace, cluster_masters, new_run_id, placed_prefix
 from contend.servers.slot_refusals import refusals_count, refusals_since
 from contend.servers.tap import foreign_round_trip
 from contend.servers.target import Target
 
-#: The trace's note for a key the virtual clock ran out (contend.machines.locks reads it).
+#: The trace's note for a key the virtual clock ran out (contend.machines.stale_leases reads it).
 EXPIRED_NOTE = "expires: its TTL passed"
 
 #: Connected clients left by finished examples, per server URL and client settings: an example

@@ -26,8 +26,8 @@ from hypothesis.stateful import precondition, rule
 
 from contend.impl.catalog import CRASH_LIVENESS, MUTUAL_EXCLUSION
 from contend.schedule.async_gate import drain
+from contend.schedule.client import Status
 from contend.schedule.gating import CancelAt
-from contend.schedule.scheduler import Status
 
 #: An acquire drawn for cancellation is cancelled one time in ONE_IN: acquires are in flight most
 #: of the time, and cancelling them at every chance would crowd out everything else.

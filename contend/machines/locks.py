@@ -48,7 +48,6 @@ stale grants, safe-release after an extend, crash-liveness) are not made.
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 from hypothesis import strategies as st
@@ -61,15 +60,12 @@ from contend.impl.catalog import (
     FIFO,
     MUTUAL_EXCLUSION,
     PROGRESS,
-    SAFE_RELEASE,
-    STALE_GRANT,
 )
-from contend.machines.base import EXPIRED_NOTE, ScheduledMachine
-from contend.schedule.scheduler import Status, TraceEntry
-from contend.servers.target import Target
-from contend.subject.protocols import granted, takes_clock, ttl_resolution
+from contend.machines.lock_leases import ACQUIRE_TIMEOUT, EXTEND_MS, TTL_MS
+from contend.machines.stale_leases import StaleLeases
+from contend.schedule.client import Status
+from contend.subject.protocols import granted
 
-TTL_MS = 10_000
 #: Stalls and pauses are drawn rarely (one draw in this many): a stall ends the very leases whose
 #: overlap a race needs, so frequent stalls hide races (the battery stalls at every round trip). Yet
 #: a stale release or grant needs one: one in 3 finds those in a third to a half of the examples
@@ -78,111 +74,24 @@ _RARELY = 3
 #: An acquire plans its client's crash one time in this many (after 1 to 4 of its round trips): a
 #: crash leaves one worker, with nobody to race, for the rest of the example.
 _CRASH_ONE_IN = 3
-#: What an extend asks for: longer than the TTL, so an extend that reaches another holder's key
-#: visibly raises its TTL.
-EXTEND_MS = 2 * TTL_MS
 #: A pause (`advance(then="pause")`) is this share of the TTL.
 PAUSE_SHARE = 0.3
-ACQUIRE_TIMEOUT = 0.2  # virtual seconds a blocking acquire keeps retrying
-#: How long past its timeout a blocking acquire may go on waiting (its own waiting: stalls and
-#: pauses the harness imposes do not count): one retry interval, taken as the shortest gap between
-#: two of its attempts, but at least DEADLINE_SLACK_MIN (or the lock's TTL step) and, for a lock
-#: that waits out a lease in one sleep, at most DEADLINE_SLACK_MAX.
-DEADLINE_SLACK_MIN = 0.5
-DEADLINE_SLACK_MAX = 2.0
 
 
-class LockMachine(ScheduledMachine):
+class LockMachine(StaleLeases):
     """Subclass per implementation with `factory`, `claims` (and `limit` for semaphores) set.
 
-    Clients 0..workers-1 are the ones Hypothesis drives; the last one is the probe.
+    Clients 0..workers-1 are the ones Hypothesis drives; the last one is the probe. The state
+    kept per client is contend.machines.lock_leases'; safe-release and stale-grant are
+    contend.machines.stale_leases'.
     """
 
-    factory: Any = None
-    claims: frozenset[str] = frozenset()
-    limit = 1
-    workers = 2
-    clients = 3
     crash_rule = False  # clients crash through acquire(crash_after=...)
     operation_bound = 2 * TTL_MS / 1000 + ACQUIRE_TIMEOUT
     essential_rules = frozenset({"acquire", "advance"})
     judged_on_kept_time = "stalls past a lease, stale-grant, safe-release after an extend, crash-liveness"
 
-    def __init__(self, target: Target, **kwargs: Any) -> None:
-        self.locks: list[Any] = []
-        self.retired: list[Any] = []  # lock objects no longer used, kept until the example ends
-        self.holding: dict[int, float] = {}  # client -> virtual time its lease stops being surely valid
-        # client -> jumped time its lease was last (re)written (at the latest), and the TTL it asked for
-        self.written_at: dict[int, float] = {}
-        self.lease_len: dict[int, float] = {}
-        # holders whose release has made a round trip: the lease may be gone
-        self.letting_go: set[int] = set()
-        self.believers: set[int] = set()  # clients whose acquire returned True and who have not released
-        self.started_at: dict[int, float] = {}
-        self.tokens: list[int] = []
-        self.crashed_holders: set[int] = set()
-        self.crashed_at: dict[int, float] = {}  # crashed holder -> jumped time of its crash
-        self.lost_acquires: set[int] = set()  # acquires that lost a reply and raised (counted as crashed)
-        self.skew_total = 0.0  # every clock jump so far, added up
-        self.skews = 0  # clock jumps so far
-        self.skews_at_start: dict[int, int] = {}  # client → clock jumps before its acquire began
-        self.stalls: set[int] = set()  # clients that stall past their TTL once they hold the lock
-        self.new_holder: int | None = None  # a client just granted: the others move first
-        #: A stale release's round trip about to be taken: (client, the keys' values before it).
-        self.release_before: tuple[int, dict[tuple[str, str], bytes | None]] | None = None
-        #: Per stale releaser: the values its release's round trips changed (what they held before).
-        self.release_changed: dict[int, list[bytes | None]] = {}
-        self.longest_lease = TTL_MS / 1000  # the longest lease a client may have asked for (an extend's)
-        self.extends: set[int] = set()  # clients that extend once they hold the lock
-        self.crash_plan: dict[int, tuple[int, int]] = {}  # client -> (trace position, round trips)
-        self.stall_inside: dict[int, int] = {}  # client -> round trips into extend/release, then a stall
-        self.giving_back: dict[int, int] = {}  # client -> trace position its extend/release began
-        self.ttls_before: tuple[int, dict[str, int]] | None = None  # a stale extend's step: PTTLs before
-        self.asked: dict[int, int] = {}  # acquiring client -> trace position of its place in line
-        self.last_stall = -1  # trace position of the last stall (places may have expired in it)
-        self.stall_log: list[tuple[int, float]] = []  # each stall: (trace position, virtual time after it)
-        self.acquire_began: dict[int, int] = {}  # acquiring client -> trace position its acquire began
-        self.pause_in_acquire: dict[int, int] = {}  # client -> round trips into its acquire, then a stall
-        # acquiring client -> (jumped - waited) when it began: the harness's pauses and stalls so far
-        self.imposed_at_start: dict[int, float] = {}
-        self._scanned = 0  # trace entries looked at for first round trips
-        super().__init__(target, **kwargs)
-
-    @property
-    def ttl(self) -> float:
-        return TTL_MS / 1000
-
-    @property
-    def probe(self) -> int:
-        return self.clients - 1
-
-    def setup_clients(self) -> None:
-        self.takes_clock = takes_clock(type(self).factory)
-        self.key = self.ns.key("lock")
-        self.locks = [self.new_lock(index) for index in range(self.clients)]
-        self.extendable = callable(getattr(self.locks[0], "extend", None))
-
-    def new_lock(self, index: int) -> Any:
-        kwargs = {"limit": self.limit} if self.limit > 1 else {}
-        return type(self).factory(self.connections[index], self.key, TTL_MS, **kwargs)
-
-    def valid_holders(self) -> set[int]:
-        """Clients surely holding a valid lease now (one giving it back may already have)."""
-        now = self.scheduler.vclock
-        return {c for c, until in self.holding.items() if until > now and c not in self.letting_go}
-
-    def reads_wall_clock(self) -> bool:
-        """Does the lock read the client's wall clock (its factory takes `clock`, or its code has
-        called time.time() in a client)? Then clock skew matters to it."""
-        return self.takes_clock or any(c.read_wall_clock for c in self.scheduler.clients)
-
-    def idle_workers(self) -> list[int]:
-        return [i for i in self.idle_clients() if i != self.probe]
-
-    def busy_workers(self) -> list[int]:
-        return [i for i in self.busy_clients() if i != self.probe]
-
-    # Rules ------------------------------------------------------------------------------
+    # Rules ----------------------------------------------------------------------------
     @precondition(lambda self: bool(self.idle_workers()))
     @rule(
         client=st.integers(0, 3),
@@ -313,106 +222,7 @@ class LockMachine(ScheduledMachine):
                     self.op_waited.pop(index, None)
                     self.crashed(index)
 
-    def note_first_round_trips(self, finished: int | None = None) -> None:
-        """Where in the trace each acquire in flight (and `finished`, an acquire that just
-        ended) made its first round trip: its place in line."""
-        trace = self.scheduler.trace
-        names = {c.name: c.index for c in self.scheduler.clients}
-        for position in range(self._scanned, len(trace)):
-            index = names.get(trace[position].client)
-            step = trace[position]
-            if index is None or index in self.asked or not _takes_a_place(step):
-                continue
-            if index == finished or self.in_flight.get(index, "").startswith("acquire"):
-                self.asked[index] = position
-        self._scanned = len(trace)
-
-    def stall(self) -> None:
-        """A stall longer than the lease: the clock jumps, and the servers' TTLs run out with it. (On a
-        server that keeps its own time no lease runs out on the virtual clock: nothing to stall.)"""
-        if not self.server_keeps_time:
-            return
-        self.last_stall = len(self.scheduler.trace)
-        self.scheduler.advance(self.stall_length, note=f"a stall longer than the {self.ttl:g} s TTL")
-        self.stall_log.append((self.last_stall, self.scheduler.vclock))
-
-    @property
-    def stall_length(self) -> float:
-        """A stall: just longer than the TTL (`past`)."""
-        return self.ttl + self.past
-
-    @property
-    def past(self) -> float:
-        """How far past a lease's end the machine's own jumps go, so that the lease has surely run
-        out on the server, which keeps the virtual clock to the millisecond: one millisecond, or the
-        granularity of the lock's leases if its factory declares a coarser one (`ttl_resolution_ms`)."""
-        return ttl_resolution(type(self).factory) / 1000
-
-    def stalls_since(self, position: int) -> list[tuple[int, float]]:
-        """The stalls that came after trace position `position`: (position, virtual time after)."""
-        return [(at, after) for at, after in self.stall_log if at >= position]
-
-    # Deadlines ---------------------------------------------------------------------------
-    def deadline_slack(self, index: int) -> float:
-        """One retry interval of client `index`'s acquire: the shortest gap between two of its
-        round trips, within [DEADLINE_SLACK_MIN (or the TTL step), DEADLINE_SLACK_MAX]."""
-        name = self.scheduler.clients[index].name
-        since = self.acquire_began.get(index, len(self.scheduler.trace))
-        times = [step.vtime for step in self.scheduler.trace[since:] if step.client == name and step.sent]
-        gaps = [b - a for a, b in itertools.pairwise(times) if b > a]
-        floor = max(DEADLINE_SLACK_MIN, ttl_resolution(type(self).factory) / 1000)
-        return max(floor, min(min(gaps, default=floor), DEADLINE_SLACK_MAX))
-
-    def past_deadline(self, index: int) -> float:
-        """How long client `index`'s acquire has waited past its timeout, counting its own time
-        only (the harness's pauses and stalls are not its doing)."""
-        imposed = (self.scheduler.jumped - self.scheduler.waited) - self.imposed_at_start.get(index, 0.0)
-        own = self.scheduler.vclock - self.started_at.get(index, self.scheduler.vclock) - imposed
-        return own - ACQUIRE_TIMEOUT
-
-    def check_deadlines(self, finished: int | None = None) -> None:
-        """progress: a blocking acquire(timeout=t) returns within t plus one retry interval while
-        the lock stays held by another client (a dead holder's lease included)."""
-        if PROGRESS not in self.judged:
-            return
-        waiting = [
-            i for i, label in self.in_flight.items() if label.startswith("acquire") and i != self.probe
-        ]
-        for index in [*waiting, *([finished] if finished is not None else [])]:
-            late = self.past_deadline(index)
-            slack = self.deadline_slack(index)
-            if late <= slack:
-                continue
-            held = sorted(
-                (self.valid_holders() | {c for c in self.crashed_holders if self.may_hold(c)}) - {index}
-            )
-            if not held:
-                continue
-            names = [c.name for c in self.scheduler.clients]
-            when = "returned" if index == finished else "was still waiting"
-            self.fail(
-                PROGRESS,
-                f"{names[index]}'s acquire(timeout={ACQUIRE_TIMEOUT:g}) {when} {late:.3f} s of virtual time "
-                f"past its timeout while {', '.join(names[h] for h in held)} held the lock: a blocking "
-                f"acquire must return within its timeout plus one retry interval (here {slack:g} s)",
-            )
-
-    def crashed(self, index: int) -> None:
-        # Mid-acquire (it may have half-taken the lock) or holding: either way its
-        # leftovers must not keep the lock taken past the TTL.
-        self.crashed_holders.add(index)
-        self.crashed_at[index] = self.scheduler.jumped
-        self.believers.discard(index)
-
-    def may_hold(self, index: int) -> bool:
-        """Might client `index` hold a lease now: it believes it does, or it crashed (or its acquire
-        was cancelled) less than the longest lease ago, clock jumps included?"""
-        if index in self.believers:
-            return True
-        since = self.crashed_at.get(index)
-        return since is not None and self.scheduler.jumped < since + self.longest_lease + self.skew_total
-
-    # Checks --------------------------------------------------------------------------
+    # Checks ---------------------------------------------------------------------------
     def completed(self, index: int) -> None:
         client = self.scheduler.clients[index]
         outcome = client.outcome
@@ -523,54 +333,32 @@ class LockMachine(ScheduledMachine):
                 )
             self.tokens.append(token)
 
-    def check_stale_grant(self, index: int, what: str, began: int) -> None:
-        """stale-grant: client `index`'s `what`, which began at trace position `began`, reported
-        success after a stall longer than the TTL between its round trips: the lease it reports
-        must be there, so a third client cannot take the lock right after."""
-        inside = self.stalls_since(began)
-        if not inside or STALE_GRANT not in self.judged or self.limit != 1 or not self.server_keeps_time:
+    def check_deadlines(self, finished: int | None = None) -> None:
+        """progress: a blocking acquire(timeout=t) returns within t plus one retry interval while
+        the lock stays held by another client (a dead holder's lease included)."""
+        if PROGRESS not in self.judged:
             return
-        if self.valid_holders() - {index} or any(
-            label.startswith("acquire") for c, label in self.in_flight.items() if c != index
-        ):
-            return  # another holder (mutual exclusion judges that) or acquirer: the probe would say nothing
-        if self.scheduler.clients[index].status is not Status.IDLE:
-            return  # it died meanwhile (a planned crash)
-        name = self.scheduler.clients[index].name
-        trace = self.scheduler.trace
-        first = next(
-            (i for i in range(began, len(trace)) if trace[i].client == name and trace[i].sent), began
-        )
-        if not any(EXPIRED_NOTE in entry.note for entry in trace[first:]) and not self.own_clock_ran_out(
-            index, first, inside
-        ):
-            return  # nothing it wrote can have run out: a lease that is gone was taken (safe release judges)
-        if self.probe_acquires():
-            names = [c.name for c in self.scheduler.clients]
-            at, after = inside[-1]
-            self.fail(
-                STALE_GRANT,
-                f"{names[index]}'s {what} returned success at virtual time {self.scheduler.vclock:.3f} s, "
-                f"after a stall of {self.stall_length:g} s (longer than the {self.ttl:g} s TTL) between its "
-                f"round trips (step #{at}, ending at {after:.3f} s), and the lease it reports was not "
-                "there: a third client took the lock right after",
+        waiting = [
+            i for i, label in self.in_flight.items() if label.startswith("acquire") and i != self.probe
+        ]
+        for index in [*waiting, *([finished] if finished is not None else [])]:
+            late = self.past_deadline(index)
+            slack = self.deadline_slack(index)
+            if late <= slack:
+                continue
+            held = sorted(
+                (self.valid_holders() | {c for c in self.crashed_holders if self.may_hold(c)}) - {index}
             )
-
-    def own_clock_ran_out(self, index: int, first: int, inside: list[tuple[int, float]]) -> bool:
-        """A lease the lock times by its client's wall clock (an expiry time as the value, no TTL on
-        the server) ran out in a stall that came after the operation's first round trip, unless
-        another client sent anything since: a lease someone else took away is safe release's to
-        judge, not a stale grant."""
-        client = self.scheduler.clients[index]
-        later = [at for at, _ in inside if at > first]
-        if not later or not (client.read_wall_clock or self.takes_clock):
-            return False
-        return not any(e.sent and e.client != client.name for e in self.scheduler.trace[later[-1] :])
-
-    @property
-    def judged(self) -> frozenset[str]:
-        """The properties judged: the claims, and progress for every lock."""
-        return self.claims | {PROGRESS}
+            if not held:
+                continue
+            names = [c.name for c in self.scheduler.clients]
+            when = "returned" if index == finished else "was still waiting"
+            self.fail(
+                PROGRESS,
+                f"{names[index]}'s acquire(timeout={ACQUIRE_TIMEOUT:g}) {when} {late:.3f} s of virtual time "
+                f"past its timeout while {', '.join(names[h] for h in held)} held the lock: a blocking "
+                f"acquire must return within its timeout plus one retry interval (here {slack:g} s)",
+            )
 
     def extended(self, index: int, value: Any) -> None:
         """An extend returned `value` (None if it raised). True from a holder whose lease was
@@ -586,14 +374,6 @@ class LockMachine(ScheduledMachine):
             self.written_at[index] = self.scheduler.jumped
             self.lease_len[index] = EXTEND_MS / 1000
 
-    def surely_expired(self, index: int) -> bool:
-        """Has client `index`'s lease surely run out? Its lease may have been written as late as
-        its acquire's (or extend's) last round trip: only its TTL of clock jumps after that ends it
-        for sure. (For mutual exclusion a lease counts from the acquire's start: the other way
-        round, it surely ran until then.)"""
-        written = self.written_at.get(index)
-        return written is None or self.scheduler.jumped >= written + self.lease_len.get(index, self.ttl)
-
     def released(self, index: int) -> None:
         stale = self.surely_expired(index)
         self.believers.discard(index)
@@ -601,161 +381,6 @@ class LockMachine(ScheduledMachine):
         self.letting_go.discard(index)
         if stale:
             self.after_stale(index, "release")
-
-    def after_stale(self, index: int, what: str) -> None:
-        """safe-release: client `index`'s `what` came after its lease expired; a successor's
-        lease must be as it was."""
-        successors = self.valid_holders() - {index}
-        if SAFE_RELEASE not in self.claims or self.limit != 1 or not successors:
-            return
-        if any(label.startswith("acquire") for c, label in self.in_flight.items() if c != index):
-            return  # another acquire may hold the key already: the probe would say nothing
-        names = [c.name for c in self.scheduler.clients]
-        successor = min(successors)
-        if what == "release":
-            if self.probe_acquires():
-                if self.released_only_own(index, successor):
-                    if MUTUAL_EXCLUSION in self.claims:
-                        self.fail(
-                            MUTUAL_EXCLUSION,
-                            f"a third client acquired while {names[successor]} holds a valid lease "
-                            f"(virtual time {self.scheduler.vclock:.3f} s); {names[index]}'s release "
-                            "of its expired lease before it changed only keys that held its own token",
-                        )
-                    return
-                self.fail(
-                    SAFE_RELEASE,
-                    f"{names[index]}'s release after its lease expired freed the lease {names[successor]} "
-                    f"holds: a third client acquired right after (virtual time {self.scheduler.vclock:.3f} s)",
-                )
-            return
-        if not self.server_keeps_time or successor in self.extends:
-            return  # its lease does not run out on the virtual clock, or it extends it itself
-        honest_end = self.written_at[successor] + self.lease_len.get(successor, self.ttl)
-        self.scheduler.advance(
-            max(0.0, honest_end - self.scheduler.jumped) + self.past,
-            note=f"{names[successor]} pauses until its own lease must have run out",
-        )
-        if not self.probe_acquires():
-            self.fail(
-                SAFE_RELEASE,
-                f"{names[index]}'s extend after its lease expired prolonged the lease {names[successor]} "
-                f"holds: {self.ttl:g} s after {names[successor]} last wrote it, a third client still "
-                "cannot acquire",
-            )
-
-    def before_step(self, index: int) -> None:
-        """Before a round trip of an extend whose lease has run out while another client holds
-        the lock, read the TTLs of the keys the clients named: the extend must not raise one.
-        Before a round trip of such a release, read the keys' values (`note_release_changes`)."""
-        self.ttls_before = None
-        self.release_before = None
-        if (
-            SAFE_RELEASE in self.claims
-            and self.limit == 1
-            and self.in_flight.get(index, "").startswith("release")
-            and self.surely_expired(index)
-            and self.valid_holders() - {index}
-            and self._known_keys
-        ):
-            self.release_before = index, self.key_values()
-        stale = self.surely_expired(index)
-        if (
-            SAFE_RELEASE in self.claims
-            and self.limit == 1
-            and stale
-            and self.in_flight.get(index, "").startswith("extend")
-            and self.valid_holders() - {index}
-            and self._known_keys
-        ):
-            self.ttls_before = index, self.key_ttls()
-
-    def key_ttls(self) -> dict[str, int]:
-        """PTTL (ms) of every key of the namespace the clients have named."""
-        keys = sorted(self._known_keys)
-        with self.admin.pipeline(transaction=False) as pipe:
-            for key in keys:
-                pipe.pttl(key)
-            return dict(zip(keys, pipe.execute(), strict=True))
-
-    def check_prolonging(self, last: TraceEntry | None) -> None:
-        """safe-release: the stale extend's round trip just taken raised no key's TTL."""
-        if self.ttls_before is None or last is None or not last.sent:
-            return
-        index, before = self.ttls_before
-        self.ttls_before = None
-        names = [c.name for c in self.scheduler.clients]
-        if last.client != names[index]:
-            return
-        after = self.key_ttls()
-        raised = [
-            (k, ms, after.get(k, -2)) for k, ms in before.items() if ms > 0 and after.get(k, -2) > ms + 1
-        ]
-        if raised:
-            key, was, now = raised[0]
-            holder = names[min(self.valid_holders() - {index})]
-            self.fail(
-                SAFE_RELEASE,
-                f"{names[index]}'s extend after its lease expired prolonged the lease {holder} holds: "
-                f"{key} had {was} ms left and has {now} ms after {names[index]}'s round trip",
-            )
-
-    def key_values(self) -> dict[tuple[str, str], bytes | None]:
-        """The value of every key the clients named, on every server and database the namespace
-        spans ((where, key) -> GET's reply; a key of another type reads as its type's name)."""
-        keys = sorted(self._known_keys)
-        values: dict[tuple[str, str], bytes | None] = {}
-        for where, client in self.ns.stores():
-            with client.pipeline(transaction=False) as pipe:
-                for key in keys:
-                    pipe.get(key)
-                replies = pipe.execute(raise_on_error=False)
-            for key, reply in zip(keys, replies, strict=True):
-                values[where, key] = b"<not a string>" if isinstance(reply, Exception) else reply
-        return values
-
-    def note_release_changes(self, last: TraceEntry | None) -> None:
-        """After a stale release's round trip (from `after_step`, or from `completed` when it
-        was the last and its end is judged first): note what the keys it changed held before."""
-        if self.release_before is None or last is None or not last.sent:
-            return
-        index, before = self.release_before
-        self.release_before = None
-        if last.client != self.scheduler.clients[index].name:
-            return
-        after = self.key_values()
-        changed = [value for place, value in before.items() if after.get(place) != value]
-        self.release_changed.setdefault(index, []).extend(changed)
-
-    def released_only_own(self, index: int, successor: int) -> bool:
-        """Did client `index`'s stale release change only keys holding a value it sent itself
-        (its token) and the successor did not? Then it gave back its own copies: the successor's
-        lease is as it was."""
-        changed = self.release_changed.pop(index, [])
-
-        def arguments_sent(client: int) -> set[str]:
-            name = self.scheduler.clients[client].name
-            trace = self.scheduler.trace
-            return {str(arg) for step in trace if step.client == name for cmd in step.sent for arg in cmd[1:]}
-
-        own, theirs = arguments_sent(index), arguments_sent(successor)
-        for value in changed:
-            if value is None:
-                return False  # a key made by the release: not its own copy given back
-            text = value.decode(errors="replace")
-            if text not in own or text in theirs:
-                return False
-        return True
-
-    def probe_acquires(self) -> bool:
-        """Can the probe client take the lock right now? (It gives it back if it can.)"""
-        self.retired.append(self.locks[self.probe])  # kept alive: a finalizer must not run mid-example
-        lock = self.locks[self.probe] = self.new_lock(self.probe)
-        outcome = self.run_alone(self.probe, lambda: lock.acquire(blocking=False), "probe acquire()")
-        got = outcome.error is None and granted(outcome.value)
-        if got:
-            self.run_alone(self.probe, lock.release, "probe release()")
-        return got
 
     def check_quiescent(self) -> None:
         if CRASH_LIVENESS not in self.claims or not self.crashed_holders or not self.server_keeps_time:
@@ -785,13 +410,6 @@ def _token(lock: Any, value: Any) -> int | None:
         if isinstance(candidate, int) and not isinstance(candidate, bool):
             return candidate
     return None
-
-
-def _takes_a_place(step: TraceEntry) -> bool:
-    """A round trip that can put a client in line: not a script load or a NOSCRIPT retry."""
-    if not step.sent or str(step.sent[0][0]).upper() == "SCRIPT":
-        return False
-    return not any(isinstance(reply, BaseException) for reply in step.replies)
 
 
 def machine_for(impl: Any, *, limit: int = 1) -> type[LockMachine]:

@@ -14,9 +14,10 @@ Hypothesis finds it here on its own, choosing when to restart which master, and 
 
 Holders have a critical section (`contend.machines.fencing`): a holder may stay inside it,
 holding the lock, for as long as Hypothesis keeps it there, which is what gives a second client
-the time to win its own majority. `python -m contend.machines.redlock --runs 20` prints how
-often and how fast the counterexample is found, the shrunk counterexample and its size;
-without the restart rule (`--no-restarts`) the same lock passes the same search.
+the time to win its own majority. `demo` searches for it; `contend redlock --runs 20`
+(contend.commands.redlock) prints how often and how fast the counterexample is found, the
+shrunk counterexample and its size; without the restart rule (`--no-restarts`) the same lock
+passes the same search.
 
 What fencing tokens change (Kleppmann's remedy): with `--fence NAME` each holder also writes
 to a protected resource on a sixth server, and the property judged is the resource's
@@ -29,18 +30,12 @@ on master 1, which restarts empty) let stale writes through, and the same search
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import statistics
-import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from contend import interrupt
-from contend.errors import ContendError
-from contend.exitcodes import ExitCode
 from contend.machines.base import PropertyViolated
 from contend.machines.fencing import FENCES, NO_STALE_WRITE
 from contend.machines.hunt import SearchStopped, run_once
@@ -188,108 +183,3 @@ def demo(
             result.restarts = sum(1 for s in trace if "restarted empty" in s.note)
             result.partitions = sum(1 for s in trace if " is cut off from " in s.note)
     return result
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m contend.machines.redlock", description=__doc__)
-    parser.add_argument("--runs", type=int, default=20, help="seeds to search (default 20)")
-    parser.add_argument("--max-examples", type=int, default=500, help="examples per seed (default 500)")
-    parser.add_argument("--no-restarts", action="store_true", help="the same search without the restart rule")
-    parser.add_argument(
-        "--lib",
-        choices=list(LIBRARIES),
-        default="contend",
-        help="whose Redlock: contend's (default) or pottery's",
-    )
-    parser.add_argument(
-        "--fence",
-        choices=sorted(FENCES),
-        help="holders write to a protected resource on a sixth server, and the property judged is the "
-        "resource's (no-stale-write): " + "; ".join(f"{f.name}: {f.about}" for f in FENCES.values()),
-    )
-    parser.add_argument("--fenced", action="store_true", help="the same as --fence resource")
-    args = parser.parse_args(argv)
-    if args.fenced:
-        if args.fence not in (None, "resource"):
-            parser.error("--fenced is --fence resource; give one or the other")
-        args.fence = "resource"
-    if args.lib == "pottery":
-        try:
-            import pottery  # noqa: F401
-        except ImportError:
-            parser.error("--lib pottery needs pottery: pip install -e '.[libs]'")
-    restore = interrupt.install()
-    try:
-        result = demo(
-            args.runs,
-            args.max_examples,
-            restarts=not args.no_restarts,
-            lib=args.lib,
-            fence=args.fence,
-            on_seed=lambda line: print(f"redlock · {line}", file=sys.stderr, flush=True),
-        )
-    except ContendError as exc:
-        print(f"contend: {exc}", file=sys.stderr)
-        return ExitCode.BAD_INPUT
-    except KeyboardInterrupt as exc:
-        print(f"interrupted ({exc or 'SIGINT'}): servers stopped", file=sys.stderr)
-        return exc.code if isinstance(exc, interrupt.Interrupted) else ExitCode.INTERRUPTED
-    except Exception:
-        # Hypothesis can turn the interrupt into an error of its own (an assertion in its handler
-        # when the signal came as a search began), as in `contend hunt`: after a stop signal, that
-        # error is the interrupt.
-        if (stopped := interrupt.arrived()) is None:
-            raise
-        print(f"interrupted ({stopped}): servers stopped", file=sys.stderr)
-        return stopped.code
-    finally:
-        restore()
-    print(report(result, args))
-    if not result.found and result.flaky:
-        print(
-            f"inconclusive: {result.flaky} of {args.runs} seeds ended without a verdict (Hypothesis saw "
-            "the same example behave differently) and none found a violation",
-            flush=True,
-        )
-        return ExitCode.INCONCLUSIVE
-    return ExitCode.OK
-
-
-def report(result: Demo, args: argparse.Namespace) -> str:
-    """The demo's findings in words."""
-    found = result.found
-    rule = "without restarts" if args.no_restarts else "with masters restarted empty"
-    fence = f", fence {args.fence!r} ({FENCES[args.fence].about})" if args.fence else ""
-    what = "no-stale-write violated" if args.fence else "violated"
-    lines = [
-        f"{args.lib}'s Redlock over {MASTERS} masters, {rule}{fence}: "
-        f"{what} in {len(found)}/{args.runs} seeds"
-        + (f" ({result.flaky} inconclusive: flaky)" if result.flaky else "")
-        + (
-            f", median {statistics.median(found):.2f} s, worst {max(found):.2f} s"
-            if found
-            else f" ({args.max_examples} examples each)"
-        ),
-        f"searched {result.searched:.0f} s in all"
-        + (f", {result.searched / len(found):.1f} s per seed that found one" if found else "")
-        + (f"; found: {', '.join(f'{k} in {n}' for k, n in sorted(result.kinds.items()))}" if found else ""),
-    ]
-    stats = result.stats
-    if args.fence:
-        lines.append(
-            f"the same search: {stats.get('examples', 0)} examples, {stats.get('two holders', 0)} with two "
-            f"holders at once; in {stats.get('two holders, a write refused', 0)} of those the resource "
-            f"refused a write, in {stats.get('two holders, both writes taken', 0)} it took both holders' writes"
-        )
-    if found and not result.shrunk:
-        lines.append(result.violation)
-    elif found:
-        lines.append(
-            f"shrunk: {result.clients} clients, {result.round_trips} round trips, "
-            f"{result.partitions} partition(s), {result.restarts} restart(s)\n{result.violation}\n{result.shrunk}"
-        )
-    return "\n".join(lines)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -9,14 +9,9 @@ from contend.schedule.choosers import (
     ReplayChooser,
     ReplayDiverged,
 )
-from contend.schedule.scheduler import (
-    ClientCrashed,
-    OperationResult,
-    Scheduler,
-    SchedulerError,
-    Status,
-    TraceEntry,
-)
+from contend.schedule.client import ClientCrashed, OperationResult, Status
+from contend.schedule.scheduler import Scheduler, SchedulerError
+from contend.schedule.trace import TraceEntry
 
 __all__ = [
     "BoundedPreemption",

@@ -63,7 +63,7 @@ class SchedulerView(Protocol):
 
 
 class GatedClient(Protocol):
-    """What the gates ask of a scheduled client (contend.schedule.scheduler.ClientHandle)."""
+    """What the gates ask of a scheduled client (contend.schedule.client.ClientHandle)."""
 
     name: str
     unreachable: dict[str, str]

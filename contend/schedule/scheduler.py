@@ -17,32 +17,31 @@ nothing is rewritten after the fact. Blocking pops are polled. A client blocked
 on anything else (a Python lock held by another client, a socket read with no
 reply) is not recognised and makes `step` raise SchedulerError after
 `yield_timeout` real seconds.
+
+Here are the controller's side and the baton; a client thread's side is
+contend.schedule.client, the threads the code under test starts are adopted in
+contend.schedule.adoption, and the trace's records are contend.schedule.trace.
 """
 
 from __future__ import annotations
 
-import asyncio
-import enum
 import inspect
-import re
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from contend.schedule import async_gate, gate
+from contend.schedule.adoption import adopt, descendants
+from contend.schedule.client import ClientHandle, OperationResult, Status
 from contend.schedule.gating import (
-    REAL_EVENT_WAIT,
     REAL_MONOTONIC,
     REAL_TIME,
     CancelAt,
     LostReply,
-    VirtualClockLoop,
-    bind,
     is_noscript,
-    is_script_run,
     retry_call,
 )
+from contend.schedule.trace import TraceEntry, compress
 from contend.servers.clock import ServerClock
 from contend.servers.cluster_client import disconnect
 
@@ -74,238 +73,6 @@ def uninstall() -> None:
 
 class SchedulerError(RuntimeError):
     """The scheduler cannot go on: a client did not yield, or a step was not allowed."""
-
-
-class ClientCrashed(BaseException):
-    """Raised inside a crashed client's thread so its operation unwinds without touching Redis."""
-
-
-class Status(enum.Enum):
-    IDLE = "idle"  # no operation in progress
-    READY = "ready"  # about to send a round trip
-    SLEEPING = "sleeping"  # in a (virtual) sleep
-    CRASHED = "crashed"  # abandoned; never runs again
-    ENDED = "ended"  # a thread the code under test started, run to its end
-
-
-@dataclass
-class TraceEntry:
-    """One scheduling step: which client, what it sent, what came back."""
-
-    index: int
-    client: str
-    sent: list[list[str]]
-    replies: list[Any] = field(default_factory=list)
-    vtime: float = 0.0
-    note: str = ""
-    #: The server (host:port) the round trip went to: on a Redis Cluster, which node.
-    node: str = ""
-    #: The server ran it, but its reply never reached the client, which saw this exception.
-    lost: str = ""
-    #: This round trip sends again one whose reply was lost (that step's index), and who sent it:
-    #: "redis-py's Retry" (the client's own retry settings) or "the code".
-    resend_of: int | None = None
-    resent_by: str = ""
-    #: When (real monotonic seconds) the entry was made, as a step began: what the server did in
-    #: it happened after.
-    real_start: float = field(default_factory=REAL_MONOTONIC, compare=False, repr=False)
-
-    def describe(self, show_node: bool = False) -> str:
-        if self.note:
-            return f"#{self.index:<3} {self.client:<4} {self.note}"
-        sent = "; ".join(" ".join(_short(a) for a in cmd) for cmd in self.sent)
-        replies = ", ".join(_short(repr(_plain(r))) for r in self.replies)
-        where = f" @{self.node}" if show_node and self.node else ""
-        text = f"#{self.index:<3} {self.client:<4} {sent}{where}  →  {replies}"
-        if self.lost:
-            text += f"  ✗ reply lost: the client saw {self.lost}"
-        if self.resend_of is not None:
-            text += f"  (resent by {self.resent_by} after the reply to #{self.resend_of} was lost)"
-        return text
-
-
-@dataclass
-class OperationResult:
-    """How a client's operation ended."""
-
-    value: Any = None
-    error: BaseException | None = None
-    done: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.done and self.error is None
-
-
-class ClientHandle:
-    """The scheduler's side of one client thread."""
-
-    def __init__(self, scheduler: Scheduler, index: int, name: str, *, own_thread: bool = True) -> None:
-        self.scheduler = scheduler
-        self.index = index
-        self.name = name
-        #: Threads its code started, each a client of its own (`Scheduler.adopt`), and for such a
-        #: thread, the client whose code started it.
-        self.children: list[ClientHandle] = []
-        self.parent: ClientHandle | None = None
-        self.status = Status.IDLE
-        self.pending: list[list[str]] = []
-        self.wake_at = 0.0
-        self.skew = 0.0
-        self.read_wall_clock = False  # has its code asked for time.time()? Then skew matters to it.
-        self.operation: str = ""
-        self.connection: Any = None
-        self.outcome = OperationResult()
-        #: Where the scheduler asked this client's task to be cancelled (async clients only).
-        self.cancel_at: CancelAt | None = None
-        #: The client's own event loop, made on its first coroutine (contend.schedule.async_gate).
-        self.aloop: VirtualClockLoop | None = None
-        #: host:port of the server its next round trip goes to.
-        self.pending_node = ""
-        #: Servers (host:port) it cannot reach, and why (gating.PARTITION, PAUSED, DOWN): a round
-        #: trip there fails before it is sent, as redis-py would report it.
-        self.unreachable: dict[str, str] = {}
-        #: The task running the client's operation: the one a scheduled cancellation cancels.
-        self.op_task: asyncio.Task[Any] | None = None
-        #: Lose the reply of the round trip this step sends (set by `Scheduler.step`).
-        self.lose_reply: LostReply | None = None
-        #: ... moved to the script sent again after a NOSCRIPT reply, within the same step.
-        self.loss_after_noscript: LostReply | None = None
-        #: The last round trip whose reply was lost: (what it sent, the retry call it was in, its step).
-        self.lost_round_trip: tuple[list[list[str]], object | None, int] | None = None
-        self._work: Callable[[], Any] | None = None
-        #: Signalled when the baton comes to this client (on the scheduler's lock: only the
-        #: thread whose turn it is wakes, not every client's).
-        self._turn_cv = threading.Condition(scheduler._lock)
-        self._has_work = threading.Event()
-        if own_thread:
-            self._thread = threading.Thread(target=self._loop, name=f"contend-client-{name}", daemon=True)
-            self._thread.start()
-
-    # Called in the client thread (through the gate) ---------------------------
-    def before_round_trip(self, commands: list[list[str]], node: str = "") -> None:
-        self._check_alive()
-        if self.scheduler._script_cache_miss(self, commands):
-            return  # part of the step under way: loading a script the server had not cached
-        self.loss_after_noscript = None  # a new step: a loss moved within the last one ends there
-        self.pending = commands
-        self.pending_node = node
-        self.status = Status.READY
-        self.scheduler._yield_from(self)
-        self._check_alive()
-        self.scheduler._begin_round_trip(self)
-
-    def record_reply(self, reply: Any) -> None:
-        self.scheduler._record_reply(self, reply)
-
-    def take_lost_reply(self, commands: list[list[str]]) -> LostReply | None:
-        """Client thread: should the reply of the round trip being sent (`commands`) be lost?
-        (Asked once; after a NOSCRIPT, asked again of the script sent once it is loaded.)"""
-        if self.loss_after_noscript is not None:
-            if not is_script_run(commands):
-                return None  # the SCRIPT LOAD in between: its reply arrives
-            moved, self.loss_after_noscript = self.loss_after_noscript, None
-            return moved
-        lose, self.lose_reply = self.lose_reply, None
-        return lose
-
-    def lose_after_noscript(self, kind: LostReply) -> None:
-        """Client thread: the round trip whose reply was to be lost ran nothing (the server had
-        not cached its script): lose the reply of the script once loaded and sent again, within
-        the same step. A cold script cache must not turn an applied round trip into one that was
-        not (an example run again, on a warm cache, would otherwise go another way)."""
-        self.loss_after_noscript = kind
-
-    def reply_lost(self, kind: LostReply, commands: list[list[str]], replies: list[Any]) -> None:
-        """Client thread: the server ran `commands` and answered `replies`, which never arrive."""
-        self.scheduler._reply_lost(self, kind, commands, replies)
-
-    def sleep(self, seconds: float) -> None:
-        self._check_alive()
-        self.wake_at = self.scheduler.vclock + seconds
-        self.status = Status.SLEEPING
-        self.scheduler._yield_from(self)
-        self._check_alive()
-        self.scheduler._note_wake(self, seconds)
-
-    @property
-    def crashed(self) -> bool:
-        return self.status is Status.CRASHED
-
-    @property
-    def adopted(self) -> bool:
-        """Is this a thread the code under test started (not one of the harness's clients)?"""
-        return self.parent is not None
-
-    @property
-    def ended(self) -> bool:
-        """Has its thread (one the code started) run to its end, or crashed?"""
-        return self.status in (Status.ENDED, Status.CRASHED)
-
-    def adopt(self, thread: threading.Thread) -> None:
-        """Client thread: its code is starting `thread`; make it a client of its own."""
-        self.scheduler._adopt(self, thread)
-
-    def wall_time(self) -> float:
-        self.read_wall_clock = True
-        return self.scheduler.wall_base + self.scheduler.vclock + self.skew
-
-    def _check_alive(self) -> None:
-        if self.status is Status.CRASHED:
-            raise ClientCrashed(self.name)
-
-    def _loop(self) -> None:
-        bind(self)
-        while True:
-            REAL_EVENT_WAIT(self._has_work)
-            self._has_work.clear()
-            work = self._work
-            if work is None:
-                self._close_loop()
-                return
-            self.scheduler._wait_for_turn(self)
-            try:
-                value = work()
-                if inspect.iscoroutine(value):
-                    value = self._run_coroutine(value)
-                outcome = OperationResult(value=value, done=True)
-            except ClientCrashed:
-                outcome = OperationResult(error=None, done=False)
-            except BaseException as exc:
-                outcome = OperationResult(error=exc, done=True)
-            self.scheduler._finish(self, outcome)
-
-    def _run_coroutine(self, coroutine: Any) -> Any:
-        """An async operation: run it to the end on this client's own loop (made once, kept,
-        since the client's redis.asyncio connections belong to it)."""
-        if self.aloop is None:
-            self.aloop = VirtualClockLoop(self)
-        asyncio.set_event_loop(self.aloop)
-        self.op_task = self.aloop.create_task(coroutine)
-        try:
-            return self.aloop.run_until_complete(self.op_task)
-        finally:
-            self.op_task = None
-
-    def _close_loop(self) -> None:
-        loop, self.aloop = self.aloop, None
-        if loop is None or loop.is_closed():
-            return
-        try:
-            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
-            for task in pending:
-                task.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-        except BaseException:  # a loop in a bad state is closed anyway
-            pass
-        finally:
-            loop.close()
-
-    def _submit(self, work: Callable[[], Any] | None) -> None:
-        self._work = work
-        self._has_work.set()
 
 
 class Scheduler:
@@ -438,7 +205,7 @@ class Scheduler:
         step = self._current_step
         if step is None:
             return
-        sent = "; ".join(" ".join(_short(a) for a in cmd) for cmd in step.sent)
+        sent = step.sent_text()
         step.note = f"cancelled {where}" + (f" ({sent})" if sent and "after" in where else "")
 
     def crash(self, index: int) -> None:
@@ -472,7 +239,7 @@ class Scheduler:
         """Move one client's wall clock (time.time) by `seconds` (and its threads', which share it)."""
         client = self.clients[index]
         client.skew += seconds
-        for child in _descendants(client):
+        for child in descendants(client):
             child.skew += seconds
         self.trace.append(
             TraceEntry(
@@ -596,47 +363,8 @@ class Scheduler:
 
     def _adopt(self, parent: ClientHandle, thread: threading.Thread) -> None:
         """Client thread (`parent`'s, holding the baton): its code starts `thread`, which becomes a
-        client of its own. It runs only when scheduled, one round trip at a time like any client,
-        its sleeps and waits on the virtual clock (a leader's heartbeat renews its lease on the
-        same clock as everything else); its first step runs its code up to its first round trip.
-        It shares its parent's wall clock, and dies with it."""
-        child = ClientHandle(
-            self, len(self.clients), f"{parent.name}.t{len(parent.children) + 1}", own_thread=False
-        )
-        child.parent = parent
-        child.skew = parent.skew
-        child.operation = f"thread {thread.name}"
-        child.status = Status.READY
-        parent.children.append(child)
-        self.clients.append(child)
-        self.trace.append(
-            TraceEntry(
-                len(self.trace),
-                child.name,
-                [],
-                vtime=self.vclock,
-                note=f"a thread {parent.name}'s code started",
-            )
-        )
-        body = thread.run
-
-        def run() -> None:
-            bind(child)
-            self._wait_for_turn(child)
-            try:
-                if child.status is Status.CRASHED:
-                    raise ClientCrashed(child.name)
-                body()
-                outcome = OperationResult(done=True)
-            except ClientCrashed:
-                outcome = OperationResult(done=False)
-            except BaseException as exc:
-                outcome = OperationResult(error=exc, done=True)
-            self._finish(child, outcome)
-            bind(None)
-
-        thread.run = run  # type: ignore[method-assign]
-        thread._contend_client = child  # type: ignore[attr-defined]  # Thread.join waits for it (gate)
+        client of its own (contend.schedule.adoption)."""
+        adopt(self, parent, thread)
 
     def _script_cache_miss(self, client: ClientHandle, commands: list[list[str]]) -> bool:
         """Client thread: is this round trip the loading of a script the server had not cached
@@ -688,72 +416,3 @@ class Scheduler:
         step = self._current_step
         if step is not None and not step.sent:
             step.note = f"woke after sleeping {seconds:g} s"
-
-
-_TOKEN = re.compile(r"\b[0-9a-f]{16,}\b|\b\d{9,}\.\d+\b")
-
-
-def _descendants(client: ClientHandle) -> list[ClientHandle]:
-    """The threads `client`'s code started, and theirs."""
-    found = []
-    for child in client.children:
-        found += [child, *_descendants(child)]
-    return found
-
-
-def compress(steps: list[TraceEntry], min_repeats: int = 3, show_nodes: bool = False) -> list[str]:
-    """Readable lines for `steps`, a block of 1 or 2 steps repeated (a polling loop) shown once."""
-    texts = [step.describe(show_nodes) for step in steps]
-    # Compare without the "#index" and with random tokens blanked: a retry loop repeats.
-    keys = [_TOKEN.sub("…", text.split(None, 1)[1]) if " " in text else text for text in texts]
-    lines: list[str] = []
-    i = 0
-    while i < len(texts):
-        for size in (1, 2):
-            block = keys[i : i + size]
-            repeats = 1
-            while keys[i + repeats * size : i + (repeats + 1) * size] == block:
-                repeats += 1
-            if len(block) == size and repeats >= min_repeats:
-                lines += texts[i : i + size]
-                lines.append(
-                    f"     … the same {'step' if size == 1 else 'two steps'} {repeats - 1} more times"
-                )
-                i += repeats * size
-                break
-        else:
-            lines.append(texts[i])
-            i += 1
-    return lines
-
-
-def schedule_expression(schedule: list[int]) -> str:
-    """A schedule as a short Python expression: [1] + [2] * 200."""
-    parts: list[str] = []
-    i = 0
-    while i < len(schedule):
-        j = i
-        while j < len(schedule) and schedule[j] == schedule[i]:
-            j += 1
-        parts.append(f"[{schedule[i]}] * {j - i}" if j - i > 3 else repr(schedule[i:j]))
-        i = j
-    return " + ".join(parts) or "[]"
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return value.decode(errors="replace")
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    if isinstance(value, BaseException):
-        # A cluster's redirections by their own names (redis-py keeps only the slot and node).
-        prefix = {"MovedError": "MOVED", "AskError": "ASK", "TryAgainError": "TRYAGAIN"}.get(
-            type(value).__name__, "ERR"
-        )
-        return f"{prefix} {value}"
-    return value
-
-
-def _short(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())  # a script's source on one line
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -12,7 +12,7 @@ from contend.impl.catalog import CRASH_LIVENESS, MUTUAL_EXCLUSION, SAFE_RELEASE,
 from contend.machines.base import PropertyViolated
 from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
-from contend.schedule.scheduler import Status
+from contend.schedule.client import Status
 from tests.fixtures.async_foreign import mutants, redispy_lock, undo_lock, watch_lock
 from tests.machines.helpers import driven_by_hand
 

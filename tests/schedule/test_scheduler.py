@@ -19,7 +19,6 @@ from contend.schedule import (
     gate,
     gating,
 )
-from contend.schedule.scheduler import compress, schedule_expression
 from contend.servers.payload import decode_packed
 
 
@@ -247,15 +246,6 @@ def test_bounded_preemption_finds_the_race_and_clears_lua(contend_target, ns):
     bad, runs = failures(NaiveRegistry, 1)
     assert bad >= 1 and runs > 1
     assert failures(LuaRegistry, 2)[0] == 0
-
-
-def test_compress_shows_a_polling_loop_once():
-    from contend.schedule.scheduler import TraceEntry
-
-    steps = [TraceEntry(i, "c0", [["GET", "k"]], [None]) for i in range(10)]
-    lines = compress(steps)
-    assert len(lines) == 2 and "9 more times" in lines[1]
-    assert schedule_expression([1] + [2] * 10) == "[1] + [2] * 10"
 
 
 def test_uninstrumented_threads_pass_through(contend_target):
