@@ -53,7 +53,7 @@ from contend.servers.target import Target, open_target
 from contend.subject.claims import DEFAULT_CLAIMS
 from contend.subject.loader import factory_name, user_factory
 from contend.subject.multi_master import check_masters
-from contend.subject.protocols import protocol
+from contend.subject.protocols import ProtocolError, protocol
 from contend.subject.subject import user_subject
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def check(
     those checks (`--check`), `replay` re-runs one recorded schedule example (`--replay`).
     `masters` (odd, 3 to 9) checks a lock over that many independent masters, its factory
     called as factory(clients, key, ttl_ms) (`--masters N`): embedded ones, started for the
-    call, or `target` and its `also` servers. `client_retries` gives the clients redis-py's
+    call, or `target` and its `also` servers (a target of several masters is run over them). `client_retries` gives the clients redis-py's
     Retry with that many resends (`--client-retries N`).
     Raises ContendCheckFailed (an AssertionError) when a property broke, or when a check was
     inconclusive and `allow_inconclusive` is False; ValueError or TypeError on bad arguments and
@@ -157,7 +157,7 @@ def check(
         client = server.client()
         run_ns = server.namespace(client=client)
         try:
-            subject = user_subject(factory, kind, server, claim=claim, no_claim=no_claim, masters=masters)
+            subject = user_subject(factory, kind, server, claim=claim, no_claim=no_claim)
             with quieted() as noise:
                 rows = run_battery(server, [subject], options, run_ns, only_checks=only)
         finally:
@@ -319,6 +319,11 @@ def _validate(
 @contextlib.contextmanager
 def _server(target: Target | None, masters: int = 0, client_retries: int = 0) -> Iterator[Target]:
     if target is not None:
+        if masters and target.masters != masters:
+            raise ProtocolError(
+                f"--masters {masters}: the target has {target.masters or 1} server(s); give --redis-url "
+                f"{masters} times or none (contend then starts the masters)"
+            )
         yield dataclasses.replace(target, client_retries=client_retries) if client_retries else target
         return
     with open_target(masters=masters, client_retries=client_retries) as started:

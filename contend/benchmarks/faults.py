@@ -143,7 +143,7 @@ def _subject(case: Case, target: Target) -> Subject:
     if case.module.startswith(CATALOG):
         (subject,) = catalog_subjects([case.kind], [case.module.removeprefix(CATALOG)])
         return subject
-    return user_subject(f"tests.fixtures.{case.module}:make", case.kind, target, masters=case.masters)
+    return user_subject(f"tests.fixtures.{case.module}:make", case.kind, target)
 
 
 def measure(

@@ -384,11 +384,10 @@ def _subjects(args: argparse.Namespace, target: Any) -> list[Subject]:
                 target,
                 claim=args.claim,
                 no_claim=args.no_claim,
-                masters=args.masters or 0,
             )
         ]
     elif args.masters:
-        subjects = multi_master_subjects(target, args.masters)
+        subjects = multi_master_subjects(target)
     else:
         subjects = catalog_subjects(args.family or list(BATTERIES), args.only or ())
     if target.cluster and (args.impl or args.only):

@@ -79,8 +79,9 @@ def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list
     ]
 
 
-def multi_master_subjects(target: Target, masters: int) -> list[Subject]:
-    """Rows for the catalog's locks that span masters, over the target's `masters` masters."""
+def multi_master_subjects(target: Target) -> list[Subject]:
+    """Rows for the catalog's locks that span masters, over the target's masters."""
+    masters = target.masters
     return [
         Subject(
             impl.name,
@@ -119,12 +120,11 @@ def user_subject(
     *,
     claim: Sequence[str] = (),
     no_claim: Sequence[str] = (),
-    masters: int = 0,
 ) -> Subject:
     """A row for `package.module:factory` (or a factory object), after checking it follows the
     protocol and finding out what it offers beyond it (extend, a fencing token, register_many).
-    With `masters`, a lock factory that takes the list of the target's masters' clients
-    (`target.url` first, then `target.also`): MULTI_MASTER_SIGNATURE.
+    On a target of several masters (`target.masters`), a lock factory that takes the list of the
+    masters' clients (`target.url` first, then `target.also`): MULTI_MASTER_SIGNATURE.
 
     A factory object is named `module:qualname`, as `--impl` would name it (whether that name
     imports it back is for the caller to say: `contend.testing` does).
@@ -133,6 +133,7 @@ def user_subject(
     check_claim_names(kind, no_claim, "--no-claim")
     factory = user_factory(spec, kind)
     name = factory_name(spec)
+    masters = target.masters
     if masters:
         factory = _over_masters(factory, kind, name, masters, target)
         subject = _user_subject(factory, name, kind, target, claim, no_claim)
@@ -148,11 +149,6 @@ def _over_masters(
     if kind != "lock":
         raise ProtocolError(
             f"--masters {masters} spans a lock over independent masters; --kind {kind} is not a lock"
-        )
-    if len(target.also) + 1 != masters:
-        raise ProtocolError(
-            f"--masters {masters}: the target has {len(target.also) + 1} server(s); give --redis-url {masters} times "
-            "or none (contend then starts the masters)"
         )
     if takes_one_client(factory):
         raise ProtocolError(
