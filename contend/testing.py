@@ -152,7 +152,7 @@ def check(
     )
     only = [SCHEDULE.name] if replay else list(checks)
     if masters:
-        check_masters(masters)
+        check_masters(masters, kind=kind)
     with _server(target, masters, client_retries) as server:
         client = server.client()
         run_ns = server.namespace(client=client)

@@ -247,25 +247,16 @@ def _validate(args: argparse.Namespace) -> None:
 
 
 def _validate_masters(args: argparse.Namespace) -> None:
-    """--masters N: an odd count from 3 to 9, a lock, no cluster, --redis-url none or N times."""
-    check_masters(args.masters)
-    if args.cluster is not None:
-        raise ContendError(
-            "--masters runs on independent masters, --cluster on one Redis Cluster: choose one"
-        )
-    if args.impl and args.kind not in (None, "lock"):
-        raise ContendError(
-            f"--masters spans a lock over independent masters; --kind {args.kind} is not a lock"
-        )
+    """--masters N: as every command takes it, and with no catalog choice beside it."""
+    check_masters(
+        args.masters,
+        kind=args.kind if args.impl else None,
+        cluster=args.cluster,
+        urls=getattr(args, "redis_urls", None) or (),
+    )
     if args.family or args.only:
         raise ContendError(
             "--masters runs your --impl, or the catalog's multi-master locks: drop --family and --only"
-        )
-    urls = getattr(args, "redis_urls", None) or []
-    if urls and len(urls) != args.masters:
-        raise ContendError(
-            f"--masters {args.masters} with --redis-url given {len(urls)} time(s): give it once per master, "
-            f"or leave it out and contend starts {args.masters} embedded masters"
         )
 
 

@@ -21,7 +21,15 @@ from contend.commands.progress import Reporter
 from contend.errors import ContendError
 from contend.stress.nemesis import NEMESES
 from contend.stress.report import junit_cases, summary_markdown
-from contend.stress.run import RunProgress, StressOptions, StressResult, run_stress, stressable, validate
+from contend.stress.run import (
+    RunProgress,
+    StressOptions,
+    StressResult,
+    StressWorkload,
+    run_stress,
+    stressable,
+    validate,
+)
 from contend.stress.workers import FAMILIES
 from contend.subject.loader import require_kind
 from contend.subject.multi_master import MULTI_MASTER_LOCKS
@@ -216,7 +224,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         masters=args.masters,
     )
     workload = validate(options)
-    out.print(f"[bold]contend stress[/] {escape(_plan(options, workload.family))}", soft_wrap=True)
+    out.print(f"[bold]contend stress[/] {escape(_plan(options, workload))}", soft_wrap=True)
     with Reporter(err, "contend stress", quiet=args.quiet) as progress:
         phase = ["load"]
 
@@ -241,13 +249,14 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     return result.exit_code
 
 
-def _plan(options: StressOptions, family: str) -> str:
+def _plan(options: StressOptions, workload: StressWorkload) -> str:
+    family = workload.family
     name = f"{options.impl} ({family_label(family)})" if options.kind else options.impl
     parts = [name, f"{options.procs} processes", f"{options.duration:g} s"]
     if options.cluster is not None:
         parts.append(f"cluster of {options.cluster} masters")
-    if options.masters:
-        parts.append(f"Redlock over {options.masters} masters")
+    if workload.masters:
+        parts.append(f"Redlock over {workload.masters} masters")
     if family == "lock":
         parts.append(f"lease {options.ttl_ms} ms")
     if options.nemeses:

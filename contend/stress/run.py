@@ -104,6 +104,8 @@ class StressWorkload:
     probe: str = ""
     #: A lock whose acquire may lose to contention while it is free (Redlock's split vote).
     may_refuse: bool = False
+    #: The lock's independent masters (--masters N, or DEFAULT_MASTERS for a catalog Redlock); 0: none.
+    masters: int = 0
 
     @property
     def user(self) -> bool:
@@ -320,12 +322,12 @@ def validate(options: StressOptions) -> StressWorkload:
             "--persistence configures the embedded server; a --redis-url server keeps its own settings"
         )
     _check_cluster(options, workload)
-    _check_masters(options)
+    workload = replace(workload, masters=_lock_masters(options))
     options.nemeses = parse_nemeses(
         options.nemeses,
         redis_url=options.redis_url,
         cluster=options.on_cluster,
-        masters=bool(options.masters),
+        masters=bool(workload.masters),
     )
     refused = unreachable(
         options.nemeses,
@@ -353,25 +355,27 @@ def _check_cluster(options: StressOptions, workload: StressWorkload) -> None:
             raise ContendError(f"--only {impl.name} cannot run on a Redis Cluster: {impl.single_node}")
 
 
-def _check_masters(options: StressOptions) -> None:
-    """--masters N goes with a Redlock (--only redlock or pottery_redlock) or the user's own lock
-    over masters (--impl M:F --kind lock, called as MULTI_MASTER_SIGNATURE), on embedded servers."""
+def _lock_masters(options: StressOptions) -> int:
+    """How many masters the lock spans: --masters N with a Redlock (--only redlock or
+    pottery_redlock; DEFAULT_MASTERS without it) or the user's own lock over masters (--impl M:F
+    --kind lock, called as MULTI_MASTER_SIGNATURE), on embedded servers; 0 for one server."""
     redlock = options.impl in MULTI_MASTER_LOCKS and options.kind is None
     if options.masters is None:
-        options.masters = DEFAULT_MASTERS if redlock else None
-        return
-    if not redlock and options.kind != "lock":
+        return DEFAULT_MASTERS if redlock else 0
+    if not redlock and options.kind is None:
         raise ContendError(
             "--masters runs a lock over independent masters: --only "
             f"{' or --only '.join(MULTI_MASTER_LOCKS)}, or your own with --impl MODULE:FACTORY --kind lock "
             f"(called as {MULTI_MASTER_SIGNATURE})"
         )
-    check_masters(options.masters)
-    if options.redis_url or options.cluster is not None:
-        raise ContendError(
-            "--masters starts its own independent masters: drop --redis-url and --cluster (contend restarts "
-            "and pauses only servers it started)"
-        )
+    check_masters(
+        options.masters,
+        kind=options.kind,
+        cluster=options.cluster,
+        urls=(options.redis_url,) if options.redis_url else (),
+        started_here=True,
+    )
+    return options.masters
 
 
 def _catalog_workload(options: StressOptions) -> StressWorkload:
@@ -463,7 +467,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
         cluster=options.cluster,
         cluster_replicas=1 if "cluster-failover" in options.nemeses else 0,
         sentinel="sentinel-failover" in options.nemeses,
-        masters=options.masters or 0,
+        masters=workload.masters,
         keep_clock=False,  # worker processes in real time: the servers keep theirs
     )
     raw_dir.mkdir(parents=True, exist_ok=False)

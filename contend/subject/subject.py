@@ -14,7 +14,7 @@ from contend.servers.tap import watching_servers
 from contend.servers.target import Target
 from contend.subject.claims import DEFAULT_CLAIMS, check_claim_names
 from contend.subject.loader import factory_name, user_factory
-from contend.subject.multi_master import MULTI_MASTER_SIGNATURE, over_masters, takes_one_client
+from contend.subject.multi_master import MULTI_MASTER_SIGNATURE, check_masters, over_masters, takes_one_client
 from contend.subject.probe import (
     FactoryRaised,
     bounded,
@@ -146,10 +146,7 @@ def _over_masters(
     factory: Callable[..., Any], kind: str, name: str, masters: int, target: Target
 ) -> Callable[..., Any]:
     """A multi-master lock factory as the one-server protocol over the target's masters."""
-    if kind != "lock":
-        raise ProtocolError(
-            f"--masters {masters} spans a lock over independent masters; --kind {kind} is not a lock"
-        )
+    check_masters(masters, kind=kind)
     if takes_one_client(factory):
         raise ProtocolError(
             f"--impl {name}: with --masters {masters} it is called as {MULTI_MASTER_SIGNATURE}, but its first "
