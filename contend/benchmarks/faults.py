@@ -29,7 +29,8 @@ from contend.machines.family import family_machine
 from contend.machines.hunt import SearchStopped, run_once
 from contend.schedule.scheduler import SchedulerError
 from contend.servers.target import Target, open_target
-from contend.subject.subject import Subject, catalog_implementation, catalog_subjects, user_subject
+from contend.subject.resolve import user_subject
+from contend.subject.subject import Subject, catalog_implementation, catalog_subjects
 
 
 @dataclass(frozen=True)

@@ -31,8 +31,8 @@ from contend.stress.run import (
     validate,
 )
 from contend.stress.workers import FAMILIES
-from contend.subject.loader import require_kind
 from contend.subject.multi_master import MULTI_MASTER_LOCKS
+from contend.subject.spec import require_kind
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:

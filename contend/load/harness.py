@@ -69,7 +69,7 @@ from contend.servers.deployment import Deployment
 from contend.servers.keyspace import Namespace, new_run_id
 from contend.servers.target import connect_url
 from contend.servers.urls import mask_url
-from contend.subject.loader import require_kind
+from contend.subject.spec import require_kind
 from contend.values import share_of_one
 
 log = logging.getLogger("contend")

@@ -56,7 +56,7 @@ from contend.load.workloads import (
 from contend.servers.keyspace import Namespace
 from contend.servers.server import free_port
 from contend.servers.target import Target
-from contend.subject.loader import require_kind
+from contend.subject.spec import require_kind
 from contend.values import share_of_one, whole_list
 
 SWEEP_FILE = "sweep.json"

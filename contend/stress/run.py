@@ -68,7 +68,7 @@ from contend.stress.workers import (
     worker_main,
     workload_key,
 )
-from contend.subject.loader import load_factory, require_kind
+from contend.subject.loader import load_factory
 from contend.subject.multi_master import (
     DEFAULT_MASTERS,
     MULTI_MASTER_LOCKS,
@@ -79,6 +79,7 @@ from contend.subject.multi_master import (
 )
 from contend.subject.probe import PROBE_SECONDS, check_offline, try_once
 from contend.subject.protocols import check_factory_signature
+from contend.subject.spec import require_kind
 
 MAX_PROCS = 256
 #: How long workers may take to start (spawned interpreters import redis-py and the implementations).

@@ -16,7 +16,7 @@ from contend.machines.base import PropertyViolated
 from contend.machines.family import family_machine
 from contend.servers.target import open_target
 from contend.subject.protocols import ProtocolError
-from contend.subject.subject import user_subject
+from contend.subject.resolve import user_subject
 from tests.fixtures import masters
 from tests.machines.helpers import driven_by_hand, step_while
 
