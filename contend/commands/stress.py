@@ -22,6 +22,7 @@ from contend.errors import ContendError
 from contend.stress.nemesis import NEMESES
 from contend.stress.report import junit_cases, summary_markdown
 from contend.stress.run import (
+    STRESS_SCOPE,
     RunProgress,
     StressOptions,
     StressResult,
@@ -32,7 +33,7 @@ from contend.stress.run import (
 )
 from contend.stress.workers import FAMILIES
 from contend.subject.multi_master import MULTI_MASTER_LOCKS
-from contend.subject.spec import require_kind
+from contend.subject.spec import parse_spec
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -182,9 +183,9 @@ def _implementation(args: argparse.Namespace) -> tuple[str, str | None]:
     if args.impl and args.only:
         raise ContendError("--only runs a catalog implementation and --impl runs yours: give one of them")
     user = bool(args.impl) and ":" in args.impl
-    require_kind(args.impl if user else None, args.kind, " or ".join(family_label(f) for f in FAMILIES))
     if user:
-        return str(args.impl), str(args.kind)
+        return str(args.impl), args.kind  # parsed with the rest of the run (stress.run.validate)
+    parse_spec(None, args.kind, STRESS_SCOPE)  # --kind goes with --impl
     if args.impl:
         warn_renamed(f"--impl {args.impl}", f"--only {args.impl}")
         return str(args.impl), None

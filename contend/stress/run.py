@@ -8,10 +8,11 @@ check`), checks it (linearizability against the family's model, plus the
 linear-time invariants) and writes the verdict and an HTML timeline beside it.
 
 The implementation is a catalog one or the user's `package.module:factory` of
-kind registry or lock: imported and its signature checked by `validate`, one
-object built and (for a lock) tried once on the server by `probe` before any
-worker starts, which finds out where its fencing token comes from, as `contend
-check` does. A requested nemesis that injected no fault makes the run exit 2
+kind registry or lock, taken through the one door for the code under test
+(`contend.subject.resolve`): parsed, imported and its signature checked by
+`validate`, one object built and (for a lock) tried once on the server before
+any worker starts (`tried`), which finds out where its fencing token comes
+from, as `contend check` does. A requested nemesis that injected no fault makes the run exit 2
 (`StressResult.no_fault` says why); one that cannot fit in the run is refused
 by `validate`.
 
@@ -68,24 +69,29 @@ from contend.stress.workers import (
     worker_main,
     workload_key,
 )
-from contend.subject.loader import load_factory
 from contend.subject.multi_master import (
     DEFAULT_MASTERS,
     MULTI_MASTER_LOCKS,
     MULTI_MASTER_SIGNATURE,
     check_masters,
-    over_masters,
-    takes_one_client,
 )
-from contend.subject.probe import PROBE_SECONDS, check_offline, try_once
-from contend.subject.protocols import check_factory_signature
-from contend.subject.spec import require_kind
+from contend.subject.resolve import load, trial
+from contend.subject.spec import Scope, SubjectSpec, parse_spec
+from contend.subject.subject import Subject
+from contend.values import family_label
 
 MAX_PROCS = 256
 #: How long workers may take to start (spawned interpreters import redis-py and the implementations).
 START_TIMEOUT = 60.0
 TICK = 0.01
-#: Seconds building one of a user's objects (and, for a lock, one acquire and release) may take.
+
+#: What stress runs of the user's code: the registry and lock families.
+STRESS_SCOPE = Scope(
+    named=" or ".join(family_label(f) for f in FAMILIES),
+    kinds=FAMILIES,
+    other_kind=f"--kind {{label}}: stress runs the {' and '.join(FAMILIES)} families; check a {{label}} with "
+    "`contend check --impl {spec} --kind {label}`",
+)
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,8 @@ class StressWorkload:
     may_refuse: bool = False
     #: The lock's independent masters (--masters N, or DEFAULT_MASTERS for a catalog Redlock); 0: none.
     masters: int = 0
+    #: A user's code, as the one door (contend.subject.resolve) returned it; None for the catalog's.
+    subject: Subject | None = None
 
     @property
     def user(self) -> bool:
@@ -301,7 +309,20 @@ def validate(options: StressOptions) -> StressWorkload:
     A user's `package.module:factory` is imported and its signature checked here; the object it
     makes is checked once a server is up, before any worker starts (`run_stress`)."""
     user = options.kind is not None or ":" in options.impl
-    workload = _user_workload(options) if user else _catalog_workload(options)
+    spec = (
+        parse_spec(
+            options.impl,
+            options.kind,
+            STRESS_SCOPE,
+            masters=options.masters,
+            cluster=options.cluster,
+            redis_urls=(options.redis_url,) if options.redis_url else (),
+            starts_masters=True,
+        )
+        if user
+        else None
+    )
+    workload = _user_workload(spec, options) if spec is not None else _catalog_workload(options)
     if not 0 < options.procs <= MAX_PROCS:
         raise ContendError(f"--processes must be between 1 and {MAX_PROCS}, got {options.procs}")
     for name, value in (
@@ -323,7 +344,7 @@ def validate(options: StressOptions) -> StressWorkload:
             "--persistence configures the embedded server; a --redis-url server keeps its own settings"
         )
     _check_cluster(options, workload)
-    workload = replace(workload, masters=_lock_masters(options))
+    workload = replace(workload, masters=spec.masters if spec is not None else _lock_masters(options))
     options.nemeses = parse_nemeses(
         options.nemeses,
         redis_url=options.redis_url,
@@ -357,13 +378,13 @@ def _check_cluster(options: StressOptions, workload: StressWorkload) -> None:
 
 
 def _lock_masters(options: StressOptions) -> int:
-    """How many masters the lock spans: --masters N with a Redlock (--only redlock or
-    pottery_redlock; DEFAULT_MASTERS without it) or the user's own lock over masters (--impl M:F
-    --kind lock, called as MULTI_MASTER_SIGNATURE), on embedded servers; 0 for one server."""
-    redlock = options.impl in MULTI_MASTER_LOCKS and options.kind is None
+    """How many masters a catalog lock spans: --masters N goes with a Redlock (--only redlock or
+    pottery_redlock; DEFAULT_MASTERS without it), on embedded servers; 0 for one server. (The
+    user's own lock over masters, --impl M:F --kind lock, has its masters in its spec.)"""
+    redlock = options.impl in MULTI_MASTER_LOCKS
     if options.masters is None:
         return DEFAULT_MASTERS if redlock else 0
-    if not redlock and options.kind is None:
+    if not redlock:
         raise ContendError(
             "--masters runs a lock over independent masters: --only "
             f"{' or --only '.join(MULTI_MASTER_LOCKS)}, or your own with --impl MODULE:FACTORY --kind lock "
@@ -371,7 +392,6 @@ def _lock_masters(options: StressOptions) -> int:
         )
     check_masters(
         options.masters,
-        kind=options.kind,
         cluster=options.cluster,
         urls=(options.redis_url,) if options.redis_url else (),
         started_here=True,
@@ -396,56 +416,47 @@ def _catalog_workload(options: StressOptions) -> StressWorkload:
     return StressWorkload(impl.name, impl.family, impl.factory, options.ttl_ms, fencing=catalog_fencing(impl))
 
 
-def _user_workload(options: StressOptions) -> StressWorkload:
-    """A user's `package.module:factory` of `options.kind`: imported, its signature checked."""
-    spec, kind = options.impl, options.kind
-    families = " and ".join(FAMILIES)
-    require_kind(spec, kind, f"{families}: the families stress runs")
-    assert kind is not None  # require_kind
-    if kind not in FAMILIES:
-        label = kind.replace("_", "-")
-        raise ContendError(
-            f"--kind {label}: stress runs the {families} families; check a {label} with "
-            f"`contend check --impl {spec} --kind {label}`"
-        )
-    factory = load_factory(spec)
-    check_factory_signature(factory, kind, spec)
-    if options.masters is not None:
-        if takes_one_client(factory):
-            raise ContendError(
-                f"--impl {spec}: with --masters it is called as {MULTI_MASTER_SIGNATURE}, but its first "
-                "parameter is annotated as one client (drop --masters to run a lock on one server)"
-            )
-        # A try-lock over several masters may lose a split vote: a refusal, not a fault.
-        return StressWorkload(spec, kind, factory, options.ttl_ms, kind=kind, may_refuse=True)
-    check_offline(factory, kind, spec)
-    return StressWorkload(spec, kind, factory, options.ttl_ms, kind=kind)
+def _user_workload(spec: SubjectSpec, options: StressOptions) -> StressWorkload:
+    """A user's `package.module:factory`, through the one door: imported, its signature checked
+    and (on one server) one object of it checked before a server starts."""
+    subject = load(spec, offline_object=True)
+    # A try-lock over several masters may lose a split vote: a refusal, not a fault.
+    return StressWorkload(
+        subject.name,
+        subject.family,
+        subject.factory,
+        options.ttl_ms,
+        kind=subject.family,
+        may_refuse=bool(spec.masters),
+        subject=subject,
+    )
 
 
-def probe(workload: StressWorkload, namespace: Namespace, master_urls: Sequence[str] = ()) -> StressWorkload:
-    """A user's implementation, checked on the server before any worker starts: the factory makes an
-    object with the protocol's methods, and for a lock one acquire and release tell where its
-    fencing token comes from (as `contend check` finds out). A catalog workload is returned as is."""
-    if not workload.user:
+def tried(workload: StressWorkload, namespace: Namespace, master_urls: Sequence[str] = ()) -> StressWorkload:
+    """A user's implementation, tried on the server before any worker starts (`resolve.trial`):
+    the factory makes an object with the protocol's methods, and for a lock one acquire and
+    release tell where its fencing token comes from. A catalog workload is returned as is."""
+    if workload.subject is None:
         return workload
-    kind = workload.family
-    where = namespace.child("probe") if kind == "registry" else namespace.key("probe")
-    if master_urls:  # the user's lock over the masters: probed on them, through one-server eyes
+    where = namespace.child("probe") if workload.family == "registry" else namespace.key("probe")
+    if master_urls:  # the user's lock over the masters: tried on them, through one-server eyes
         first = redis.Redis.from_url(master_urls[0], socket_connect_timeout=5)
         try:
-            factory = over_masters(workload.factory, master_urls[1:])
-            found = try_once(factory, kind, workload.name, first, where)
+            subject = trial(workload.subject, first, where, also=master_urls[1:])
         finally:
             first.close()
     else:
-        found = try_once(workload.factory, kind, workload.name, namespace.client, where)
-    if kind != "lock":
-        return workload
-    if found is None:
-        note = f" (not found out: one acquire and release did not return within {PROBE_SECONDS:g} s)"
-        return replace(workload, probe=note)
-    note = "" if found.fencing else " (a trial acquire returned no int and left no fencing_token attribute)"
-    return replace(workload, fencing=found.fencing, probe=note)
+        subject = trial(workload.subject, namespace.client, where)
+    found = subject.capabilities
+    if workload.family != "lock" or found is None:
+        return replace(workload, subject=subject)
+    if found.note:
+        note = f" ({found.note})"
+    else:
+        note = (
+            "" if found.fencing else " (a trial acquire returned no int and left no fencing_token attribute)"
+        )
+    return replace(workload, fencing=found.fencing, probe=note, subject=subject)
 
 
 # --------------------------------------------------------------------------- the run
@@ -494,7 +505,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
             for db in SEED_LAYOUT_DBS:
                 namespace.add_db(db)
         namespace.ensure_empty()
-        workload = probe(workload, namespace, [m.url for m in deployment.lock_masters])
+        workload = tried(workload, namespace, [m.url for m in deployment.lock_masters])
         board = Board.create(ctx, options.procs, deployment.url)
         deployment.on_move = board.publish_url
         for k in range(options.procs):
@@ -511,6 +522,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
                 seed=options.seed,
                 parent_pid=os.getpid(),
                 kind=workload.kind,
+                code=workload.subject.spec if workload.subject is not None else None,
                 fencing=workload.fencing,
                 master_urls=tuple(m.url for m in deployment.lock_masters),
             )
