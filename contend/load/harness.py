@@ -38,6 +38,7 @@ files whose names start with "_", so this one is not a locustfile itself.)
 from __future__ import annotations
 
 import dataclasses
+import functools
 import ipaddress
 import json
 import logging
@@ -69,7 +70,9 @@ from contend.servers.deployment import Deployment
 from contend.servers.keyspace import Namespace, new_run_id
 from contend.servers.target import connect_url
 from contend.servers.urls import mask_url
-from contend.subject.spec import require_kind
+from contend.subject.resolve import load
+from contend.subject.spec import SubjectSpec, parse_spec
+from contend.subject.subject import Subject
 from contend.values import share_of_one
 
 log = logging.getLogger("contend")
@@ -173,7 +176,7 @@ class Settings:
     hot_keys: int
     ttl_ms: int
     workloads: tuple[str, ...]
-    impl: wl.UserImpl | None = None  # --impl: the user's implementation is the strategy
+    impl: Subject | None = None  # --impl: the user's implementation is the strategy
     max_failed_share: float = MAX_FAILED_SHARE
 
     def prefix(self, workload: str) -> str:
@@ -202,7 +205,7 @@ def resolve(environment: Environment, workloads: tuple[str, ...] = ()) -> Settin
     strategy = str(options.strategy or "").strip()
     impl = _user_impl(options, strategy, names)
     if impl is not None:
-        strategy = impl.spec
+        strategy = impl.name
     strategy = strategy or "watch"
     missing = [] if impl is not None else [n for n in names if strategy not in wl.workload(n).strategies()]
     if missing:
@@ -241,27 +244,36 @@ def resolve(environment: Environment, workloads: tuple[str, ...] = ()) -> Settin
     )
 
 
-def _user_impl(options: Any, strategy: str, names: list[str]) -> wl.UserImpl | None:
-    """--impl and --kind, loaded and checked against the selected workloads (None without --impl)."""
+def _user_impl(options: Any, strategy: str, names: list[str]) -> Subject | None:
+    """--impl and --kind through the one door (contend.subject.resolve), checked against the
+    selected workloads (None without --impl)."""
     spec = str(getattr(options, "impl", "") or "").strip()
     kind = str(getattr(options, "kind", "") or "").strip()
-    require_kind(spec, kind, wl.LOAD_KINDS)
-    if not spec:
+    parsed = parse_spec(spec, kind, wl.LOAD_SCOPE)
+    if parsed is None:
         return None
     if strategy:
         raise wl.LoadInputError(
             f"--impl {spec} and --strategy {strategy}: choose one (--impl runs your implementation as the strategy)"
         )
-    impl = wl.user_impl(spec, kind)
-    wrong = [n for n in names if n not in impl.workloads]
+    impl = _loaded(parsed)
+    runs = wl.user_workloads(impl)
+    wrong = [n for n in names if n not in runs]
     if wrong:
-        files = ",".join(f"loadtests/{n}.py" for n in impl.workloads)
+        files = ",".join(f"loadtests/{n}.py" for n in runs)
         raise wl.LoadInputError(
-            f"--impl {spec} is a {impl.kind}: it runs in the {' and '.join(impl.workloads)} workload"
-            f"{'s' if len(impl.workloads) > 1 else ''}, not in {', '.join(wrong)}; load only those: "
+            f"--impl {spec} is a {impl.family}: it runs in the {' and '.join(runs)} workload"
+            f"{'s' if len(runs) > 1 else ''}, not in {', '.join(wrong)}; load only those: "
             f"locust -f {files}"
         )
     return impl
+
+
+@functools.cache
+def _loaded(spec: SubjectSpec) -> Subject:
+    """The user's code through the one door, once per process (the options are resolved at
+    start-up and again at every test start)."""
+    return load(spec)
 
 
 @events.init.add_listener
@@ -376,7 +388,7 @@ class Coordinator:
         log.info(
             "contend: %s with %s, --hot-keys %d on %s, keys under %s",
             "+".join(settings.workloads),
-            f"--impl {settings.strategy} (a {settings.impl.kind})"
+            f"--impl {settings.strategy} (a {settings.impl.family})"
             if settings.impl
             else f"--strategy {settings.strategy}",
             settings.hot_keys,

@@ -17,8 +17,9 @@ window, beside the load generator's own.
 With `impl` (`contend load --impl package.module:factory --kind lock|registry`)
 the user's implementation is the one strategy, named by its spec, in every
 workload its kind runs in; it is imported and its signature checked before
-anything starts, and each Locust process imports it again from the same
-current directory and PYTHONPATH.
+anything starts (through the one door, contend.subject.resolve), and each Locust
+process loads it again through the same door, from the same current directory
+and PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -46,17 +47,19 @@ from contend.load.ceiling import find_redis_benchmark, measure_ceiling
 from contend.load.cpu import CpuSampler
 from contend.load.metrics import MAX_FAILED_SHARE
 from contend.load.workloads import (
-    LOAD_KINDS,
+    LOAD_SCOPE,
     LoadInputError,
     check_positive,
-    user_impl,
     user_strategy,
+    user_workloads,
     workload,
 )
 from contend.servers.keyspace import Namespace
 from contend.servers.server import free_port
 from contend.servers.target import Target
-from contend.subject.spec import require_kind
+from contend.subject.resolve import load
+from contend.subject.spec import parse_spec
+from contend.subject.subject import Subject
 from contend.values import share_of_one, whole_list
 
 SWEEP_FILE = "sweep.json"
@@ -142,6 +145,12 @@ class Plan:
     impl: str = ""  # --impl package.module:factory: the one strategy, named so
     kind: str = ""  # its --kind (lock or registry)
     max_failed_share: float = MAX_FAILED_SHARE  # a point that failed more than this fails
+    #: The user's code as the one door loaded it (each Locust process loads it again, from `impl`).
+    subject: Subject | None = field(default=None, compare=False, repr=False)
+
+    def record(self) -> dict[str, Any]:
+        """What sweep.json says of the plan (the loaded code is not data)."""
+        return {k: v for k, v in asdict(replace(self, subject=None)).items() if k != "subject"}
 
     def strategy_kind(self, point: Point) -> str:
         """How the report groups the point's strategy (optimistic, lock, server, user)."""
@@ -195,19 +204,19 @@ def make_plan(
     chosen = list(dict.fromkeys(workloads)) if workloads else list(FULL_WORKLOADS if full else QUICK_DEFAULT)
     plan: dict[str, list[str]] = {}
     family = ""
-    require_kind(impl, kind, LOAD_KINDS)
-    if impl:
+    parsed = parse_spec(impl, kind, LOAD_SCOPE)
+    user: Subject | None = None
+    if parsed is not None:
         if strategies:
             raise LoadInputError(
                 f"--impl {impl} and --strategy {', '.join(strategies)}: choose one "
                 "(--impl runs your implementation as the strategy)"
             )
-        assert kind is not None  # require_kind
-        user = user_impl(impl, kind)
-        family = user.kind
-        for name in chosen if workloads else user.workloads:
+        user = load(parsed)
+        family = user.family
+        for name in chosen if workloads else user_workloads(user):
             workload(name).accept(user)
-            plan[name] = [user.spec]
+            plan[name] = [user.name]
         chosen = []  # no catalog strategies
     for name in chosen:
         known = workload(name).strategies()
@@ -252,7 +261,17 @@ def make_plan(
         raise LoadInputError(f"--ceiling-duration must be > 0, got {ceiling}")
     share_of_one(max_failed_share, "--max-failed-share", error=LoadInputError)
     return Plan(
-        plan, users_t, hot_t, secs, procs, ttl_ms, float(ceiling), impl or "", family, float(max_failed_share)
+        plan,
+        users_t,
+        hot_t,
+        secs,
+        procs,
+        ttl_ms,
+        float(ceiling),
+        impl or "",
+        family,
+        float(max_failed_share),
+        user,
     )
 
 
@@ -472,7 +491,7 @@ def run_sweep(
     raw = out / RAW_DIR
     raw.mkdir(parents=True, exist_ok=True)
     sweep = Sweep(
-        plan={**asdict(plan), "points": len(plan.points())},
+        plan={**plan.record(), "points": len(plan.points())},
         command=" ".join(shlex.quote(a) for a in ["contend", *argv]),
         started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         machine=machine(),

@@ -50,8 +50,9 @@ from contend.impl.registry.base import text
 from contend.impl.transactions import BankKeys, RetriesExhausted
 from contend.load.instrument import CURRENT_STEP, LockTimer, TimedTokenLock
 from contend.load.metrics import OperationMetrics, Tally
-from contend.subject.loader import load_factory
-from contend.subject.protocols import check_factory_signature
+from contend.subject.resolve import load
+from contend.subject.spec import Scope, parse_spec
+from contend.subject.subject import Subject
 from contend.values import positive_whole
 
 #: Environment variable that adds known-bad strategies (for tests that show a broken run fails).
@@ -75,7 +76,7 @@ WATCH_BACKOFF_BASE = 0.0005
 WATCH_BACKOFF_CAP = 0.02
 
 
-#: The kinds of --impl contend load runs, as require_kind names them.
+#: The kinds of --impl contend load runs, as `--impl needs --kind` names them.
 LOAD_KINDS = "lock or registry: what contend load runs"
 
 
@@ -106,21 +107,9 @@ class InvariantResult:
 Operation = Callable[[OperationMetrics], None]
 
 
-@dataclass(frozen=True)
-class UserImpl:
-    """A user's implementation, loaded and its factory's signature checked: a strategy named `spec`."""
-
-    spec: str
-    kind: str  # a key of USER_WORKLOADS
-    factory: Callable[..., Any]
-
-    @property
-    def workloads(self) -> tuple[str, ...]:
-        return USER_WORKLOADS[self.kind]
-
-    @property
-    def strategy(self) -> Strategy:
-        return user_strategy(self.spec, self.kind)
+def user_workloads(code: Subject) -> tuple[str, ...]:
+    """The workloads a user's implementation runs in, by its kind."""
+    return USER_WORKLOADS[code.family]
 
 
 def user_strategy(spec: str, kind: str) -> Strategy:
@@ -132,22 +121,24 @@ def _workloads_text(names: tuple[str, ...]) -> str:
     return f"{' and '.join(names)} workload{'s' if len(names) > 1 else ''}"
 
 
-def user_impl(spec: str, kind: str) -> UserImpl:
-    """Import `package.module:factory` for `--kind` and check its signature; LoadInputError or
-    contend.subject.protocols.ProtocolError (both ContendError: bad input) when that cannot work."""
-    family = str(kind).strip().replace("-", "_")
-    label = family.replace("_", "-")
-    runs = " or ".join(f"{k} (the {_workloads_text(w)})" for k, w in USER_WORKLOADS.items())
-    if family not in USER_WORKLOADS:
-        if family in ("semaphore", "single_flight", "transaction"):
-            raise LoadInputError(
-                f"--kind {label}: contend load runs your {runs}, not a {label}; check it with "
-                f"contend check --impl {spec} --kind {label}"
-            )
-        raise LoadInputError(f"unknown --kind {kind!r}; contend load runs your {runs}")
-    factory = load_factory(spec)
-    check_factory_signature(factory, family, spec)
-    return UserImpl(spec, family, factory)
+_RUNS = " or ".join(f"{k} (the {_workloads_text(w)})" for k, w in USER_WORKLOADS.items())
+#: What contend load runs of the user's code (--impl M:F --kind K), and how it refuses the rest.
+LOAD_SCOPE = Scope(
+    named=LOAD_KINDS,
+    kinds=tuple(USER_WORKLOADS),
+    other_kind=f"--kind {{label}}: contend load runs your {_RUNS}, not a {{label}}; check it with "
+    "contend check --impl {spec} --kind {label}",
+    unknown_kind=f"unknown --kind {{kind!r}}; contend load runs your {_RUNS}",
+)
+
+
+def user_code(spec: str, kind: str) -> Subject:
+    """`--impl package.module:factory --kind K` through the one door (parsed with load's scope,
+    imported, its signature checked): a strategy named `spec`. ContendError (bad input) when
+    that cannot work."""
+    parsed = parse_spec(spec, kind, LOAD_SCOPE)
+    assert parsed is not None  # a spec and a kind
+    return load(parsed)
 
 
 def backoff(attempt: int) -> None:
@@ -199,7 +190,7 @@ class LoadWorkload:
         hot_keys: int,
         ttl_ms: int,
         user_id: str,
-        impl: UserImpl | None = None,
+        impl: Subject | None = None,
         shared: dict[str, Any] | None = None,
     ) -> Operation:
         """One user's operation. With `impl`, the user's implementation is the strategy; `shared` is
@@ -207,16 +198,16 @@ class LoadWorkload:
         raise NotImplementedError
 
     def check(
-        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: UserImpl | None = None
+        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: Subject | None = None
     ) -> InvariantResult:
         raise NotImplementedError
 
-    def accept(self, impl: UserImpl) -> None:
+    def accept(self, impl: Subject) -> None:
         """LoadInputError unless this workload runs implementations of `impl`'s kind."""
-        if self.name not in impl.workloads:
+        if self.name not in user_workloads(impl):
             raise LoadInputError(
-                f"--impl {impl.spec} is a {impl.kind}: it runs in the {_workloads_text(impl.workloads)}, "
-                f"not in {self.name}"
+                f"--impl {impl.name} is a {impl.family}: it runs in the "
+                f"{_workloads_text(user_workloads(impl))}, not in {self.name}"
             )
 
 
@@ -265,12 +256,12 @@ class CounterWorkload(LoadWorkload):
         hot_keys: int,
         ttl_ms: int,
         user_id: str,
-        impl: UserImpl | None = None,
+        impl: Subject | None = None,
         shared: dict[str, Any] | None = None,
     ) -> Operation:
         if impl is not None:
             self.accept(impl)
-            strategy, kind, factory = impl.spec, LOCK, impl.factory
+            strategy, kind, factory = impl.name, LOCK, impl.factory
         else:
             kind = self.strategy(strategy).kind
         keys = self.keys(prefix, hot_keys)
@@ -350,7 +341,7 @@ class CounterWorkload(LoadWorkload):
         return locked
 
     def check(
-        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: UserImpl | None = None
+        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: Subject | None = None
     ) -> InvariantResult:
         problems: list[str] = []
         keys = self.keys(prefix, hot_keys)
@@ -411,7 +402,7 @@ class RegistryWorkload(LoadWorkload):
         hot_keys: int,
         ttl_ms: int,
         user_id: str,
-        impl: UserImpl | None = None,
+        impl: Subject | None = None,
         shared: dict[str, Any] | None = None,
     ) -> Operation:
         if impl is not None:
@@ -451,7 +442,7 @@ class RegistryWorkload(LoadWorkload):
         return register
 
     def _user_operation(
-        self, client: redis.Redis, prefix: str, hot_keys: int, impl: UserImpl, shared: dict[str, Any]
+        self, client: redis.Redis, prefix: str, hot_keys: int, impl: Subject, shared: dict[str, Any]
     ) -> Operation:
         """Register the name this process's users register next in one of the user's registries."""
         frontier: _Frontier = shared.setdefault(f"registry-frontier:{prefix}", _Frontier(hot_keys))
@@ -473,7 +464,7 @@ class RegistryWorkload(LoadWorkload):
         return register
 
     def check(
-        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: UserImpl | None = None
+        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: Subject | None = None
     ) -> InvariantResult:
         if impl is not None:
             return self._check_user(client, prefix, hot_keys, tally, impl)
@@ -509,7 +500,7 @@ class RegistryWorkload(LoadWorkload):
         )  # fmt: skip
 
     def _check_user(
-        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: UserImpl
+        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: Subject
     ) -> InvariantResult:
         """The same invariant, read through the user's own count, reverse and lookup."""
         problems: list[str] = []
@@ -533,7 +524,7 @@ class RegistryWorkload(LoadWorkload):
             return InvariantResult(False, tuple(problems))
         return InvariantResult(
             True,
-            (f"{hot_keys} registr{'y' if hot_keys == 1 else 'ies'} of {impl.spec} hold {names_total} names "
+            (f"{hot_keys} registr{'y' if hot_keys == 1 else 'ies'} of {impl.name} hold {names_total} names "
              f"with unique, gap-free ids and agreeing tables after {tally.commits} successful registrations",),
         )  # fmt: skip
 
@@ -660,13 +651,13 @@ class TransferWorkload(LoadWorkload):
         hot_keys: int,
         ttl_ms: int,
         user_id: str,
-        impl: UserImpl | None = None,
+        impl: Subject | None = None,
         shared: dict[str, Any] | None = None,
     ) -> Operation:
         factory = catalog.by_name("token").factory
         if impl is not None:
             self.accept(impl)
-            strategy, factory = impl.spec, impl.factory  # a lock per account, as fine_locks
+            strategy, factory = impl.name, impl.factory  # a lock per account, as fine_locks
         else:
             self.strategy(strategy)
         accounts = self.accounts(hot_keys)
@@ -745,7 +736,7 @@ class TransferWorkload(LoadWorkload):
         return locked
 
     def check(
-        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: UserImpl | None = None
+        self, client: redis.Redis, prefix: str, hot_keys: int, tally: Tally, impl: Subject | None = None
     ) -> InvariantResult:
         keys = self.keys(prefix, hot_keys)
         balances = {k: int(v or 0) for k, v in zip(keys, client.mget(keys), strict=True)}
