@@ -40,7 +40,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import ipaddress
-import json
 import logging
 import os
 import socket
@@ -65,6 +64,7 @@ from contend.load import precise_csv
 from contend.load import workloads as wl
 from contend.load.instrument import counting_client, round_trips
 from contend.load.metrics import MAX_FAILED_SHARE, OperationMetrics, Tally, bucket_ms
+from contend.load.summary import LocustFigures, RunSummary, WorkloadSummary
 from contend.load.tallies import REPORT_KEY, Collector, Merged, Snapshot
 from contend.servers.deployment import Deployment
 from contend.servers.keyspace import Namespace, new_run_id
@@ -542,46 +542,42 @@ def _write_summary(path: Path, environment: Environment, coordinator: Coordinato
         entry = stats.get(settings.strategy, name)
         tally: Tally = result["tally"]
         duration = (entry.last_request_timestamp or 0) - (entry.start_time or 0)
-        workloads[name] = {
-            "ok": result["ok"],
-            "invariant_ok": result["invariant_ok"],
-            "verdict": result["lines"],
-            "locust": {
-                "requests": entry.num_requests,
-                "failures": entry.num_failures,
-                "duration_s": duration,
-                "start_time": entry.start_time,  # epoch seconds: the window the rates are over
-                "last_request_time": entry.last_request_timestamp,
-                "requests_per_s": entry.total_rps,
-                "avg_ms": entry.avg_response_time,
-                "min_ms": entry.min_response_time,
-                "max_ms": entry.max_response_time,
-                "p50_ms": entry.get_response_time_percentile(0.5),
-                "p90_ms": entry.get_response_time_percentile(0.9),
-                "p99_ms": entry.get_response_time_percentile(0.99),
-            },
-            "contend": tally.summary(),
-        }
-    summary = {
-        "strategy": settings.strategy,
-        "hot_keys": settings.hot_keys,
-        "ttl_ms": settings.ttl_ms,
-        "max_failed_share": settings.max_failed_share,
-        "users": getattr(environment.parsed_options, "num_users", None),
-        "workers": coordinator.workers,
-        "namespace": settings.namespace,
-        "redis": mask_url(settings.url)
+        workloads[name] = WorkloadSummary(
+            ok=result["ok"],
+            invariant_ok=result["invariant_ok"],
+            verdict=tuple(result["lines"]),
+            locust=LocustFigures(
+                requests=entry.num_requests,
+                failures=entry.num_failures,
+                duration_s=duration,
+                start_time=entry.start_time,
+                last_request_time=entry.last_request_timestamp,
+                requests_per_s=entry.total_rps,
+                avg_ms=entry.avg_response_time,
+                min_ms=entry.min_response_time,
+                max_ms=entry.max_response_time,
+                p50_ms=entry.get_response_time_percentile(0.5),
+                p90_ms=entry.get_response_time_percentile(0.9),
+                p99_ms=entry.get_response_time_percentile(0.99),
+            ),
+            contend=tally.summary(),
+        )
+    RunSummary(
+        strategy=settings.strategy,
+        hot_keys=settings.hot_keys,
+        ttl_ms=settings.ttl_ms,
+        max_failed_share=settings.max_failed_share,
+        users=getattr(environment.parsed_options, "num_users", None),
+        workers=coordinator.workers,
+        namespace=settings.namespace,
+        redis=mask_url(settings.url)
         if coordinator.embedded is None
         else coordinator.embedded.primary_description,
-        "ok": not coordinator.broken,
-        # CPU time / wall time of each load-generating process, averaged: near 1, the client limits the rate.
-        "generator_cpu": merged.generator_cpu if merged else None,
-        # Each process whose final tally was merged: its Locust client id, commits per workload, CPU use.
-        "generators": merged.generators if merged else [],
-        "workloads": workloads,
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(summary, indent=2) + "\n")
+        ok=not coordinator.broken,
+        generator_cpu=merged.generator_cpu if merged else None,
+        generators=merged.generators if merged else [],
+        workloads=workloads,
+    ).write(path)
 
 
 COORDINATOR = Coordinator()

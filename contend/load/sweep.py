@@ -46,6 +46,7 @@ from contend.errors import ContendError
 from contend.load.ceiling import find_redis_benchmark, measure_ceiling
 from contend.load.cpu import CpuSampler
 from contend.load.metrics import MAX_FAILED_SHARE
+from contend.load.summary import read_summary
 from contend.load.workloads import (
     LOAD_SCOPE,
     LoadInputError,
@@ -408,14 +409,12 @@ def run_point(
             ).returncode
         except subprocess.TimeoutExpired:
             code = -1
-    summary_path = Path(f"{base}.json")
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
-    ok = bool(summary and summary.get("ok")) and code in (0, 1)
-    workloads = (summary or {}).get("workloads", {}).values()
-    # Summaries written before a run could fail for lack of progress: ok was the invariant's.
-    invariant_ok = bool(summary) and all(w.get("invariant_ok", w.get("ok")) for w in workloads)
-    figures = committed_rate(summary, point.workload) if summary else None
-    window = measured_window(summary, point.workload) if summary else None
+    summary = read_summary(Path(f"{base}.json"))
+    ok = bool(summary and summary.ok) and code in (0, 1)
+    workloads = summary.workloads.values() if summary else ()
+    invariant_ok = summary is not None and all(w.invariant_ok for w in workloads)
+    this = summary.workloads.get(point.workload) if summary else None
+    window = this.locust.window if this else None
     machine_cpu, server_cpu = sampler.shares(*window) if window else (None, None)
     return {
         **point.record(),
@@ -423,16 +422,15 @@ def run_point(
         "exit_code": code,
         "invariant_ok": invariant_ok,
         # Something committed and at most --max-failed-share failed (contend.load.harness).
-        "progress_ok": bool(summary)
-        and all(w.get("ok") or not w.get("invariant_ok", True) for w in workloads),
+        "progress_ok": summary is not None and all(w.ok or not w.invariant_ok for w in workloads),
         "ok": ok,
         "wall_seconds": round(time.monotonic() - started, 2),
         "csv": f"{point.slug}_stats.csv",
         "summary": f"{point.slug}.json",
         "log": f"{point.slug}.log",
         "namespace": namespace,
-        "committed_per_s": figures,
-        "generator_cpu": summary.get("generator_cpu") if summary else None,
+        "committed_per_s": this.committed_per_s if this else None,
+        "generator_cpu": summary.generator_cpu if summary else None,
         # Over Locust's first to last request: the server's CPU seconds per second (every thread,
         # anyone's load), and the busy share of all the machine's cores (anyone's processes).
         "server_cpu": server_cpu,
@@ -440,32 +438,12 @@ def run_point(
     }
 
 
-def measured_window(summary: dict[str, Any], name: str) -> tuple[float, float] | None:
-    """Locust's first and last request of the workload (epoch seconds), from the contend summary."""
-    locust = summary.get("workloads", {}).get(name, {}).get("locust", {})
-    start, end = locust.get("start_time"), locust.get("last_request_time")
-    return (float(start), float(end)) if start and end and end > start else None
-
-
-def committed_rate(summary: dict[str, Any], name: str) -> float | None:
-    """Committed operations per second: Locust's request rate times the share that committed."""
-    entry = summary.get("workloads", {}).get(name)
-    if not entry:
-        return None
-    requests = entry["contend"]["requests"]
-    share = entry["contend"]["commits"] / requests if requests else 0.0
-    return float(entry["locust"]["requests_per_s"]) * share
-
-
 def broken_because(raw: Path, result: dict[str, Any]) -> str:
     """Why a point failed, in the end-of-run check's words when it ran (its summary's verdict
     lines), else the last lines of Locust's log."""
-    path = raw / result["summary"]
-    try:
-        workloads = json.loads(path.read_text()).get("workloads", {})
-    except (OSError, ValueError):
-        workloads = {}
-    lines = [line for w in workloads.values() if not w.get("ok") for line in w.get("verdict", [])]
+    summary = read_summary(raw / result["summary"])
+    workloads = summary.workloads.values() if summary else ()
+    lines = [line for w in workloads if not w.ok for line in w.verdict]
     return "; ".join(lines[:2]) if lines else log_tail(raw, result, 2)
 
 
