@@ -20,18 +20,12 @@ from contend.commands.outputs import add_ci_options, report_console, resolve_out
 from contend.commands.progress import Reporter
 from contend.errors import ContendError
 from contend.stress.nemesis import NEMESES
+from contend.stress.options import StressOptions, validate
 from contend.stress.report import junit_cases, summary_markdown
-from contend.stress.run import (
-    STRESS_SCOPE,
-    RunProgress,
-    StressOptions,
-    StressResult,
-    StressWorkload,
-    run_stress,
-    stressable,
-    validate,
-)
+from contend.stress.result import RunProgress, StressResult
+from contend.stress.run import run_stress
 from contend.stress.workers import FAMILIES
+from contend.stress.workload import STRESS_SCOPE, StressWorkload, stressable
 from contend.subject.multi_master import MULTI_MASTER_LOCKS
 from contend.subject.spec import parse_spec
 
@@ -184,7 +178,7 @@ def _implementation(args: argparse.Namespace) -> tuple[str, str | None]:
         raise ContendError("--only runs a catalog implementation and --impl runs yours: give one of them")
     user = bool(args.impl) and ":" in args.impl
     if user:
-        return str(args.impl), args.kind  # parsed with the rest of the run (stress.run.validate)
+        return str(args.impl), args.kind  # parsed with the rest of the run (stress.options.validate)
     parse_spec(None, args.kind, STRESS_SCOPE)  # --kind goes with --impl
     if args.impl:
         warn_renamed(f"--impl {args.impl}", f"--only {args.impl}")
