@@ -30,7 +30,8 @@ from contend.commands.progress import Reporter
 from contend.exitcodes import ExitCode
 from contend.load import sweep as sw
 from contend.load.metrics import MAX_FAILED_SHARE
-from contend.load.workloads import USER_WORKLOADS, WORKLOADS
+from contend.load.workload import USER_WORKLOADS
+from contend.load.workloads import WORKLOADS
 from contend.report.data import SweepData, load_sweep, process_comparison_table
 from contend.servers.keyspace import Namespace, new_run_id
 from contend.servers.target import open_target

@@ -47,14 +47,8 @@ from contend.load.ceiling import find_redis_benchmark, measure_ceiling
 from contend.load.cpu import CpuSampler
 from contend.load.metrics import MAX_FAILED_SHARE
 from contend.load.summary import read_summary
-from contend.load.workloads import (
-    LOAD_SCOPE,
-    LoadInputError,
-    check_positive,
-    user_strategy,
-    user_workloads,
-    workload,
-)
+from contend.load.workload import LOAD_SCOPE, LoadInputError, check_positive, user_strategy, user_workloads
+from contend.load.workloads import workload
 from contend.servers.keyspace import Namespace
 from contend.servers.server import free_port
 from contend.servers.target import Target
