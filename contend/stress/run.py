@@ -95,7 +95,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
     events: list[dict[str, Any]] = []
     finals: list[dict[str, Any]] = []
     paths = [raw_dir / f"w{k}.jsonl" for k in range(options.procs)]
-    manifest = _Manifest(run_dir / "run.json", options, run_id)
+    manifest = _Manifest(run_dir / "run.json", options, run_id, workload.masters)
 
     def record(f: str, text: str) -> None:
         events.append(
@@ -260,12 +260,14 @@ def run_slots(namespace: Namespace | None, workload: StressWorkload, url: str) -
 class _Manifest:
     """run.json: the run's options and every process it started (so nothing can hide)."""
 
-    def __init__(self, path: Path, options: StressOptions, run_id: str) -> None:
+    def __init__(self, path: Path, options: StressOptions, run_id: str, masters: int) -> None:
         self.path = path
+        given = {k: str(v) if isinstance(v, Path) else v for k, v in vars(options).items()}
         self.doc: dict[str, Any] = {
             "run_id": run_id,
             "parent": os.getpid(),
-            "options": {k: str(v) if isinstance(v, Path) else v for k, v in vars(options).items()},
+            # The masters the lock spans (a Redlock's default of 5 included), as the run used them.
+            "options": {**given, "masters": masters or None},
             "workers": [],
             "servers": [],
             "finished": False,
