@@ -51,10 +51,10 @@ from contend.machines.settings import machine_settings
 from contend.schedule.gate import check_redis_py
 from contend.servers.target import Target, open_target
 from contend.subject.claims import DEFAULT_CLAIMS
-from contend.subject.loader import factory_name, user_factory
-from contend.subject.multi_master import check_masters
+from contend.subject.loader import factory_name
 from contend.subject.protocols import protocol
-from contend.subject.subject import user_subject
+from contend.subject.resolve import load, on_target
+from contend.subject.spec import EVERY_KIND, SubjectSpec, parse_spec
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -141,7 +141,17 @@ def check(
     kind = _kind(kind)
     _validate(factory, kind, claim, no_claim, checks, replay)
     check_redis_py()
-    user_factory(factory, kind)  # the factory's signature, before a server is touched
+    spec = parse_spec(
+        factory,
+        kind,
+        EVERY_KIND,
+        claim=claim,
+        no_claim=no_claim,
+        masters=masters or None,
+        client_retries=client_retries,
+    )
+    assert spec is not None  # a factory and a kind
+    loaded = load(spec)  # the factory's signature, before a server is touched
     options = CheckOptions(
         seed=seed,
         schedule_examples=schedule_examples,
@@ -151,13 +161,11 @@ def check(
         replay=replay,
     )
     only = [SCHEDULE.name] if replay else list(checks)
-    if masters:
-        check_masters(masters)
-    with _server(target, masters, client_retries) as server:
+    with _server(target, spec) as server:
         client = server.client()
         run_ns = server.namespace(client=client)
         try:
-            subject = user_subject(factory, kind, server, claim=claim, no_claim=no_claim, masters=masters)
+            subject = on_target(loaded, server)
             with quieted() as noise:
                 rows = run_battery(server, [subject], options, run_ns, only_checks=only)
         finally:
@@ -317,11 +325,13 @@ def _validate(
 
 
 @contextlib.contextmanager
-def _server(target: Target | None, masters: int = 0, client_retries: int = 0) -> Iterator[Target]:
+def _server(target: Target | None, spec: SubjectSpec) -> Iterator[Target]:
+    """`target` (its clients resending as the spec says), or embedded servers for the call."""
     if target is not None:
-        yield dataclasses.replace(target, client_retries=client_retries) if client_retries else target
+        retries = spec.client_retries
+        yield dataclasses.replace(target, client_retries=retries) if retries else target
         return
-    with open_target(masters=masters, client_retries=client_retries) as started:
+    with open_target(masters=spec.masters, client_retries=spec.client_retries) as started:
         yield started
 
 

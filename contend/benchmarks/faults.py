@@ -29,7 +29,8 @@ from contend.machines.family import family_machine
 from contend.machines.hunt import SearchStopped, run_once
 from contend.schedule.scheduler import SchedulerError
 from contend.servers.target import Target, open_target
-from contend.subject.subject import Subject, catalog_implementation, catalog_subjects, user_subject
+from contend.subject.resolve import user_subject
+from contend.subject.subject import Subject, catalog_implementation, catalog_subjects
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def _subject(case: Case, target: Target) -> Subject:
     if case.module.startswith(CATALOG):
         (subject,) = catalog_subjects([case.kind], [case.module.removeprefix(CATALOG)])
         return subject
-    return user_subject(f"tests.fixtures.{case.module}:make", case.kind, target, masters=case.masters)
+    return user_subject(f"tests.fixtures.{case.module}:make", case.kind, target)
 
 
 def measure(

@@ -44,7 +44,8 @@ from contend.check.transactions import TRANSACTION_CHECKS
 from contend.servers.keyspace import Namespace
 from contend.servers.tap import watching_servers
 from contend.servers.target import Target
-from contend.subject.subject import Subject, with_capabilities
+from contend.subject.resolve import with_capabilities
+from contend.subject.subject import Subject
 
 BATTERIES: dict[str, list[Check]] = {
     "registry": [*REGISTRY_CHECKS, REGISTRY_LOST_REPLY, SCHEDULE],

@@ -45,17 +45,10 @@ from contend.impl import catalog
 from contend.schedule.gate import check_redis_py
 from contend.servers.cluster import check_cluster_option
 from contend.servers.target import open_target
-from contend.subject.claims import check_claim_names
-from contend.subject.loader import require_kind, user_factory
 from contend.subject.multi_master import MULTI_MASTER_SIGNATURE, check_masters
-from contend.subject.subject import (
-    Subject,
-    catalog_implementation,
-    catalog_subjects,
-    multi_master_subjects,
-    user_subject,
-    with_capabilities,
-)
+from contend.subject.resolve import load, on_target, with_capabilities
+from contend.subject.spec import EVERY_KIND, parse_spec
+from contend.subject.subject import Subject, catalog_implementation, catalog_subjects, multi_master_subjects
 
 ALL_CHECKS = sorted({c.name for checks in (*BATTERIES.values(), *ASYNC_BATTERIES.values()) for c in checks})
 ALL_PROPERTIES = sorted({p for family in BATTERIES for p in catalog.properties_of(family)})
@@ -212,12 +205,17 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
     return parser
 
 
-def _validate(args: argparse.Namespace) -> None:
-    """Bad input is refused before anything starts."""
+def _validate(args: argparse.Namespace) -> Subject | None:
+    """Bad input is refused before anything starts; --impl is loaded here (None without it)."""
     resolve_outputs(args)
     check_cluster_option(args.cluster, args.redis_url)
-    if args.masters is not None:
-        _validate_masters(args)
+    urls = getattr(args, "redis_urls", None) or ()
+    if args.masters is not None and not args.impl:
+        check_masters(args.masters, cluster=args.cluster, urls=urls)
+    if args.masters is not None and (args.family or args.only):
+        raise ContendError(
+            "--masters runs your --impl, or the catalog's multi-master locks: drop --family and --only"
+        )
     for name in args.only or ():
         try:
             catalog_implementation(name)
@@ -233,40 +231,25 @@ def _validate(args: argparse.Namespace) -> None:
         raise ContendError(
             "--claim and --no-claim go with --impl: catalog implementations claim what the catalog says"
         )
-    require_kind(args.impl, args.kind, FAMILY_CHOICES)
-    if args.impl:
-        check_claim_names(args.kind, args.claim, "--claim")
-        check_claim_names(args.kind, args.no_claim, "--no-claim")
-        user_factory(args.impl, args.kind)  # a bad --impl fails before a server starts
+    spec = parse_spec(
+        args.impl,
+        args.kind,
+        EVERY_KIND,
+        claim=args.claim,
+        no_claim=args.no_claim,
+        masters=args.masters,
+        cluster=args.cluster,
+        client_retries=args.client_retries,
+        redis_urls=urls,
+    )
+    loaded = load(spec) if spec is not None else None  # a bad --impl fails before a server starts
     if args.replay:
         parse_replay(args.replay)
         if not args.impl and len(args.only or ()) != 1:
             raise ContendError(
                 "--replay replays one implementation's example: give --impl, or exactly one --only NAME"
             )
-
-
-def _validate_masters(args: argparse.Namespace) -> None:
-    """--masters N: an odd count from 3 to 9, a lock, no cluster, --redis-url none or N times."""
-    check_masters(args.masters)
-    if args.cluster is not None:
-        raise ContendError(
-            "--masters runs on independent masters, --cluster on one Redis Cluster: choose one"
-        )
-    if args.impl and args.kind not in (None, "lock"):
-        raise ContendError(
-            f"--masters spans a lock over independent masters; --kind {args.kind} is not a lock"
-        )
-    if args.family or args.only:
-        raise ContendError(
-            "--masters runs your --impl, or the catalog's multi-master locks: drop --family and --only"
-        )
-    urls = getattr(args, "redis_urls", None) or []
-    if urls and len(urls) != args.masters:
-        raise ContendError(
-            f"--masters {args.masters} with --redis-url given {len(urls)} time(s): give it once per master, "
-            f"or leave it out and contend starts {args.masters} embedded masters"
-        )
+    return loaded
 
 
 def run(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -283,7 +266,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         replay=args.replay,
     )
     check_redis_py()  # the schedule check patches redis-py: refuse one it was not written for, up front
-    _validate(args)
+    loaded = _validate(args)
     out = report_console(args, out, err)
     only_checks = [SCHEDULE.name] if args.replay else list(args.check or ())
     rows: list[ResultRow] = []
@@ -308,7 +291,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             # counted in the progress total from its first line on.
             subjects = [
                 s if target.cluster and s.single_node else with_capabilities(s, target, run_ns)
-                for s in _subjects(args, target)
+                for s in _subjects(args, target, loaded)
             ]
             planned = {s.name: len(checks_for(s, only_checks)) for s in subjects}
             with Reporter(err, "contend check", sum(planned.values()), quiet=args.quiet) as progress:
@@ -375,20 +358,11 @@ def print_partial(rows: list[ResultRow], out: Console, args: argparse.Namespace,
     _report(rows, out, args, started, "", interrupted=interrupt.forced_exit_code())
 
 
-def _subjects(args: argparse.Namespace, target: Any) -> list[Subject]:
-    if args.impl:
-        subjects = [
-            user_subject(
-                args.impl,
-                args.kind,
-                target,
-                claim=args.claim,
-                no_claim=args.no_claim,
-                masters=args.masters or 0,
-            )
-        ]
+def _subjects(args: argparse.Namespace, target: Any, loaded: Subject | None) -> list[Subject]:
+    if loaded is not None:
+        subjects = [on_target(loaded, target)]
     elif args.masters:
-        subjects = multi_master_subjects(target, args.masters)
+        subjects = multi_master_subjects(target)
     else:
         subjects = catalog_subjects(args.family or list(BATTERIES), args.only or ())
     if target.cluster and (args.impl or args.only):

@@ -30,11 +30,12 @@ from contend.commands.progress import Reporter
 from contend.exitcodes import ExitCode
 from contend.load import sweep as sw
 from contend.load.metrics import MAX_FAILED_SHARE
-from contend.load.workloads import USER_WORKLOADS, WORKLOADS
+from contend.load.workload import USER_WORKLOADS
+from contend.load.workloads import WORKLOADS
 from contend.report.data import SweepData, load_sweep, process_comparison_table
 from contend.servers.keyspace import Namespace, new_run_id
 from contend.servers.target import open_target
-from contend.subject.probe import try_once
+from contend.subject.resolve import trial
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -234,14 +235,13 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
 
 def _try_user_impl(plan: sw.Plan, space: Namespace) -> None:
-    """One object of the user's implementation, built and (a lock) acquired once on the server;
-    ContendError (exit 2) when that cannot work. What it wrote goes with the namespace."""
-    from contend.load.workloads import user_impl
-
-    impl = user_impl(plan.impl, plan.kind)
-    where = space.child("probe") if impl.kind == "registry" else space.key("probe")
+    """One object of the user's implementation, built and (a lock) acquired once on the server
+    (`resolve.trial`); ContendError (exit 2) when that cannot work. What it wrote goes with the
+    namespace."""
+    assert plan.subject is not None  # make_plan loaded --impl
+    where = space.child("probe") if plan.subject.family == "registry" else space.key("probe")
     try:
-        try_once(impl.factory, impl.kind, impl.spec, space.client, where)
+        trial(plan.subject, space.client, where)
     finally:
         space.cleanup()
 

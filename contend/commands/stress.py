@@ -20,11 +20,14 @@ from contend.commands.outputs import add_ci_options, report_console, resolve_out
 from contend.commands.progress import Reporter
 from contend.errors import ContendError
 from contend.stress.nemesis import NEMESES
+from contend.stress.options import StressOptions, validate
 from contend.stress.report import junit_cases, summary_markdown
-from contend.stress.run import RunProgress, StressOptions, StressResult, run_stress, stressable, validate
+from contend.stress.result import RunProgress, StressResult
+from contend.stress.run import run_stress
 from contend.stress.workers import FAMILIES
-from contend.subject.loader import require_kind
+from contend.stress.workload import STRESS_SCOPE, StressWorkload, stressable
 from contend.subject.multi_master import MULTI_MASTER_LOCKS
+from contend.subject.spec import parse_spec
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -174,9 +177,9 @@ def _implementation(args: argparse.Namespace) -> tuple[str, str | None]:
     if args.impl and args.only:
         raise ContendError("--only runs a catalog implementation and --impl runs yours: give one of them")
     user = bool(args.impl) and ":" in args.impl
-    require_kind(args.impl if user else None, args.kind, " or ".join(family_label(f) for f in FAMILIES))
     if user:
-        return str(args.impl), str(args.kind)
+        return str(args.impl), args.kind  # parsed with the rest of the run (stress.options.validate)
+    parse_spec(None, args.kind, STRESS_SCOPE)  # --kind goes with --impl
     if args.impl:
         warn_renamed(f"--impl {args.impl}", f"--only {args.impl}")
         return str(args.impl), None
@@ -216,7 +219,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         masters=args.masters,
     )
     workload = validate(options)
-    out.print(f"[bold]contend stress[/] {escape(_plan(options, workload.family))}", soft_wrap=True)
+    out.print(f"[bold]contend stress[/] {escape(_plan(options, workload))}", soft_wrap=True)
     with Reporter(err, "contend stress", quiet=args.quiet) as progress:
         phase = ["load"]
 
@@ -241,13 +244,14 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     return result.exit_code
 
 
-def _plan(options: StressOptions, family: str) -> str:
+def _plan(options: StressOptions, workload: StressWorkload) -> str:
+    family = workload.family
     name = f"{options.impl} ({family_label(family)})" if options.kind else options.impl
     parts = [name, f"{options.procs} processes", f"{options.duration:g} s"]
     if options.cluster is not None:
         parts.append(f"cluster of {options.cluster} masters")
-    if options.masters:
-        parts.append(f"Redlock over {options.masters} masters")
+    if workload.masters:
+        parts.append(f"Redlock over {workload.masters} masters")
     if family == "lock":
         parts.append(f"lease {options.ttl_ms} ms")
     if options.nemeses:

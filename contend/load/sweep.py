@@ -17,8 +17,9 @@ window, beside the load generator's own.
 With `impl` (`contend load --impl package.module:factory --kind lock|registry`)
 the user's implementation is the one strategy, named by its spec, in every
 workload its kind runs in; it is imported and its signature checked before
-anything starts, and each Locust process imports it again from the same
-current directory and PYTHONPATH.
+anything starts (through the one door, contend.subject.resolve), and each Locust
+process loads it again through the same door, from the same current directory
+and PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -45,18 +46,15 @@ from contend.errors import ContendError
 from contend.load.ceiling import find_redis_benchmark, measure_ceiling
 from contend.load.cpu import CpuSampler
 from contend.load.metrics import MAX_FAILED_SHARE
-from contend.load.workloads import (
-    LOAD_KINDS,
-    LoadInputError,
-    check_positive,
-    user_impl,
-    user_strategy,
-    workload,
-)
+from contend.load.summary import read_summary
+from contend.load.workload import LOAD_SCOPE, LoadInputError, check_positive, user_strategy, user_workloads
+from contend.load.workloads import workload
 from contend.servers.keyspace import Namespace
 from contend.servers.server import free_port
 from contend.servers.target import Target
-from contend.subject.loader import require_kind
+from contend.subject.resolve import load
+from contend.subject.spec import parse_spec
+from contend.subject.subject import Subject
 from contend.values import share_of_one, whole_list
 
 SWEEP_FILE = "sweep.json"
@@ -142,6 +140,12 @@ class Plan:
     impl: str = ""  # --impl package.module:factory: the one strategy, named so
     kind: str = ""  # its --kind (lock or registry)
     max_failed_share: float = MAX_FAILED_SHARE  # a point that failed more than this fails
+    #: The user's code as the one door loaded it (each Locust process loads it again, from `impl`).
+    subject: Subject | None = field(default=None, compare=False, repr=False)
+
+    def record(self) -> dict[str, Any]:
+        """What sweep.json says of the plan (the loaded code is not data)."""
+        return {k: v for k, v in asdict(replace(self, subject=None)).items() if k != "subject"}
 
     def strategy_kind(self, point: Point) -> str:
         """How the report groups the point's strategy (optimistic, lock, server, user)."""
@@ -195,19 +199,19 @@ def make_plan(
     chosen = list(dict.fromkeys(workloads)) if workloads else list(FULL_WORKLOADS if full else QUICK_DEFAULT)
     plan: dict[str, list[str]] = {}
     family = ""
-    require_kind(impl, kind, LOAD_KINDS)
-    if impl:
+    parsed = parse_spec(impl, kind, LOAD_SCOPE)
+    user: Subject | None = None
+    if parsed is not None:
         if strategies:
             raise LoadInputError(
                 f"--impl {impl} and --strategy {', '.join(strategies)}: choose one "
                 "(--impl runs your implementation as the strategy)"
             )
-        assert kind is not None  # require_kind
-        user = user_impl(impl, kind)
-        family = user.kind
-        for name in chosen if workloads else user.workloads:
+        user = load(parsed)
+        family = user.family
+        for name in chosen if workloads else user_workloads(user):
             workload(name).accept(user)
-            plan[name] = [user.spec]
+            plan[name] = [user.name]
         chosen = []  # no catalog strategies
     for name in chosen:
         known = workload(name).strategies()
@@ -252,7 +256,17 @@ def make_plan(
         raise LoadInputError(f"--ceiling-duration must be > 0, got {ceiling}")
     share_of_one(max_failed_share, "--max-failed-share", error=LoadInputError)
     return Plan(
-        plan, users_t, hot_t, secs, procs, ttl_ms, float(ceiling), impl or "", family, float(max_failed_share)
+        plan,
+        users_t,
+        hot_t,
+        secs,
+        procs,
+        ttl_ms,
+        float(ceiling),
+        impl or "",
+        family,
+        float(max_failed_share),
+        user,
     )
 
 
@@ -389,14 +403,12 @@ def run_point(
             ).returncode
         except subprocess.TimeoutExpired:
             code = -1
-    summary_path = Path(f"{base}.json")
-    summary = json.loads(summary_path.read_text()) if summary_path.is_file() else None
-    ok = bool(summary and summary.get("ok")) and code in (0, 1)
-    workloads = (summary or {}).get("workloads", {}).values()
-    # Summaries written before a run could fail for lack of progress: ok was the invariant's.
-    invariant_ok = bool(summary) and all(w.get("invariant_ok", w.get("ok")) for w in workloads)
-    figures = committed_rate(summary, point.workload) if summary else None
-    window = measured_window(summary, point.workload) if summary else None
+    summary = read_summary(Path(f"{base}.json"))
+    ok = bool(summary and summary.ok) and code in (0, 1)
+    workloads = summary.workloads.values() if summary else ()
+    invariant_ok = summary is not None and all(w.invariant_ok for w in workloads)
+    this = summary.workloads.get(point.workload) if summary else None
+    window = this.locust.window if this else None
     machine_cpu, server_cpu = sampler.shares(*window) if window else (None, None)
     return {
         **point.record(),
@@ -404,16 +416,15 @@ def run_point(
         "exit_code": code,
         "invariant_ok": invariant_ok,
         # Something committed and at most --max-failed-share failed (contend.load.harness).
-        "progress_ok": bool(summary)
-        and all(w.get("ok") or not w.get("invariant_ok", True) for w in workloads),
+        "progress_ok": summary is not None and all(w.ok or not w.invariant_ok for w in workloads),
         "ok": ok,
         "wall_seconds": round(time.monotonic() - started, 2),
         "csv": f"{point.slug}_stats.csv",
         "summary": f"{point.slug}.json",
         "log": f"{point.slug}.log",
         "namespace": namespace,
-        "committed_per_s": figures,
-        "generator_cpu": summary.get("generator_cpu") if summary else None,
+        "committed_per_s": this.committed_per_s if this else None,
+        "generator_cpu": summary.generator_cpu if summary else None,
         # Over Locust's first to last request: the server's CPU seconds per second (every thread,
         # anyone's load), and the busy share of all the machine's cores (anyone's processes).
         "server_cpu": server_cpu,
@@ -421,32 +432,12 @@ def run_point(
     }
 
 
-def measured_window(summary: dict[str, Any], name: str) -> tuple[float, float] | None:
-    """Locust's first and last request of the workload (epoch seconds), from the contend summary."""
-    locust = summary.get("workloads", {}).get(name, {}).get("locust", {})
-    start, end = locust.get("start_time"), locust.get("last_request_time")
-    return (float(start), float(end)) if start and end and end > start else None
-
-
-def committed_rate(summary: dict[str, Any], name: str) -> float | None:
-    """Committed operations per second: Locust's request rate times the share that committed."""
-    entry = summary.get("workloads", {}).get(name)
-    if not entry:
-        return None
-    requests = entry["contend"]["requests"]
-    share = entry["contend"]["commits"] / requests if requests else 0.0
-    return float(entry["locust"]["requests_per_s"]) * share
-
-
 def broken_because(raw: Path, result: dict[str, Any]) -> str:
     """Why a point failed, in the end-of-run check's words when it ran (its summary's verdict
     lines), else the last lines of Locust's log."""
-    path = raw / result["summary"]
-    try:
-        workloads = json.loads(path.read_text()).get("workloads", {})
-    except (OSError, ValueError):
-        workloads = {}
-    lines = [line for w in workloads.values() if not w.get("ok") for line in w.get("verdict", [])]
+    summary = read_summary(raw / result["summary"])
+    workloads = summary.workloads.values() if summary else ()
+    lines = [line for w in workloads if not w.ok for line in w.verdict]
     return "; ".join(lines[:2]) if lines else log_tail(raw, result, 2)
 
 
@@ -472,7 +463,7 @@ def run_sweep(
     raw = out / RAW_DIR
     raw.mkdir(parents=True, exist_ok=True)
     sweep = Sweep(
-        plan={**asdict(plan), "points": len(plan.points())},
+        plan={**plan.record(), "points": len(plan.points())},
         command=" ".join(shlex.quote(a) for a in ["contend", *argv]),
         started=dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         machine=machine(),

@@ -13,11 +13,12 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from contend.errors import ContendError
+from contend.load.summary import read_summary
 
 SWEEP_FILE = "sweep.json"
 LOCK = "lock"
@@ -188,15 +189,13 @@ def load_sweep(path: Path) -> SweepData:
 def _row(raw: Path, point: dict[str, Any], ceilings: dict[tuple[int, int], float], default: int) -> SweepRow:
     workload, strategy = point["workload"], point["strategy"]
     processes = int(point.get("processes", default))
-    summary: dict[str, Any] = {}
-    summary_path = raw / point["summary"]
-    if summary_path.is_file():
-        summary = json.loads(summary_path.read_text()).get("workloads", {}).get(workload, {})
-    locust = dict(summary.get("locust", {}))
+    run = read_summary(raw / point["summary"])
+    summary = run.workloads.get(workload) if run else None
+    locust: dict[str, Any] = asdict(summary.locust) if summary else {}
     stats = _csv_stats(raw / point["csv"], workload, strategy)
     if stats:
         locust.update(stats)
-    figures = summary.get("contend", {})
+    figures = summary.contend if summary else {}
     requests = int(figures.get("requests") or 0)
     commits = int(figures.get("commits") or 0)
     rate = locust.get("requests_per_s")

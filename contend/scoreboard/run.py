@@ -28,7 +28,7 @@ from contend.scoreboard.libraries import ID_FAMILY, Library, LibraryMissing
 from contend.servers.binary import find_redis_server
 from contend.servers.server import EmbeddedRedis
 from contend.servers.target import Target
-from contend.subject.probe import is_async
+from contend.subject.resolve import library_subject
 from contend.subject.subject import Subject
 
 PASS_V, FAIL_V, INCONCLUSIVE_V, NOT_CLAIMED = "pass", "fail", "inconclusive", ""
@@ -123,15 +123,15 @@ class Scoreboard:
 
 def subject_for(library: Library, factory: Callable[..., object]) -> Subject:
     """The battery's row for a library: its claims, and how `contend scoreboard` replays it."""
-    return Subject(
-        library.key,
-        library.family,
+    return library_subject(
         factory,
+        library.family,
+        name=library.key,
         summary=library.title,
         claims=library.claims,
         selector=("--lib", library.key),
         command=("contend", "scoreboard"),
-        asynchronous=library.family != ID_FAMILY and is_async(factory, library.family),
+        asynchronous=False if library.family == ID_FAMILY else None,
     )
 
 

@@ -50,6 +50,11 @@ class Target:
     clock: ServerClock | None = None
 
     @property
+    def masters(self) -> int:
+        """How many independent masters it is (Redlock's: this server and `also`); 0 for one server."""
+        return len(self.also) + 1 if self.also else 0
+
+    @property
     def cluster(self) -> bool:
         """Is this a Redis Cluster (redis+cluster://)? Its clients are redis.cluster.RedisCluster."""
         return is_cluster_url(self.url)

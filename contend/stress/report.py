@@ -5,7 +5,7 @@ from __future__ import annotations
 from contend.ci.junit import Case, Outcome
 from contend.ci.summary import code_block, table
 from contend.history.verdict import Linearizability
-from contend.stress.run import StressResult
+from contend.stress.result import StressResult
 
 
 def junit_cases(result: StressResult) -> list[Case]:

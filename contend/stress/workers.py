@@ -17,9 +17,10 @@ lock      acquire (single attempts, each an operation, polled with backoff), hol
           release.
 
 The implementation is a catalog one (`WorkerSpec.impl` is its name) or the
-user's `package.module:factory` (`WorkerSpec.kind` set): each worker imports it
-itself. Workers are spawned with the parent's sys.path and current directory
-(multiprocessing's "spawn" carries both), and `load_factory` adds the current
+user's `package.module:factory` (`WorkerSpec.code`, its spec as the parent parsed
+it): each worker takes it through the one door (`contend.subject.resolve.load`).
+Workers are spawned with the parent's sys.path and current directory
+(multiprocessing's "spawn" carries both), and the loader adds the current
 directory as `contend check` does, so a factory that imported in the parent
 imports in every worker.
 
@@ -56,9 +57,11 @@ from contend.servers.tap import tap
 from contend.servers.urls import is_cluster_url, is_sentinel_url, node_url, sentinel_master
 from contend.stress.board import Board, Field, WorkerPhase
 from contend.stress.masters import master_clients
-from contend.subject.loader import load_factory
 from contend.subject.multi_master import MULTI_MASTER_LOCKS
-from contend.subject.protocols import TOKEN_ATTRIBUTE, check_factory_signature, fencing_token, granted
+from contend.subject.protocols import TOKEN_ATTRIBUTE, fencing_token, granted
+from contend.subject.resolve import load
+from contend.subject.spec import SubjectSpec
+from contend.subject.subject import catalog_implementation
 
 #: Families `contend stress` can drive.
 FAMILIES = ("registry", "lock")
@@ -96,6 +99,9 @@ class WorkerSpec:
     #: With --masters: the URLs of the lock's masters (`impl` names a MULTI_MASTER_LOCKS entry, or the
     #: user's factory taking the list of their clients).
     master_urls: tuple[str, ...] = ()
+    #: The user's code as the parent parsed it (None: `impl` is a catalog name): each worker
+    #: takes it through the same door (contend.subject.resolve.load).
+    code: SubjectSpec | None = None
 
 
 def load_implementation(spec: WorkerSpec) -> tuple[str, Callable[..., Any]]:
@@ -103,14 +109,11 @@ def load_implementation(spec: WorkerSpec) -> tuple[str, Callable[..., Any]]:
     `package.module:factory` imported in this process."""
     if spec.master_urls and spec.kind is None:
         return "lock", MULTI_MASTER_LOCKS[spec.impl].build
-    if spec.kind is None:
-        from contend.impl.catalog import by_name
-
-        impl = by_name(spec.impl)
+    if spec.code is None:
+        impl = catalog_implementation(spec.impl)
         return impl.family, impl.factory
-    factory = load_factory(spec.impl)
-    check_factory_signature(factory, spec.kind, spec.impl)
-    return spec.kind, factory
+    subject = load(spec.code)
+    return subject.family, subject.factory
 
 
 def worker_main(spec: WorkerSpec, cells: Any, url_cells: Any) -> None:

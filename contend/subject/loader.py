@@ -50,18 +50,6 @@ def load_factory(spec: str) -> Callable[..., Any]:
     return obj  # type: ignore[no-any-return]
 
 
-def require_kind(impl: str | None, kind: str | None, kinds: str) -> None:
-    """The rule every command keeps: `--impl` needs `--kind` (a lock factory and a registry factory
-    cannot be told apart), and `--kind` goes with `--impl`. `kinds` says which the command runs;
-    ProtocolError (exit 2) says what to add."""
-    if impl and not kind:
-        raise ProtocolError(f"--impl {impl} needs --kind: the protocol it follows ({kinds})")
-    if kind and not impl:
-        raise ProtocolError(
-            f"--kind {kind.replace('_', '-')} names the protocol of --impl; give --impl MODULE:FACTORY too"
-        )
-
-
 def user_factory(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:
     """Import `package.module:factory` (or take the factory itself) and check its signature,
     before any server is touched."""

@@ -80,12 +80,39 @@ MULTI_MASTER_LOCKS: dict[str, MultiMasterLock] = {
 }
 
 
-def check_masters(masters: int) -> None:
-    """ContendError for a number of masters a run will not start."""
+def check_masters(
+    masters: int,
+    *,
+    kind: str | None = None,
+    cluster: int | None = None,
+    urls: Sequence[str] = (),
+    started_here: bool = False,
+) -> None:
+    """--masters N, the one validation of it that every command and `contend.testing` share: an
+    odd count from MIN_MASTERS to MAX_MASTERS, a lock (`kind`, when the code is the user's), not
+    with --cluster, and --redis-url given none or N times (none at all when `started_here`: the
+    run pauses and restarts the masters, which contend does only to servers it started).
+    ContendError says what to change."""
     if not isinstance(masters, int) or not MIN_MASTERS <= masters <= MAX_MASTERS or masters % 2 == 0:
         raise ContendError(
             f"--masters {masters}: Redlock needs an odd number of masters from {MIN_MASTERS} to "
             f"{MAX_MASTERS} (a majority of them is the quorum)"
+        )
+    if cluster is not None:
+        raise ContendError(
+            "--masters runs on independent masters, --cluster on one Redis Cluster: choose one"
+        )
+    if kind is not None and kind != "lock":
+        raise ContendError(f"--masters spans a lock over independent masters; --kind {kind} is not a lock")
+    if urls and started_here:
+        raise ContendError(
+            "--masters starts its own independent masters: drop --redis-url (contend restarts and pauses "
+            "only servers it started)"
+        )
+    if urls and len(urls) != masters:
+        raise ContendError(
+            f"--masters {masters} with --redis-url given {len(urls)} time(s): give it once per master, "
+            f"or leave it out and contend starts {masters} embedded masters"
         )
 
 

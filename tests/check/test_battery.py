@@ -8,7 +8,8 @@ import pytest
 from contend.check.battery import ResultRow, checks_for, run_battery, unjudged
 from contend.check.framework import CheckOptions
 from contend.impl import catalog
-from contend.subject.subject import catalog_subjects, user_subject, with_capabilities
+from contend.subject.resolve import user_subject, with_capabilities
+from contend.subject.subject import catalog_subjects
 
 FAMILIES = ("lock", "semaphore", "single_flight", "registry")
 IMPLS = [i for f in FAMILIES for i in catalog.family(f)]

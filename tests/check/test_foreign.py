@@ -26,7 +26,7 @@ from contend.impl.catalog import (
     STALE_GRANT,
     TABLES_AGREE,
 )
-from contend.subject.subject import user_subject
+from contend.subject.resolve import user_subject
 from tests.fixtures import async_foreign, foreign
 
 #: module, kind, the properties its defect may be reported as (the first is the one it breaks)

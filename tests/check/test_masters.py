@@ -16,7 +16,7 @@ from contend.machines.base import PropertyViolated
 from contend.machines.family import family_machine
 from contend.servers.target import open_target
 from contend.subject.protocols import ProtocolError
-from contend.subject.subject import user_subject
+from contend.subject.resolve import user_subject
 from tests.fixtures import masters
 from tests.machines.helpers import driven_by_hand, step_while
 
@@ -57,12 +57,12 @@ def test_bad_masters_input_is_one_line_and_exit_2(args, message, capsys):
 
 def test_a_factory_that_uses_the_list_as_one_client_is_refused():
     with open_target(masters=3) as target, pytest.raises(ProtocolError, match="used the list as one client"):
-        user_subject("tests.fixtures.masters.one_client_lock:make_unannotated", "lock", target, masters=3)
+        user_subject("tests.fixtures.masters.one_client_lock:make_unannotated", "lock", target)
 
 
 def run(module: str, checks: list[str], options: CheckOptions = OPTIONS):
     with open_target(masters=3) as target:
-        subject = user_subject(f"tests.fixtures.masters.{module}:make", "lock", target, masters=3)
+        subject = user_subject(f"tests.fixtures.masters.{module}:make", "lock", target)
         run_ns = target.namespace(client=target.client())
         try:
             (row,) = run_battery(target, [subject], options, run_ns, only_checks=checks)
@@ -103,7 +103,7 @@ def test_a_stale_release_of_its_own_copy_is_not_blamed_for_a_broken_quorum(monke
     exclusion), not an unsafe release (the release left c1's copies as they were)."""
     monkeypatch.setattr("contend.machines.base.note", lambda text: None)  # outside Hypothesis
     with open_target(masters=3) as target:
-        subject = user_subject("tests.fixtures.masters.half_quorum_lock:make", "lock", target, masters=3)
+        subject = user_subject("tests.fixtures.masters.half_quorum_lock:make", "lock", target)
         lock = {"stall": False, "crash_after": None, "hold": False, "pause_in_acquire": None}
         with driven_by_hand(family_machine(subject)(target)) as m:
             m.acquire(client=0, stall_inside=2, extend=True, **lock)

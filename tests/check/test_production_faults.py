@@ -24,7 +24,7 @@ from contend.impl.catalog import (
 )
 from contend.machines.base import PropertyViolated
 from contend.machines.family import family_machine
-from contend.subject.subject import user_subject
+from contend.subject.resolve import user_subject
 from tests.machines.helpers import driven_by_hand, step_while
 
 OPTIONS = CheckOptions(shrink=False, schedule_examples=200, serial_names=200, burst_rounds=4, model_ops=100)

@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from contend.errors import ContendError
-from contend.load import workloads as wl
+from contend.load import workload
 from contend.load.sweep import locust_command, make_plan
+from contend.load.workload import LoadInputError
 
 
 def test_sweep_plans_refuse_bad_input():
@@ -21,13 +22,13 @@ def test_sweep_plans_refuse_bad_input():
     assert set(full.workloads) == {"registry", "counter", "transfer"}
     picked = make_plan(workloads=["transfer", "counter"], strategies=["watch", "fine_locks"])
     assert picked.workloads == {"transfer": ["watch", "fine_locks"], "counter": ["watch"]}
-    with pytest.raises(wl.LoadInputError, match="unknown to every chosen workload"):
+    with pytest.raises(LoadInputError, match="unknown to every chosen workload"):
         make_plan(strategies=["watch", "nope"])
-    with pytest.raises(wl.LoadInputError, match="none of --strategy"):
+    with pytest.raises(LoadInputError, match="none of --strategy"):
         make_plan(workloads=["registry"], strategies=["fine_locks"])
-    with pytest.raises(wl.LoadInputError, match="--hot-keys must be a whole number > 0"):
+    with pytest.raises(LoadInputError, match="--hot-keys must be a whole number > 0"):
         make_plan(hot_keys=[0])
-    with pytest.raises(wl.LoadInputError, match="no workload called"):
+    with pytest.raises(LoadInputError, match="no workload called"):
         make_plan(workloads=["nope"])
 
 
@@ -39,7 +40,7 @@ def test_a_user_implementation_is_the_one_strategy_of_the_workloads_of_its_kind(
     assert plan.workloads == {"counter": [LOCK], "transfer": [LOCK]}
     assert (plan.impl, plan.kind) == (LOCK, "lock")
     point = plan.points()[0]
-    assert plan.strategy_kind(point) == wl.LOCK
+    assert plan.strategy_kind(point) == workload.LOCK
     assert point.slug == "counter/tests.fixtures.foreign.redispy_lock_make/u2-h1"
     cmd = locust_command(point, plan, "redis://x", "ns", tmp_path, tmp_path)
     assert cmd[cmd.index("--impl") + 1] == LOCK and cmd[cmd.index("--kind") + 1] == "lock"
@@ -50,7 +51,7 @@ def test_a_user_implementation_is_the_one_strategy_of_the_workloads_of_its_kind(
     with pytest.raises(ContendError, match="needs --kind: the protocol it follows"):
         make_plan(impl="tests.fixtures.user_registry:make")  # never a silent default
     assert registry.workloads == {"registry": ["tests.fixtures.user_registry:make"]}
-    assert registry.strategy_kind(registry.points()[0]) == wl.USER
+    assert registry.strategy_kind(registry.points()[0]) == workload.USER
 
 
 @pytest.mark.parametrize(
@@ -118,6 +119,6 @@ def test_several_process_counts_run_every_point_at_each():
 def test_process_counts_are_whole_numbers_above_zero(text, message):
     from contend.load.sweep import parse_counts
 
-    with pytest.raises(wl.LoadInputError, match=re.escape(message)):
+    with pytest.raises(LoadInputError, match=re.escape(message)):
         parse_counts(text, "--processes")
     assert parse_counts(" 1, 2,4 ", "--processes") == [1, 2, 4]

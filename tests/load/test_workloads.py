@@ -7,9 +7,19 @@ import pytest
 import contend.impl.registry.lock_first
 import contend.impl.transactions.lock_first
 from contend.errors import ContendError
+from contend.load import workload
 from contend.load import workloads as wl
 from contend.load.instrument import counting_client
 from contend.load.metrics import OperationMetrics, Tally
+from contend.load.workload import (
+    KNOWN_BAD_ENV,
+    LoadInputError,
+    LoadWorkload,
+    user_code,
+    user_strategy,
+    user_workloads,
+)
+from contend.subject.subject import Subject
 
 
 @pytest.mark.parametrize("name", ["registry", "counter", "transfer"])
@@ -82,13 +92,13 @@ def test_unknown_outcomes_widen_what_the_check_accepts(client, ns):
 
 def test_known_bad_strategies_only_on_request(monkeypatch):
     counter = wl.workload("counter")
-    monkeypatch.delenv(wl.KNOWN_BAD_ENV, raising=False)
+    monkeypatch.delenv(KNOWN_BAD_ENV, raising=False)
     assert "naive" not in counter.strategies()
     assert "lock_exists_then_set" not in counter.strategies()
     assert {"watch", "lock_first", "lock_fenced", "incr", "lua"} <= set(counter.strategies())
-    with pytest.raises(wl.LoadInputError, match="no strategy 'naive'"):
+    with pytest.raises(LoadInputError, match="no strategy 'naive'"):
         counter.strategy("naive")
-    monkeypatch.setenv(wl.KNOWN_BAD_ENV, "1")
+    monkeypatch.setenv(KNOWN_BAD_ENV, "1")
     assert counter.strategies()["naive"].known_bad
     assert set(wl.workload("registry").strategies()) == {"watch", "lock_first", "lua"}
 
@@ -97,11 +107,11 @@ LOCK = "tests.fixtures.foreign.redispy_lock:make"
 REGISTRY = "tests.fixtures.user_registry:make"
 
 
-def run_serially(w: wl.LoadWorkload, url: str, prefix: str, impl: wl.UserImpl, ops: int = 20) -> Tally:
-    tally = Tally(w.name, impl.spec)
+def run_serially(w: LoadWorkload, url: str, prefix: str, impl: Subject, ops: int = 20) -> Tally:
+    tally = Tally(w.name, impl.name)
     user = counting_client(url)
     try:
-        op = w.operation(user, prefix, impl.spec, 2, 5000, "u1", impl=impl, shared={})
+        op = w.operation(user, prefix, impl.name, 2, 5000, "u1", impl=impl, shared={})
         for _ in range(ops):
             step = OperationMetrics()
             op(step)
@@ -115,9 +125,10 @@ def run_serially(w: wl.LoadWorkload, url: str, prefix: str, impl: wl.UserImpl, o
 def test_a_user_implementation_is_a_strategy_of_the_workloads_of_its_kind(
     contend_target, client, ns, spec, kind
 ):
-    impl = wl.user_impl(spec, kind)
-    assert impl.strategy.name == spec and impl.strategy.kind == (wl.LOCK if kind == "lock" else wl.USER)
-    for name in impl.workloads:
+    impl = user_code(spec, kind)
+    strategy = user_strategy(impl.name, impl.family)
+    assert strategy.name == spec and strategy.kind == (workload.LOCK if kind == "lock" else workload.USER)
+    for name in user_workloads(impl):
         w = wl.workload(name)
         prefix = ns.key(name)
         w.setup(client, prefix, 2)
@@ -130,7 +141,7 @@ def test_a_user_implementation_is_a_strategy_of_the_workloads_of_its_kind(
 
 
 def test_a_user_registry_is_judged_through_its_own_count_reverse_and_lookup(contend_target, client, ns):
-    impl = wl.user_impl("tests.fixtures.user_registry:make_racy", "registry")
+    impl = user_code("tests.fixtures.user_registry:make_racy", "registry")
     registry = wl.workload("registry")
     prefix = ns.key("registry")
     tally = run_serially(registry, contend_target.url, prefix, impl, ops=10)
@@ -147,10 +158,8 @@ def test_a_user_registry_is_judged_through_its_own_count_reverse_and_lookup(cont
 
 
 def test_a_user_lock_is_refused_by_the_registry_workload():
-    impl = wl.user_impl(LOCK, "lock")
-    with pytest.raises(
-        wl.LoadInputError, match="runs in the counter and transfer workloads, not in registry"
-    ):
+    impl = user_code(LOCK, "lock")
+    with pytest.raises(LoadInputError, match="runs in the counter and transfer workloads, not in registry"):
         wl.workload("registry").accept(impl)
 
 
@@ -168,4 +177,4 @@ def test_a_user_lock_is_refused_by_the_registry_workload():
 )
 def test_a_user_implementation_that_cannot_run_is_bad_input(spec, kind, message):
     with pytest.raises(ContendError, match=message):
-        wl.user_impl(spec, kind)
+        user_code(spec, kind)

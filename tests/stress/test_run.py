@@ -21,7 +21,10 @@ import pytest
 from contend.cli import main
 from contend.history.records import pair
 from contend.history.verdict import Linearizability
-from contend.stress.run import StressOptions, StressResult, merge, run_stress
+from contend.stress.history import merge
+from contend.stress.options import StressOptions
+from contend.stress.result import StressResult
+from contend.stress.run import run_stress
 from tests.servers.test_server import wait_gone
 
 ROOT = Path(__file__).resolve().parents[2]
