@@ -20,12 +20,8 @@ from contend.errors import ContendError
 from contend.exitcodes import ExitCode
 
 #: Subcommands, each a module of contend.commands with add_parser(sub, common) and run(args, out, err),
-#: and their lines in `contend --help`: contend.commands.names' list, and `contend redlock` (whose line
-#: is the same as its module's SUMMARY; it joins names.py's list when that list next changes hands).
-SUBCOMMANDS: dict[str, str] = {
-    **COMMANDS,
-    "redlock": "search Redlock over five masters restarted empty for Kleppmann's counterexample, fenced or not",
-}
+#: and their lines in `contend --help` (contend.commands.names).
+SUBCOMMANDS: dict[str, str] = COMMANDS
 
 stdout = make_console(sys.stdout)
 stderr = make_console(sys.stderr, stderr=True)

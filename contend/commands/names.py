@@ -19,4 +19,5 @@ COMMANDS: dict[str, str] = {
     "report": "write the contention report of a `contend load` sweep",
     "hunt": "how reliably and how fast the state machines catch each known-bad implementation",
     "sentinel": "measure Sentinel failovers: the time to promote the replica, acknowledged writes lost",
+    "redlock": "search Redlock over five masters restarted empty for Kleppmann's counterexample, fenced or not",
 }

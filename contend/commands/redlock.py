@@ -11,13 +11,14 @@ from rich.markup import escape
 
 from contend import exitcodes, interrupt
 from contend.commands.arguments import HelpFormatter, positive_int
+from contend.commands.names import COMMANDS
 from contend.errors import ContendError
 from contend.exitcodes import ExitCode
 from contend.machines.fencing import FENCES
 from contend.machines.redlock import LIBRARIES, MASTERS, Demo, demo
 
 #: Its line in `contend --help` (contend.cli lists it beside contend.commands.names' commands).
-SUMMARY = "search Redlock over five masters restarted empty for Kleppmann's counterexample, fenced or not"
+SUMMARY = COMMANDS["redlock"]
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
