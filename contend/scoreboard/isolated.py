@@ -25,7 +25,7 @@ from contend.check.battery import ResultRow
 from contend.check.framework import CheckOptions, CheckResult
 from contend.scoreboard.environments import Environment, EnvironmentFailed, worker_environ
 from contend.scoreboard.libraries import Library
-from contend.scoreboard.run import LibraryResult, Scoreboard, subject_for
+from contend.scoreboard.run import LibraryResult, Scoreboard, started_here, subject_for
 from contend.servers.target import Target
 from contend.subject.subject import Subject
 
@@ -114,6 +114,8 @@ class Runner:
             "options": dataclasses.asdict(self.options),
             "redis_server": self.redis_server,
             "namespace": f"{self.namespace}:{library.key}" if self.namespace else None,
+            # A row over several masters starts its own when contend started the board's server.
+            "own_masters": started_here(self.target),
             # The servers' clock, which the worker's scheduler drives (contend.servers.clock).
             "clock": (
                 {"path": str(self.target.clock.path), "epoch": self.target.clock.epoch}

@@ -27,7 +27,7 @@ from contend.scoreboard.ids import CHECK_PROPS, run_id_checks
 from contend.scoreboard.libraries import ID_FAMILY, Library, LibraryMissing
 from contend.servers.binary import find_redis_server
 from contend.servers.server import EmbeddedRedis
-from contend.servers.target import Target
+from contend.servers.target import Target, open_target
 from contend.subject.resolve import library_subject
 from contend.subject.subject import Subject
 
@@ -146,11 +146,26 @@ def checks_for(library: Library, replay: str | None) -> list[str]:
     ]
 
 
+def started_here(target: Target) -> bool:
+    """Did contend start the board's server (not --redis-url)? Then a row that spans several
+    masters gets masters of its own, started as every multi-master run starts them."""
+    return target.deployment is not None and target.deployment.redis_url is None
+
+
 @contextlib.contextmanager
-def _masters(target: Target, library: Library, redis_server: str | None) -> Iterator[Target]:
-    """The target, with `masters - 1` more embedded servers for a lock that spans several."""
+def _masters(
+    target: Target, library: Library, redis_server: str | None, own_masters: bool
+) -> Iterator[Target]:
+    """The target of a row: `target` for a lock on one server; for one that spans several, with
+    `own_masters` its masters as every multi-master run starts them (`open_target(masters=N)`,
+    on a clock of their own), else (beside a server contend did not start, --redis-url) that
+    server and `masters - 1` embedded ones."""
     if library.masters <= 1:
         yield target
+        return
+    if own_masters:
+        with open_target(redis_server=redis_server, masters=library.masters) as spanning:
+            yield spanning
         return
     with contextlib.ExitStack() as stack:
         binary = find_redis_server(redis_server, keep_clock=target.clock is not None)
@@ -174,10 +189,14 @@ def run_library(
     stop: threading.Event | None = None,
     result: LibraryResult | None = None,
     namespace: str | None = None,
+    own_masters: bool | None = None,
 ) -> LibraryResult:
     """One row: the library's version, then its battery, filled into `result` as it runs (so an
     interrupted row keeps its checks so far). A row whose library is missing is skipped, with
-    the reason."""
+    the reason. A row spanning several masters gets its own (`own_masters`, by default when
+    contend started `target`: see `started_here`)."""
+    if own_masters is None:
+        own_masters = started_here(target)
     result = result or LibraryResult(library)
     if library.not_run:
         result.skipped = library.not_run
@@ -193,7 +212,7 @@ def run_library(
     started = time.perf_counter()
     rows: list[ResultRow] = []
     try:
-        with _masters(target, library, redis_server) as spanning:
+        with _masters(target, library, redis_server, own_masters) as spanning:
             client = spanning.client()
             run_ns = spanning.namespace(namespace, client=client)
             try:

@@ -82,6 +82,7 @@ def serve(request: dict[str, Any], events: IO[str]) -> None:
                         stop=interrupt.STOP,
                         result=result,
                         namespace=request.get("namespace"),
+                        own_masters=request.get("own_masters", False),
                     )
                 result.noise = noise.summary()
             except ContendError as exc:

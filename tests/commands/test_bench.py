@@ -23,7 +23,9 @@ def test_bench_registry_reports_ratios(capsys, tmp_path):
     for row in data["rows"]:
         assert row["one_ratio"] > 0 and row["batch_seconds"] > 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "× INCR, same slices: the median" in out and "not the title's rate" in out, "each ratio names its baseline"
+    assert "× INCR, same slices: the median" in out and "not the title's rate" in out, (
+        "each ratio names its baseline"
+    )
 
 
 @pytest.mark.slow
