@@ -128,7 +128,7 @@ PROPERTY_DESCRIPTIONS: dict[str, str] = {
     ),
     PROGRESS: (
         "every operation returns (no hang, livelock or deadlock) within a bound of virtual time, and a "
-        "blocking acquire(timeout=t) within t plus one retry interval while the lock stays held"
+        "blocking acquire(timeout=t) within t plus one retry interval of its call, whatever happens meanwhile"
     ),
     RUNS_ONCE: "callers of one flight run the function once",
     SHARED_RESULT: "every caller of a flight gets the leader's result",

@@ -6,7 +6,8 @@ Rules common to all families:
   time. For each, Hypothesis draws an index into the runnable clients, 0
   meaning "keep the current one", so failing examples shrink towards fewer
   context switches.
-  One advance in LOSE_ONE_IN also loses the reply of its first round trip: the server
+  One advance in LOSE_ONE_IN (in LOSE_CONTENDED_ONE_IN while two clients or more are
+  mid-operation, where a lost reply bites) also loses the reply of its first round trip: the server
   runs it, then the connection drops (or the client times out) before the reply arrives,
   and the client's own retry settings decide whether it is sent again. An operation that
   raises after such a loss is indeterminate, as Jepsen's `info`: it may or may not have
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import itertools
 import random
@@ -142,7 +144,21 @@ class _SyncView:
 #: in 16 most examples had one, and races a lock's stale release needs took twice as many examples).
 #: With a dozen advances an example, about one example in five still loses a reply.
 LOSE_ONE_IN = 48
-LOSE_REPLY = st.sampled_from([None] * (LOSE_ONE_IN - 2) + [LostReply.CONNECTION, LostReply.TIMEOUT])
+#: Where a lost reply bites: while another client is in the middle of an operation too (a
+#: waiter polls while the holder releases, a competitor is about to win, a second EXEC is in
+#: flight), what the code sends in answer to the loss can harm that client. There one advance
+#: in LOSE_CONTENDED_ONE_IN loses its first reply.
+LOSE_CONTENDED_ONE_IN = 8
+#: How long (virtual seconds) the operations under way at an example's end may take to finish,
+#: and how many round trips that may take at most (a bound on the real time it costs).
+FINISH_BOUND = 120.0
+FINISH_STEP_CAP = 100_000
+
+
+@functools.cache
+def lose_one_in(n: int) -> st.SearchStrategy[LostReply | None]:
+    """No loss, or a lost reply (either kind) once in `n` draws."""
+    return st.sampled_from([None] * (n - 2) + [LostReply.CONNECTION, LostReply.TIMEOUT])
 
 
 class PropertyViolated(AssertionError):
@@ -420,19 +436,29 @@ class ScheduledMachine(RuleBasedStateMachine):
     @rule(data=st.data(), steps=st.integers(1, 4))
     def advance(self, data: st.DataObject, steps: int) -> None:
         """Up to `steps` round trips, each by a client Hypothesis picks (0: the current one); the
-        first may lose its reply (one advance in LOSE_ONE_IN)."""
+        first may lose its reply (one advance in LOSE_ONE_IN, or LOSE_CONTENDED_ONE_IN while
+        another client is mid-operation too)."""
         choose = DrawChooser(data)
-        lose = data.draw(LOSE_REPLY, label="reply lost") if self.lose_replies else None
-        for _ in range(steps):
+        for step in range(steps):
             ready = self.scheduler.runnable()
             if not ready:
                 return
             self.current = choose(self.first_choice(ready), ready)
+            lose = None
+            if step == 0 and self.lose_replies:
+                odds = lose_one_in(self.lost_reply_odds(self.current))
+                lose = data.draw(odds, label="reply lost")
             self.before_step(self.current)
             client = self.scheduler.clients[self.current]
             self.scheduler.step(self.current, lose=lose if client.status is Status.READY else None)
-            lose = None
             self._after_progress(self.current)
+
+    def lost_reply_odds(self, index: int) -> int:
+        """One in how many of client `index`'s round trips (the first of an advance) loses its
+        reply: LOSE_CONTENDED_ONE_IN while another client is mid-operation too, where what the
+        code sends in answer can harm it; LOSE_ONE_IN otherwise."""
+        others = [i for i in self.busy_clients() if i != index]
+        return LOSE_CONTENDED_ONE_IN if others else LOSE_ONE_IN
 
     def first_choice(self, ready: list[int]) -> int | None:
         """The client the schedule's first choice runs (index 0 of what Hypothesis draws from:
@@ -472,8 +498,13 @@ class ScheduledMachine(RuleBasedStateMachine):
                     _idle_connections.setdefault(_pool_key(self.target), []).append(conn)
 
     def finish_all(self, max_steps: int = 5_000) -> None:
-        """Run every client to the end of its operation, the current one first."""
-        for _ in range(max_steps):
+        """Run every client to the end of its operation, the current one first. A livelock is
+        `max_steps` round trips in a row with no client asleep long enough for the clock to jump
+        (clients that spin), or FINISH_BOUND seconds of virtual time (clients that sleep and
+        retry for ever); pollers waiting out a slow leader or a long lease are neither, however
+        many round trips their polls take."""
+        started, last_jump, spinning = self.scheduler.vclock, self.scheduler.jumped, 0
+        for _ in range(FINISH_STEP_CAP):
             ready = self.scheduler.runnable()
             if not ready:
                 return
@@ -482,7 +513,21 @@ class ScheduledMachine(RuleBasedStateMachine):
             self.before_step(self.current)
             self.scheduler.step(self.current)
             self._after_progress(self.current)
-        self.fail(PROGRESS, f"operations still running after {max_steps} steps (livelock or deadlock)")
+            spinning = 0 if self.scheduler.jumped != last_jump else spinning + 1
+            last_jump = self.scheduler.jumped
+            if spinning >= max_steps:
+                self.fail(
+                    PROGRESS,
+                    f"operations still running after {max_steps} round trips in a row with no client "
+                    "asleep (livelock)",
+                )
+            if self.scheduler.vclock - started > FINISH_BOUND:
+                break
+        self.fail(
+            PROGRESS,
+            f"operations still running {self.scheduler.vclock - started:.1f} s of virtual time after "
+            "the last rule (livelock or deadlock)",
+        )
 
 
 class _SwarmBut(st.SearchStrategy[Any]):

@@ -66,6 +66,8 @@ from contend.machines.stale_leases import StaleLeases
 from contend.schedule.client import Status
 from contend.subject.protocols import granted
 
+#: One in how many release or extend round trips loses its reply while another client waits.
+LOSE_RELEASE_ONE_IN = 4
 #: Stalls and pauses are drawn rarely (one draw in this many): a stall ends the very leases whose
 #: overlap a race needs, so frequent stalls hide races (the battery stalls at every round trip). Yet
 #: a stale release or grant needs one: one in 3 finds those in a third to a half of the examples
@@ -157,11 +159,31 @@ class LockMachine(StaleLeases):
     @precondition(lambda self: self.survivors() > 2 and self.reads_wall_clock())
     @rule(data=st.data(), ahead=st.booleans())
     def skew_clock(self, data: st.DataObject, ahead: bool) -> None:
-        """One client's wall clock jumps (only once the lock's code has read a wall clock)."""
-        index = data.draw(st.integers(0, self.workers - 1), label="client")
+        """One client's wall clock jumps (only once the lock's code has read a wall clock): as
+        often as not one waiting in an acquire, where a deadline read off the wall clock bites."""
+        acquiring = [
+            i for i, label in self.in_flight.items() if label.startswith("acquire") and i != self.probe
+        ]
+        during: bool = bool(acquiring)
+        if during:
+            during = data.draw(st.booleans(), label="during an acquire")
+        if during:
+            index = data.draw(st.sampled_from(acquiring), label="client")
+        else:
+            index = data.draw(st.integers(0, self.workers - 1), label="client")
         self.scheduler.skew(index, (2 if ahead else -2) * self.ttl)
         self.skew_total += 2 * self.ttl
         self.skews += 1
+
+    def lost_reply_odds(self, index: int) -> int:
+        """A release's or an extend's reply while another client waits for the lock is the one
+        whose loss bites hardest (a fallback DEL, a resent give-back: the waiter is who it
+        harms): there one in LOSE_RELEASE_ONE_IN is lost."""
+        label = self.in_flight.get(index, "")
+        waiting = [i for i in self.busy_workers() if i != index]
+        if waiting and label.startswith(("release", "extend")):
+            return LOSE_RELEASE_ONE_IN
+        return super().lost_reply_odds(index)
 
     def turn_from_new_holder(self) -> None:
         """A client just granted the lock is the last to move on: the schedule's first choice
@@ -334,8 +356,9 @@ class LockMachine(StaleLeases):
             self.tokens.append(token)
 
     def check_deadlines(self, finished: int | None = None) -> None:
-        """progress: a blocking acquire(timeout=t) returns within t plus one retry interval while
-        the lock stays held by another client (a dead holder's lease included)."""
+        """progress: a blocking acquire(timeout=t) returns within t plus one retry interval of its
+        own virtual time from its call, whatever happens meanwhile (the lock held by another
+        client, a dead holder's lease, the lock freed while it slept, a wall clock set back)."""
         if PROGRESS not in self.judged:
             return
         waiting = [
@@ -349,15 +372,18 @@ class LockMachine(StaleLeases):
             held = sorted(
                 (self.valid_holders() | {c for c in self.crashed_holders if self.may_hold(c)}) - {index}
             )
-            if not held:
-                continue
             names = [c.name for c in self.scheduler.clients]
             when = "returned" if index == finished else "was still waiting"
+            holders = (
+                f"while {', '.join(names[h] for h in held)} held the lock" if held else "(the lock free)"
+            )
+            skewed = [f"{c.name} {c.skew:+g} s" for c in self.scheduler.clients if c.skew]
+            clocks = f"; wall clocks skewed: {', '.join(skewed)}" if skewed else ""
             self.fail(
                 PROGRESS,
                 f"{names[index]}'s acquire(timeout={ACQUIRE_TIMEOUT:g}) {when} {late:.3f} s of virtual time "
-                f"past its timeout while {', '.join(names[h] for h in held)} held the lock: a blocking "
-                f"acquire must return within its timeout plus one retry interval (here {slack:g} s)",
+                f"past its timeout {holders}{clocks}: a blocking acquire must return within its timeout "
+                f"plus one retry interval (here {slack:g} s) of its call, counting its own time",
             )
 
     def extended(self, index: int, value: Any) -> None:
