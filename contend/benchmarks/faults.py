@@ -178,6 +178,10 @@ def measure(
                 outcome.inconclusive += 1
                 on_run(f"{case.module} run {seed + 1}/{runs}: inconclusive ({exc}), {_since(started)}")
                 continue
+            except Exception as exc:  # the code under test raised outside any operation (its
+                # teardown read, say): the check reports it as a failure, and so does this run
+                seconds, found = time.perf_counter() - started, {f"raised {type(exc).__name__}"}
+                on_run(f"{case.module} run {seed + 1}/{runs}: raised {type(exc).__name__}: {exc}")
             if found:
                 outcome.caught += 1
                 outcome.times.append(seconds)
