@@ -19,6 +19,7 @@ from contend.commands.names import COMMANDS
 from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
 from contend.commands.progress import Reporter
 from contend.errors import ContendError
+from contend.exitcodes import ExitCode
 from contend.stress.nemesis import NEMESES
 from contend.stress.options import StressOptions, validate
 from contend.stress.report import junit_cases, summary_markdown
@@ -294,7 +295,13 @@ def report(result: StressResult, out: Console) -> None:
     out.print(f"[{style}]{escape(result.history_headline())}[/]", soft_wrap=True)
     for reason in result.no_fault:
         out.print(f"[bold red]NO FAULT — {escape(reason)}[/]", soft_wrap=True)
-    if result.no_fault:
+    if result.no_fault and result.exit_code == ExitCode.FAILED:
+        out.print(
+            "exit 1: the history shows a violation, which stands; the fault asked for was not "
+            "tested (see NO FAULT above)",
+            soft_wrap=True,
+        )
+    elif result.no_fault:
         out.print(
             f"exit {result.exit_code}: the run did not test what was asked (the history's verdict, "
             f"{result.history_outcome}, stands only for a run without that fault)",

@@ -78,6 +78,9 @@ class Fault:
         self.begun = 0
         self.unfit = 0
         self.declined = 0
+        #: Why each fault begun did not take effect (a replica never promoted, say): a fault
+        #: that never took effect counts as none injected.
+        self.missed: list[str] = []
 
     def begin(self) -> bool:
         raise NotImplementedError

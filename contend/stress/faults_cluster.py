@@ -139,6 +139,8 @@ class ClusterFailover(ClusterFault, AwaitsPromotion):
             if promoted
             else f"replica {address(self.replica)} was not promoted within {took} ms"
         )
+        if not promoted:
+            self.missed.append(outcome)
         self.record(
             f"stop: {outcome}; the old master restarted (pid {self.killed.pid}) with persistence off, "
             "and rejoins as a replica"

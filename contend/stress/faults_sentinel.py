@@ -79,6 +79,7 @@ class SentinelFailover(AwaitsPromotion):
             )
         else:
             outcome = f"the Sentinels did not promote {address(self.new)} within {took} ms"
+            self.missed.append(outcome)
         self.record(
             f"stop: {outcome}; the old master restarted empty (pid {self.killed.pid}) and becomes a replica"
         )

@@ -294,11 +294,18 @@ class Nemesis:
             with contextlib.suppress(Exception):
                 fault.heal()
 
+    def took_effect(self, name: str) -> bool:
+        """Did nemesis `name` begin a fault that took effect (not only one that was begun)?"""
+        fault = next(f for f in self.faults if f.name == name)
+        return fault.begun > len(fault.missed)
+
     def why_none(self, name: str, *, ran: float, duration: float) -> str:
         """Why nemesis `name` injected no fault in a run whose load lasted `ran` of `duration` seconds."""
         fault = next(f for f in self.faults if f.name == name)
         interval = self.interval_ns / 1e9
         head = f"--nemesis {name} injected no fault: "
+        if fault.begun and len(fault.missed) >= fault.begun:
+            return head + f"it began {fault.begun} time(s) and never took effect: {fault.missed[0]}"
         if fault.declined:
             return (
                 head + f"{fault.declined_because()}; it tried {fault.declined} time(s) in {ran:.1f} s; "

@@ -46,7 +46,8 @@ class StressResult:
     invariants: list[str] = field(default_factory=list)
     timeline: Path | None = None
     counts: dict[str, int] = field(default_factory=dict)
-    #: Why each requested nemesis that injected no fault did not (the run then exits 2).
+    #: Why each requested nemesis that injected no fault did not (the run then exits 3, or 1 on a
+    #: violation).
     no_fault: list[str] = field(default_factory=list)
 
     @property
@@ -57,9 +58,12 @@ class StressResult:
 
     @property
     def exit_code(self) -> int:
-        """The history's verdict, or 2 when a requested nemesis injected no fault: the run did
-        not test what was asked, whatever its history shows."""
-        return ExitCode.BAD_INPUT if self.no_fault else self.history_exit_code
+        """The history's verdict; but 3 (inconclusive) when a requested nemesis injected no fault
+        that took effect and the history shows no violation: the run did not test what was
+        asked. A violation found stands (1) whatever the faults did."""
+        if self.no_fault and self.history_exit_code != ExitCode.FAILED:
+            return ExitCode.INCONCLUSIVE
+        return self.history_exit_code
 
     @property
     def history_outcome(self) -> str:

@@ -13,7 +13,7 @@ kind registry or lock, taken through the one door for the code under test
 `validate` (contend.stress.options), one object built and (for a lock) tried
 once on the server before any worker starts (`contend.stress.workload.tried`),
 which finds out where its fencing token comes from, as `contend check` does. A
-requested nemesis that injected no fault makes the run exit 2
+requested nemesis that injected no fault (or none that took effect) makes the run exit 3
 (`StressResult.no_fault` says why); one that cannot fit in the run is refused
 by `validate`. The history is merged and checked in contend.stress.history.
 
@@ -211,7 +211,7 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
     no_fault = [
         nemesis.why_none(name, ran=ran, duration=options.duration)
         for name in options.nemeses
-        if name not in injected
+        if name not in injected or not nemesis.took_effect(name)
     ]
     counts = {s: sum(1 for c in calls if c.status == s) for s in ("ok", "fail", "info")}
     result = StressResult(

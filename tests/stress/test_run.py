@@ -442,9 +442,10 @@ def test_user_module_in_the_current_directory(tmp_path, monkeypatch):
     assert code == 0 and doc["counts"]["ok"] > 0
 
 
-def test_a_nemesis_that_injected_no_fault_exits_2_and_says_why(tmp_path, capsys):
-    """No worker ever holds this lock, so no client pause is ever due: the run is kept and checked,
-    but it did not test what was asked."""
+def test_a_nemesis_that_injected_no_fault_says_why_and_a_violation_stands(tmp_path, capsys):
+    """No worker ever holds this lock, so no client pause is ever due: the run is kept and checked;
+    it did not test what was asked, but the violation its history shows (an acquire of a free
+    lock refused) stands: exit 1, not 3."""
     junit = tmp_path / "junit.xml"
     code, doc, run_dir = stress_cli(
         tmp_path,
@@ -453,17 +454,27 @@ def test_a_nemesis_that_injected_no_fault_exits_2_and_says_why(tmp_path, capsys)
         *("--junit-xml", str(junit)),
     )
     out = " ".join(capsys.readouterr().out.split())
-    assert code == 2
+    assert doc["history_verdict"] == "violation" and code == 1
     reason = "--nemesis client-pause injected no fault: no worker held the lock when a pause was due"
-    assert doc["verdict"] == "no-fault" and doc["exit_code"] == 2 and doc["exit"] == "bad-input"
+    assert doc["verdict"] == "no-fault" and doc["exit_code"] == 1
     assert doc["no_fault"] and doc["no_fault"][0].startswith(reason)
-    assert doc["history_verdict"] in ("valid", "violation") and doc["nemesis_events"] == []
-    assert f"NO FAULT — {reason}" in out and "exit 2: the run did not test what was asked" in out
+    assert doc["nemesis_events"] == []
+    assert f"NO FAULT — {reason}" in out and "exit 1: the history shows a violation, which stands" in out
     assert "linearizability:" in out, "the history's own verdict is printed too"
     assert Path(run_dir, "history.jsonl").exists()
     assert json.loads(Path(run_dir, "verdict.json").read_text())["verdict"] == "no-fault"
     xml = junit.read_text()
     assert 'name="nemesis"' in xml and "<error" in xml and "injected no fault" in xml
+
+
+def test_a_run_whose_fault_never_took_effect_is_inconclusive_unless_it_found_a_violation():
+    from contend.stress.result import StressResult
+
+    def result(no_fault: list[str]) -> StressResult:
+        return StressResult(None, None, "", Path(), Path(), None, [], [], [], 0.0, no_fault=no_fault)  # type: ignore[arg-type]
+
+    assert result([]).exit_code == 0
+    assert result(["--nemesis cluster-failover injected no fault: it never took effect"]).exit_code == 3
 
 
 def test_no_fault_reasons():
