@@ -118,6 +118,7 @@ def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
     index, where = _cancel(self, list(label), which, while_awaiting_reply)
     client = self.scheduler.clients[index]
     was = label[index]
+    lost = index in self.lost_reply_in  # a reply lost in this operation: what it left is indeterminate
     # What it still sends on its way out (a pipeline's UNWATCH), and after a cancelled extend the
     # release that follows (as `async with` does), run alone to their end.
     self.step_alone(index, FINISH_STEPS)
@@ -128,6 +129,8 @@ def cancel_release(self: Any, which: int, while_awaiting_reply: bool) -> None:
         self.run_alone(index, self.locks[index].release, "release() again")
     if CRASH_LIVENESS not in self.claims or not self.server_keeps_time:
         return
+    if lost or index in self.lost_reply_in:
+        return  # a lease a lost reply left behind may stand until its TTL (crash-liveness allows it)
     if not _probe_can_tell(self, index):
         return
     if not self.probe_acquires():
