@@ -274,7 +274,7 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         "exists_then_set", "lock", exists_then_set.factory, "lease",
         "EXISTS, then SET in a second round trip, no TTL (seed 001's ダメな例)",
-        "seed 001", LEASE_CLAIMS, frozenset({MUTUAL_EXCLUSION, CRASH_LIVENESS}),
+        "seed 001", LEASE_CLAIMS, frozenset({MUTUAL_EXCLUSION, CRASH_LIVENESS, SAFE_RELEASE}),
     ),
     Implementation(
         "incr_counter", "lock", incr_counter.factory, "lease",

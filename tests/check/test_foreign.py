@@ -56,7 +56,7 @@ MUTANTS = [
     ("helper_bank", "transaction", {APPLIES_ONCE, SERIALIZABLE}),
     # Reported for liveness ("the crashed holder's TTL passes", then refused) while the machines
     # rewrote TTLs instead of moving the server's clock (issue 37).
-    ("pxat_lock", "lock", {CLOCK_SKEW_SAFE, MUTUAL_EXCLUSION}),
+    ("pxat_lock", "lock", {CLOCK_SKEW_SAFE, MUTUAL_EXCLUSION, STALE_GRANT}),
     # Faults where they bite (issue 39): each harms another client, only when one is there.
     # (wall_deadline_lock, a deadline read off the wall clock, is not caught at this budget on
     # every seed yet: the faults benchmark measures it.)
