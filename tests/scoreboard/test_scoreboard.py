@@ -183,7 +183,10 @@ def test_an_adapter_that_is_not_faithful_fails_the_run(capsys, monkeypatch):
     ("argv", "message"),
     [
         (["--lib", "nope"], "--lib 'nope' is not on the scoreboard; choose from redis-py"),
-        (["--replay", f"{hypothesis.__version__}:AXicc2RgcIRDBkcmCAMAHdkCjQ=="], "give exactly one --lib NAME"),
+        (
+            ["--replay", f"{hypothesis.__version__}:AXicc2RgcIRDBkcmCAMAHdkCjQ=="],
+            "give exactly one --lib NAME",
+        ),
         (["--lib", "redis-py", "--replay", "garbage"], "--replay"),
         (["--jobs", "0"], "--jobs"),
         (["--environment", "elsewhere"], "--environment"),
