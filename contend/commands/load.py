@@ -163,7 +163,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
     if (dest / sw.RAW_DIR / sw.SWEEP_FILE).exists():
         raise sw.SweepError(f"{dest} already holds a sweep; pick another --out")
     points = plan.points()
-    with open_target(args.redis_url, args.redis_server) as target:
+    with open_target(args.redis_url, args.redis_server, keep_clock=False) as target:  # Locust: real time
         space = target.namespace(args.namespace or f"contend:{new_run_id()}")
         namespace = space.prefix
         if plan.impl:  # code that cannot take one step would be measured doing nothing

@@ -16,6 +16,7 @@ from contend.errors import ContendError
 from contend.exitcodes import ExitCode
 from contend.machines.fencing import FENCES
 from contend.machines.redlock import LIBRARIES, MASTERS, Demo, demo
+from contend.servers.binary import find_redis_server
 
 #: Its line in `contend --help` (contend.cli lists it beside contend.commands.names' commands).
 SUMMARY = COMMANDS["redlock"]
@@ -74,6 +75,14 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             import pottery  # noqa: F401
         except ImportError:
             raise ContendError("--lib pottery needs pottery: pip install -e '.[libs]'") from None
+    binary = find_redis_server(keep_clock=True)  # the one five_masters starts (no --redis-server here)
+    out.print(
+        escape(
+            f"contend redlock on {MASTERS} embedded masters, {binary.describe()}: {args.runs} seed(s) × "
+            f"up to {args.max_examples} examples"
+        ),
+        soft_wrap=True,
+    )
     try:
         result = demo(
             args.runs,

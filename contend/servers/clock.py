@@ -15,6 +15,14 @@ agrees with them, every redis-server a run starts has libfaketime preloaded (the
 The file is replaced whole (write, then rename): libfaketime reads it at every clock call
 (`FAKETIME_NO_CACHE`), and a half-written one would stop the server.
 
+Each server starts on a file of its own, standing still at the run's now, and follows the run's
+file once it answers (`hold`, then `follow`: the file becomes a link to the run's). A server
+chooses its clocks as it starts: Valkey 9 on x86-64 measures the processor's clock (TSC) against
+the monotonic clock over 30 ms and, if it ticks, reads its time from the processor's clock
+between wall-clock readings up to 1 ms apart, which no preloaded library can stop. On a monotonic
+clock that stands still it cannot measure the TSC and keeps POSIX clocks, which libfaketime
+fakes: its TIME and TTLs then follow the run's clock to the microsecond.
+
 Not every binary keeps such a clock (a statically linked one ignores the preload; Debian's
 Redis 7.0 does not start under it): `keeps_time` starts a binary once on a clock of its own
 and says why it cannot, and contend then uses another or refuses with the fix
@@ -107,14 +115,15 @@ class ServerClock:
         clock._lock = threading.Lock()
         return clock
 
-    def environment(self, product: str = "Redis") -> dict[str, str]:
-        """What a server process needs in its environment to keep this clock. Valkey derives its
-        wall clock from the monotonic one between readings, so it gets a faked monotonic clock too
-        (its timers then wait while the clock stands still; Redis 6.2's run in real time)."""
+    def environment(self, product: str = "Redis", own: Path | None = None) -> dict[str, str]:
+        """What a server process needs in its environment to keep this clock, read from `own` (its
+        own file: `hold`, then `follow`) or else from the run's file. Valkey gets a faked monotonic
+        clock too: started on one that stands still, it keeps POSIX clocks (see above), and its
+        timers then wait while the clock stands still; Redis's run in real time."""
         preload = ":".join(filter(None, [str(library()), os.environ.get("LD_PRELOAD", "")]))
         env = {
             "LD_PRELOAD": preload,
-            "FAKETIME_TIMESTAMP_FILE": str(self.path),
+            "FAKETIME_TIMESTAMP_FILE": str(own or self.path),
             "FAKETIME_NO_CACHE": "1",
             "FAKETIME_FMT": "%Y-%m-%d %H:%M:%S",
             "TZ": "UTC",
@@ -128,6 +137,22 @@ class ServerClock:
         if product != "Valkey":
             env["FAKETIME_DONT_FAKE_MONOTONIC"] = "1"
         return env
+
+    # A server's own file ------------------------------------------------------------------
+    def hold(self, own: Path) -> None:
+        """Make `own` a clock standing still at the run's now (the instant a scheduler set, or the
+        real time), for a server to start on."""
+        with self._lock:
+            now = self.path.read_text()
+        _replace(own, _instant(time.time()) if now == REAL_TIME else now)
+
+    def follow(self, own: Path) -> None:
+        """From now on `own` reads as the run's clock (a link to its file)."""
+        link = own.with_name(f"{own.name}.link")
+        with contextlib.suppress(FileNotFoundError):
+            link.unlink()
+        link.symlink_to(self.path)
+        os.replace(link, own)
 
     # Who drives it ------------------------------------------------------------------------
     def take(self, owner: object, at: float) -> None:
@@ -165,16 +190,21 @@ class ServerClock:
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def _write(self, text: str) -> None:
-        partial = f"{self.path}.new"
-        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, text.encode())
-        finally:
-            os.close(fd)
-        os.replace(partial, self.path)
+        _replace(self.path, text)
 
 
 _PREFIX = "contend-clock-"
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write `text` to `path` whole: a new file renamed over it (over a link too, not through it)."""
+    partial = f"{path}.new"
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+    os.replace(partial, path)
 
 
 def forget_process(pid: int) -> None:
@@ -220,27 +250,29 @@ def _instant(at: float) -> str:
 @cache
 def keeps_time(binary_path: str, product: str) -> str:
     """Does the server at `binary_path` keep a clock it is given? "" if it does, else why not
-    (one line). Starts it once per process on a clock of its own, frozen: TIME, a script's
-    TIME and a 1000 ms TTL must follow the clock to the millisecond."""
+    (one line). Starts it once per process as contend starts its servers (on a clock standing
+    still, then on the run's clock in real time), then holds the clock still and moves it: TIME,
+    a script's TIME and a 1000 ms TTL must follow it to the microsecond and the millisecond, and
+    the server keeps real time again once the clock is given back."""
     try:
         library()
     except ClockUnavailable as exc:
         return str(exc)
     clock = ServerClock()
-    env = clock.environment(product)
-    clock.take("probe", _PROBE_AT)
+    own = clock.dir / "server"
+    clock.hold(own)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
-    err = clock.dir / "stderr"
-    with err.open("wb") as stderr:
+    err, log = clock.dir / "stderr", clock.dir / "log"
+    with err.open("wb") as stderr, log.open("wb") as stdout:
         try:
             proc = subprocess.Popen(
                 [binary_path, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"],
                 cwd=clock.dir,
-                env={**os.environ, **env},
+                env={**os.environ, **clock.environment(product, own)},
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=stdout,
                 stderr=stderr,
                 start_new_session=True,
             )
@@ -249,7 +281,11 @@ def keeps_time(binary_path: str, product: str) -> str:
             return f"it cannot be started: {exc.strerror or exc}"
     client = redis.Redis(port=port, socket_connect_timeout=0.5, socket_timeout=2)
     try:
-        return _judge_probe(proc, client, clock, err)
+        why = _started(proc, client, err)
+        if not why:
+            clock.follow(own)
+            why = _judge_probe(client, clock)
+        return f"{why}{_hardware_clock(log)}" if why.startswith("it does not keep") else why
     finally:
         client.close()
         with contextlib.suppress(ProcessLookupError):
@@ -259,7 +295,8 @@ def keeps_time(binary_path: str, product: str) -> str:
         clock.close()
 
 
-def _judge_probe(proc: subprocess.Popen[bytes], client: redis.Redis, clock: ServerClock, err: Path) -> str:
+def _started(proc: subprocess.Popen[bytes], client: redis.Redis, err: Path) -> str:
+    """Why the server does not answer PING; empty once it does."""
     deadline = time.monotonic() + 10
     while True:
         if proc.poll() is not None:
@@ -271,16 +308,33 @@ def _judge_probe(proc: subprocess.Popen[bytes], client: redis.Redis, clock: Serv
             return f"it does not start with libfaketime preloaded ({complaint[0].strip()})"
         try:
             client.ping()
-            break
+            return ""
         except (redis.ConnectionError, redis.TimeoutError):
             if time.monotonic() > deadline:
                 return "it did not answer PING within 10 s with libfaketime preloaded"
             time.sleep(0.005)
-    seconds, micros = client.time()
-    if abs(seconds + micros / 1e6 - _PROBE_AT) > 0.0005:
+
+
+def _judge_probe(client: redis.Redis, clock: ServerClock) -> str:
+    """Why the server does not keep `clock` exactly, running on it in real time; empty if it does."""
+    if abs(_seconds(client.time()) - time.time()) > 2:
+        return f"it does not keep real time on libfaketime's clock (TIME said {_seconds(client.time()):.6f})"
+    clock.take("probe", _PROBE_AT)
+    said = client.time()
+    time.sleep(0.003)  # longer than a server reads its time from a processor clock between readings
+    still = client.time()
+    if abs(_seconds(still) - _PROBE_AT) > 1:  # the real time still: the preload does nothing
         return (
-            "its clock does not follow libfaketime's (TIME said "
-            f"{seconds}.{micros:06d}, the clock {_PROBE_AT}): statically linked?"
+            f"its clock does not follow libfaketime's (TIME said {_seconds(still):.6f}, the clock "
+            f"{_PROBE_AT}): statically linked?"
+        )
+    clock.set("probe", _PROBE_AT + 0.000_250)
+    moved = client.time()
+    if (said, still, moved) != ((1_000_000_000, 500_000),) * 2 + ((1_000_000_000, 500_250),):
+        return (
+            "it does not keep the clock to the microsecond (TIME said "
+            f"{_seconds(said):.6f}, then {_seconds(still):.6f} 3 ms later, then {_seconds(moved):.6f} "
+            f"on a clock standing at {_PROBE_AT:.6f}, then at {_PROBE_AT + 0.000_250:.6f})"
         )
     client.set("contend:clock-probe", "1", px=1000)
     clock.set("probe", _PROBE_AT + 0.999)
@@ -291,7 +345,27 @@ def _judge_probe(proc: subprocess.Popen[bytes], client: redis.Redis, clock: Serv
     gone = not client.exists("contend:clock-probe")
     if [int(v) for v in scripted] != [1_000_000_001, 499_000] or left != 1 or not gone:  # type: ignore[union-attr]
         return (
-            "it does not follow the clock exactly (a script's TIME, a 1000 ms TTL 999 ms later, "
-            f"and 2 ms later: {scripted}, PTTL {left}, {'expired' if gone else 'still there'})"
+            "it does not keep the clock to the millisecond (a script's TIME, a 1000 ms TTL 999 ms "
+            f"later, and 2 ms later: {scripted}, PTTL {left}, {'expired' if gone else 'still there'})"
         )
+    clock.give_back("probe")
+    if abs(_seconds(client.time()) - time.time()) > 2:
+        return (
+            "it does not keep real time again once the clock is given back (TIME said "
+            f"{_seconds(client.time()):.6f})"
+        )
+    return ""
+
+
+def _seconds(time_reply: tuple[int, int]) -> float:
+    seconds, micros = time_reply
+    return seconds + micros / 1e6
+
+
+def _hardware_clock(log: Path) -> str:
+    """Why, when its log says its monotonic clock is the processor's (Valkey 9 on ARM64, say)."""
+    said = [line for line in log.read_text(errors="replace").splitlines() if "monotonic clock:" in line]
+    if said and "POSIX" not in said[0]:
+        which = said[0].split("monotonic clock:", 1)[1].strip()
+        return f": it reads its time from the processor's clock ({which}), which libfaketime cannot stop"
     return ""

@@ -36,6 +36,8 @@ Persistence = Literal["none", "aof", "rdb"]
 DIR_PREFIX = "contend-redis-"
 OWNER_FILE = "owner.pid"
 STDERR_FILE = "stderr.log"
+#: The server's own clock file: standing still while it starts, then a link to the run's clock.
+CLOCK_FILE = "clock"
 
 _live: set[EmbeddedRedis] = set()
 _live_lock = threading.Lock()
@@ -116,6 +118,8 @@ class EmbeddedRedis(Lifecycle):
             self._spawn()
             try:
                 self._wait_ready()
+                if self.clock is not None:
+                    self.clock.follow(self.dir / CLOCK_FILE)
                 return self
             except ServerError:
                 in_use = "Address already in use" in self.log_tail()
@@ -213,7 +217,10 @@ class EmbeddedRedis(Lifecycle):
             threading.get_native_id() == threading.main_thread().native_id
         )
         assert self.dir is not None
-        env = None if self.clock is None else {**os.environ, **self.clock.environment(self.binary.product)}
+        env = None
+        if self.clock is not None:  # it starts on a clock standing still (contend.servers.clock)
+            self.clock.hold(self.dir / CLOCK_FILE)
+            env = {**os.environ, **self.clock.environment(self.binary.product, self.dir / CLOCK_FILE)}
         with (self.dir / STDERR_FILE).open("ab") as stderr:
             self.process = subprocess.Popen(
                 self._args(),

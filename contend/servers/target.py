@@ -127,11 +127,13 @@ def open_target(
     client_retries: int = 0,
     masters: int = 0,
     master_urls: tuple[str, ...] = (),
+    keep_clock: bool = True,
 ) -> Iterator[Target]:
     """The embedded server (started here, stopped on exit), an embedded cluster of `cluster`
     masters, `masters` independent embedded masters (the first is the target, the others its
     `also`), the servers at `master_urls` (as many), or the server at `redis_url`; its clients
-    resend `client_retries` times."""
+    resend `client_retries` times. Servers it starts keep the run's clock unless `keep_clock` is
+    False (a run in real time only: any redis-server that runs will do)."""
     if master_urls:
         described = [describe_server(url) for url in master_urls]
         yield Target(
@@ -149,6 +151,7 @@ def open_target(
         node_timeout_ms=None,
         masters=masters,
         counter=not masters,
+        keep_clock=keep_clock,
     )
     try:
         deployment.start()

