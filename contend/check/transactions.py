@@ -18,7 +18,9 @@ from typing import Any
 from contend.check.burst import burst, errors_summary
 from contend.check.framework import Check, CheckContext, CheckFailed, expect
 from contend.impl.catalog import APPLIES_ONCE, BAD_INPUT, CONSISTENT_AUDIT
+from contend.machines.transactions import open_record, server_table
 from contend.models.bank import BankModel, Move, explain_audit, explain_final
+from contend.servers.record import ServerRecord, between
 
 ACCOUNTS = ("a", "b", "c")
 OPENING = 100
@@ -111,13 +113,42 @@ def burst_check(ctx: CheckContext) -> str:
 
 
 def _snapshot(ctx: CheckContext) -> dict[bytes, Any]:
-    client = ctx.namespace.client
-    return {k: client.dump(k) for k in sorted(client.scan_iter(f"{ctx.namespace.prefix}:*"))}
+    """Every key of the check's namespace (whatever separator the bank joins to it) and its value."""
+    client, ns = ctx.namespace.client, ctx.namespace
+    return {k: client.dump(k) for k in sorted(client.scan_iter(ns.pattern, count=1000)) if ns.owns(k)}
+
+
+def _writes(ctx: CheckContext, record: ServerRecord | None, call: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """Run `call`: what it raised (None if it returned), and what the server's record shows it wrote
+    (`COMMAND key`, any key, in the namespace or not); without a record, the namespace's keys that
+    changed."""
+    error: BaseException | None = None
+    if record is None:
+        before = _snapshot(ctx)
+        try:
+            call()
+        except Exception as exc:
+            error = exc
+        after = _snapshot(ctx)
+        changed = sorted({*before, *after} - {k for k in before if after.get(k) == before[k]})
+        return error, [k.decode(errors="replace") for k in changed]
+    table = server_table(ctx.target)
+    begin = record.mark("call")
+    try:
+        call()
+    except Exception as exc:
+        error = exc
+    end = record.mark("called")
+    wrote = []
+    for ran in between(record.read_through(end), begin, end):
+        placed = table.place(ran.args, script_shown=record.shows_scripts and not ran.by_script)
+        wrote += [f"{ran.args[0].upper()} {a.key}" for a in placed.accesses if a.writes]
+    return error, wrote
 
 
 def bad_input_check(ctx: CheckContext) -> str:
     """An amount <= 0, an unknown account and a transfer to the same account raise (any exception)
-    and write nothing."""
+    and write nothing (as the server's record shows, where contend started the server)."""
     obj = bank(ctx)
     calls: list[tuple[str, Callable[[], Any]]] = [
         ("transfer('a', 'b', 0)", lambda: obj.transfer("a", "b", 0)),
@@ -127,16 +158,22 @@ def bad_input_check(ctx: CheckContext) -> str:
         ("transfer('a', 'a', 5)", lambda: obj.transfer("a", "a", 5)),
     ]
     raised = set()
-    for what, call in calls:
-        before = _snapshot(ctx)
-        try:
-            call()
-        except Exception as exc:
-            if _snapshot(ctx) != before:
-                raise CheckFailed(f"{what} raised {type(exc).__name__} but wrote first") from exc
-            raised.add(type(exc).__name__)
-            continue
-        raise CheckFailed(f"{what} was accepted; the protocol says it must raise before writing anything")
+    record = open_record(ctx.target)
+    try:
+        for what, call in calls:
+            error, wrote = _writes(ctx, record, call)
+            if error is None:
+                raise CheckFailed(
+                    f"{what} was accepted; the protocol says it must raise before writing anything"
+                )
+            if wrote:
+                raise CheckFailed(
+                    f"{what} raised {type(error).__name__} but wrote first: {', '.join(wrote[:4])}"
+                ) from error
+            raised.add(type(error).__name__)
+    finally:
+        if record is not None:
+            record.close()
     return f"{len(calls)} bad inputs refused ({', '.join(sorted(raised))}), nothing written"
 
 
