@@ -18,6 +18,9 @@ OVERRIDES hold only what the server's table cannot tell:
   on one key, in either order, leave the same value (their reply is not taken as a read);
 * SET's flags vary with its arguments: a plain SET overwrites, with NX, XX, GET or KEEPTTL it
   reads the key too;
+* a read of a key's existence, type or TTL (a key specification's RO without ACCESS; EXISTS,
+  TYPE, TTL, PTTL on a server without specifications) is not changed by an increment of a key
+  that exists, as a balance does once opened: the two commute;
 * on a server without key specifications, the writes that write every key they name (DEL, MSET,
   RENAME, ...).
 
@@ -62,6 +65,9 @@ class KeyAccess:
     writes: bool
     #: A write that commutes with every other commuting write on the key (an increment).
     commutes: bool = False
+    #: A read of what an increment leaves as it was (whether the key exists, its type, its TTL),
+    #: not of its value: it commutes with increments.
+    metadata: bool = False
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,8 @@ SCRIPTS = frozenset({"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL
 COMMUTING = frozenset({"INCR", "DECR", "INCRBY", "DECRBY", "INCRBYFLOAT", "HINCRBY", "HINCRBYFLOAT"})
 #: SET's options under which it reads the key as well as writing it.
 SET_READS = frozenset({"NX", "XX", "GET", "KEEPTTL"})
+#: For servers without key specifications: reads of a key's existence, type or TTL only.
+METADATA_READS = frozenset({"EXISTS", "TYPE", "TTL", "PTTL"})
 #: For servers without key specifications (Redis 6.2): writes that write every key they name.
 WRITES_EVERY_KEY = frozenset(
     {"DEL", "UNLINK", "MSET", "MSETNX", "RENAME", "RENAMENX", "SMOVE", "LMOVE", "RPOPLPUSH", "BLMOVE",
@@ -228,7 +236,7 @@ def _spec_access(key: str, flags: Iterable[str]) -> KeyAccess | None:
         return KeyAccess(key, True, True)
     if "OW" in flags or "RM" in flags:
         return KeyAccess(key, False, True)
-    return KeyAccess(key, True, False)
+    return KeyAccess(key, True, False, metadata="ACCESS" not in flags)
 
 
 class CommandTable:
@@ -305,7 +313,7 @@ class CommandTable:
         """Placing from the whole command's flags (a server without key specifications)."""
         name = args[0].upper()
         if "write" not in info.flags:
-            return Placement(tuple(KeyAccess(k, True, False) for k in keys))
+            return Placement(tuple(KeyAccess(k, True, False, metadata=name in METADATA_READS) for k in keys))
         if len(set(keys)) > 1 and name not in WRITES_EVERY_KEY:
             why = "writes some of its keys, and the server's table (no key specifications) does not say which"
             return Placement(unplaced=why, keys=tuple(keys))

@@ -9,7 +9,8 @@ table (contend.history.access). Each operation (a user-level call such as
 `transfer()`) is a node; two operations conflict when they touch a key and one
 of them writes it, and the edge points from the earlier access to the later one:
 
-* ww: both write (two increments commute: no edge);
+* ww: both write (two increments commute: no edge; nor does an increment with a
+  read of the key's existence, type or TTL);
 * wr: the later reads what the earlier wrote;
 * rw: the later overwrites what the earlier read (an anti-dependency).
 
@@ -102,6 +103,7 @@ class Access:
     writes: bool
     commutes: bool
     at: tuple[int, int]  # (position, index within the round trip)
+    metadata: bool = False  # a read of existence, type or TTL only: it commutes with increments
 
 
 @dataclass(frozen=True)
@@ -210,7 +212,8 @@ def op_accesses(
         if acc.writes:
             out.append(Access(steps[0].op, acc.key, reads, True, acc.commutes, at))
         elif reads:
-            (pending if in_attempt else out).append(Access(steps[0].op, acc.key, True, False, False, at))
+            read = Access(steps[0].op, acc.key, True, False, False, at, acc.metadata)
+            (pending if in_attempt else out).append(read)
 
     for step in steps:
         items = _items(step)
@@ -241,7 +244,7 @@ def op_accesses(
                     at_exec = (step.position, items[end].index)
                     for acc in pending:
                         vouched = at_exec if acc.key in watched else acc.at
-                        out.append(Access(acc.op, acc.key, True, False, False, vouched))
+                        out.append(Access(acc.op, acc.key, True, False, False, vouched, acc.metadata))
                     for inner in block:
                         place(inner, (step.position, inner.index), step.lost, False, shown)
                 pending, watched = [], set()
@@ -269,9 +272,9 @@ def edges_of(all_accesses: Sequence[Access]) -> list[Edge]:
                 if x.writes and y.writes:
                     kind = "" if (x.commutes and y.commutes) else "ww"
                 elif x.writes and y.reads:
-                    kind = "wr"
+                    kind = "" if (y.metadata and x.commutes) else "wr"
                 elif x.reads and y.writes:
-                    kind = "rw"
+                    kind = "" if (x.metadata and y.commutes) else "rw"
                 else:
                     kind = ""
                 if kind:

@@ -19,10 +19,11 @@ are monitored (an embedded server): on one given by --redis-url, MONITOR would s
 is not ours and may be refused by its ACLs; a Redis Cluster has one stream per node, not merged
 here. There, the commands the client sent (the scheduler's trace) stand in.
 
-Markers divide the stream: the harness's own connection sends `ECHO <marker>` with CLIENT REPLY
-OFF (so there is no reply to wait for) before and after each round trip it lets a client make,
-and what lies between two markers is what that round trip ran. Whether this server prints the
-commands a script runs is probed once when the record opens (`shows_scripts`).
+Markers divide the stream: the harness's own connection sends `ECHO <marker>` before and after
+each round trip it lets a client make, and what lies between two markers is what that round trip
+ran. Each marker waits for its reply: the server reads its connections in an order of its own, so
+a marker merely sent could be run after the next round trip of a client. Whether this server
+prints the commands a script runs is probed once when the record opens (`shows_scripts`).
 """
 
 from __future__ import annotations
@@ -86,6 +87,16 @@ def parse_line(line: bytes) -> Ran | None:
     return Ran(int(found.group(1)), found.group(2).decode(errors="replace"), args)
 
 
+def _whole_reply(data: bytes) -> bool:
+    """Does `data` hold one whole reply (a simple string, an error, or a bulk string)?"""
+    if data[:1] in (b"+", b"-", b":"):
+        return data.endswith(b"\r\n")
+    if data[:1] == b"$":
+        head, sep, rest = data.partition(b"\r\n")
+        return bool(sep) and (int(head[1:]) < 0 or len(rest) >= int(head[1:]) + 2)
+    return False
+
+
 def _resp(*args: str) -> bytes:
     out = [b"*%d\r\n" % len(args)]
     for arg in args:
@@ -110,7 +121,7 @@ class ServerRecord:
         self._monitor.sendall(_resp("MONITOR"))
         self._expect_ok()
         self._marker = self._connect()
-        self._marker.sendall(_resp("CLIENT", "REPLY", "OFF"))
+        self._replies = b""
         #: Does this server print the commands a script runs (after its EVAL)?
         self.shows_scripts = self._probe_scripts()
 
@@ -152,19 +163,37 @@ class ServerRecord:
 
     def _probe_scripts(self) -> bool:
         probe = f"contend-record-probe:{self.token}"
-        with contextlib.suppress(OSError):
-            self._marker.sendall(_resp("EVAL", "return redis.call('ECHO', ARGV[1])", "0", probe))
+        self._command("EVAL", "return redis.call('ECHO', ARGV[1])", "0", probe)
         seen = [r for r in self.read_through(self.mark("probe")) if isinstance(r, Ran)]
         return any(r.by_script and r.args[1:] == (probe,) for r in seen)
 
-    def mark(self, label: str = "") -> str:
-        """Send a marker (no reply is awaited); what the server runs after it follows it in the stream."""
-        self._next += 1
-        marker = f"contend-record:{self.token}:{self._next}:{label}"
+    def _command(self, *args: str) -> None:
+        """Run a command on the marker connection and wait for its reply (ignored): once it came,
+        the server has run the command, and the monitor shows it before whatever comes next."""
         try:
-            self._marker.sendall(_resp("ECHO", marker))
+            self._marker.sendall(_resp(*args))
+            deadline = time.monotonic() + READ_TIMEOUT
+            while not _whole_reply(self._replies):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RecordBroken(f"the server at {self.host}:{self.port} did not answer a marker")
+                self._marker.settimeout(left)
+                data = self._marker.recv(65536)
+                if not data:
+                    raise RecordBroken(
+                        f"the record of {self.host}:{self.port} stopped: the connection closed"
+                    )
+                self._replies += data
         except OSError as exc:
             raise RecordBroken(f"the record of {self.host}:{self.port} stopped: {exc}") from exc
+        self._replies = b""
+
+    def mark(self, label: str = "") -> str:
+        """Put a marker in the stream: what the server ran before it comes before, what it runs after
+        comes after (the marker waits for the server's reply)."""
+        self._next += 1
+        marker = f"contend-record:{self.token}:{self._next}:{label}"
+        self._command("ECHO", marker)
         return marker
 
     def read_through(self, marker: str) -> list[Ran | str]:

@@ -210,7 +210,7 @@ def test_a_block_a_watch_aborted_shows_no_commands_in_the_record():
             [["MULTI"], ["SET", "a", "9"], ["EXEC"]],
             [b"OK", b"QUEUED", None],
             ran=[Executed(("MULTI",)), Executed(("EXEC",))],
-        ),  # fmt: skip
+        ),
         RoundTrip("T2", 4, [["GET", "a"]], [b"1"], ran=[Executed(("GET", "a"))]),
     ]
     assert judge(steps, TABLE).cycle is None
