@@ -49,3 +49,34 @@ def test_a_mutant_is_named_for_what_its_history_shows(module, contend_target, ns
     (result,) = row.failed
     assert result.prop in (SERIALIZABLE, CONSISTENT_AUDIT), result.detail
     assert result.detail.startswith(MUTANTS[module]), result.detail
+
+
+def test_a_command_the_server_cannot_place_leaves_only_serializable_unjudged(contend_target, ns):
+    """Redis 6.2 cannot say which of COPY's keys it writes. Where it touches a balance, the schedule
+    check is inconclusive for serializable alone, naming COPY; elsewhere it changes nothing."""
+    options = CheckOptions(shrink=False, schedule_examples=15)
+    rows = {}
+    for factory in ("make", "make_elsewhere"):
+        subject = user_subject(
+            f"tests.fixtures.foreign.receipt_bank:{factory}", "transaction", contend_target
+        )
+        (rows[factory],) = run_battery(contend_target, [subject], options, ns, only_checks=["schedule"])
+    (touched,) = rows["make"].results
+    assert touched.status == "inconclusive", touched.detail
+    assert touched.detail.startswith(
+        "inconclusive (serializable not judged where COPY writes some of its keys, and the server's table (no key "
+        "specifications) does not say which (it touched a"
+    ), touched.detail
+    assert "applies-once, consistent-audit held in 15 Hypothesis-chosen interleavings" in touched.detail
+    assert rows["make_elsewhere"].verdict == "pass", rows["make_elsewhere"].results[0].detail
+
+
+def test_the_same_command_is_placed_by_a_server_with_key_specifications(valkey_target):
+    subject = user_subject("tests.fixtures.foreign.receipt_bank:make", "transaction", valkey_target)
+    options = CheckOptions(shrink=False, schedule_examples=15)
+    ns = valkey_target.namespace()
+    try:
+        (row,) = run_battery(valkey_target, [subject], options, ns, only_checks=["schedule"])
+    finally:
+        ns.cleanup()
+    assert row.verdict == "pass", row.results[0].detail
