@@ -119,36 +119,35 @@ def _snapshot(ctx: CheckContext) -> dict[bytes, Any]:
 
 
 def _writes(ctx: CheckContext, record: ServerRecord | None, call: Callable[[], Any]) -> tuple[Any, list[str]]:
-    """Run `call`: what it raised (None if it returned), and what the server's record shows it wrote
-    (`COMMAND key`, any key, in the namespace or not); without a record, the namespace's keys that
-    changed."""
+    """Run `call`: what it raised (None if it returned), and the keys it left changed: the
+    namespace's (whatever separator the bank joins to it), and any other the server's record shows
+    it wrote that exists afterwards. A key written and put back (a lock taken and released) is no
+    change."""
     error: BaseException | None = None
-    if record is None:
-        before = _snapshot(ctx)
-        try:
-            call()
-        except Exception as exc:
-            error = exc
-        after = _snapshot(ctx)
-        changed = sorted({*before, *after} - {k for k in before if after.get(k) == before[k]})
-        return error, [k.decode(errors="replace") for k in changed]
-    table = server_table(ctx.target)
-    begin = record.mark("call")
+    before = _snapshot(ctx)
+    begin = record.mark("call") if record is not None else ""
     try:
         call()
     except Exception as exc:
         error = exc
-    end = record.mark("called")
-    wrote = []
-    for ran in between(record.read_through(end), begin, end):
-        placed = table.place(ran.args, script_shown=record.shows_scripts and not ran.by_script)
-        wrote += [f"{ran.args[0].upper()} {a.key}" for a in placed.accesses if a.writes]
-    return error, wrote
+    after = _snapshot(ctx)
+    changed = [k.decode(errors="replace") for k in sorted({*before, *after}) if before.get(k) != after.get(k)]
+    if record is not None:
+        end = record.mark("called")
+        table = server_table(ctx.target)
+        for ran in between(record.read_through(end), begin, end):
+            placed = table.place(ran.args, script_shown=record.shows_scripts and not ran.by_script)
+            for access in placed.accesses:
+                elsewhere = access.writes and not ctx.namespace.owns(access.key)
+                if elsewhere and access.key not in changed and ctx.namespace.client.exists(access.key):
+                    changed.append(access.key)
+    return error, changed
 
 
 def bad_input_check(ctx: CheckContext) -> str:
     """An amount <= 0, an unknown account and a transfer to the same account raise (any exception)
-    and write nothing (as the server's record shows, where contend started the server)."""
+    and leave nothing changed: no key of the namespace, nor any other the server's record (where
+    contend started the server) shows them writing."""
     obj = bank(ctx)
     calls: list[tuple[str, Callable[[], Any]]] = [
         ("transfer('a', 'b', 0)", lambda: obj.transfer("a", "b", 0)),
@@ -168,7 +167,7 @@ def bad_input_check(ctx: CheckContext) -> str:
                 )
             if wrote:
                 raise CheckFailed(
-                    f"{what} raised {type(error).__name__} but wrote first: {', '.join(wrote[:4])}"
+                    f"{what} raised {type(error).__name__} but changed {', '.join(wrote[:4])}"
                 ) from error
             raised.add(type(error).__name__)
     finally:

@@ -18,9 +18,9 @@ OVERRIDES hold only what the server's table cannot tell:
   on one key, in either order, leave the same value (their reply is not taken as a read);
 * SET's flags vary with its arguments: a plain SET overwrites, with NX, XX, GET or KEEPTTL it
   reads the key too;
-* a read of a key's existence, type or TTL (a key specification's RO without ACCESS; EXISTS,
-  TYPE, TTL, PTTL on a server without specifications) is not changed by an increment of a key
-  that exists, as a balance does once opened: the two commute;
+* a read of a key's existence, type or TTL (EXISTS, TYPE, TTL, PTTL, EXPIRETIME, PEXPIRETIME) is
+  not changed by an increment of a key that exists, as a balance does once opened: the two commute
+  (a key specification says RO, with or without ACCESS, and not what an increment leaves alone);
 * on a server without key specifications, the writes that write every key they name (DEL, MSET,
   RENAME, ...).
 
@@ -90,8 +90,8 @@ SCRIPTS = frozenset({"EVAL", "EVALSHA", "EVAL_RO", "EVALSHA_RO", "FCALL", "FCALL
 COMMUTING = frozenset({"INCR", "DECR", "INCRBY", "DECRBY", "INCRBYFLOAT", "HINCRBY", "HINCRBYFLOAT"})
 #: SET's options under which it reads the key as well as writing it.
 SET_READS = frozenset({"NX", "XX", "GET", "KEEPTTL"})
-#: For servers without key specifications: reads of a key's existence, type or TTL only.
-METADATA_READS = frozenset({"EXISTS", "TYPE", "TTL", "PTTL"})
+#: Reads of a key's existence, type or TTL only: an increment of a key that exists leaves them.
+METADATA_READS = frozenset({"EXISTS", "TYPE", "TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"})
 #: For servers without key specifications (Redis 6.2): writes that write every key they name.
 WRITES_EVERY_KEY = frozenset(
     {"DEL", "UNLINK", "MSET", "MSETNX", "RENAME", "RENAMENX", "SMOVE", "LMOVE", "RPOPLPUSH", "BLMOVE",
@@ -236,7 +236,7 @@ def _spec_access(key: str, flags: Iterable[str]) -> KeyAccess | None:
         return KeyAccess(key, True, True)
     if "OW" in flags or "RM" in flags:
         return KeyAccess(key, False, True)
-    return KeyAccess(key, True, False, metadata="ACCESS" not in flags)
+    return KeyAccess(key, True, False)
 
 
 class CommandTable:
@@ -253,6 +253,8 @@ class CommandTable:
         #: What server the table came from, for messages ("Redis 6.2.5").
         self.describe = describe
         self._asked: dict[tuple[str, ...], list[Any] | None] = {}
+        #: How many times the server was asked (COMMAND GETKEYS[ANDFLAGS]).
+        self.asked = 0
 
     def info(self, args: Sequence[str]) -> CommandInfo | None:
         info = self.commands.get(args[0].lower())
@@ -298,6 +300,7 @@ class CommandTable:
             if len(self._asked) > 4096:
                 self._asked.clear()
             self._asked[key] = self.ask(args) if self.ask is not None else None
+            self.asked += 1
         reply = self._asked[key]
         if reply is None:
             return None
@@ -335,6 +338,8 @@ def _override(name: str, args: Sequence[str], access: KeyAccess | None) -> KeyAc
     """OVERRIDES applied to one access the server's table placed."""
     if access is None:
         return None
+    if name in METADATA_READS and not access.writes:
+        return KeyAccess(access.key, True, False, metadata=True)
     if name in COMMUTING:
         return KeyAccess(access.key, False, True, commutes=True)
     if name == "SET":

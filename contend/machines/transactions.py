@@ -52,6 +52,7 @@ from contend.history.isolation import Executed, Judgement, RoundTrip, judge, op_
 from contend.impl.catalog import APPLIES_ONCE, CONSISTENT_AUDIT, SERIALIZABLE
 from contend.machines.base import ScheduledMachine
 from contend.models.bank import Move, explain_audit, explain_final
+from contend.schedule import Status
 from contend.schedule.trace import TraceEntry
 from contend.servers.record import Ran, RecordBroken, ServerRecord, between, command_table, get_keys
 from contend.servers.tap import tap
@@ -126,8 +127,13 @@ class TransactionMachine(ScheduledMachine):
         self.record = open_record(target)
         self._marks: dict[int, tuple[str, str]] = {}  # trace index -> the markers around its round trip
         self._ran: dict[int, list[Ran]] = {}  # trace index -> what the server ran for it
-        self._last_mark = ""
+        self._last_mark = ""  # the newest marker not read through yet
+        self._read_at = ""  # the marker read through last
+        #: The newest marker after which the harness sent nothing ("" when it did): it begins the
+        #: next round trip's part of the record (one marker per round trip, not two).
+        self._boundary = ""
         self._begin: tuple[str, int, int] | None = None  # marker, client, trace length before the step
+        self._asked = self.table.asked
         self._unplaced: list[UnknownCommand] = []
         #: An audit that saw a total no serial order produces (reported at quiescence).
         self.broken_audit = ""
@@ -149,8 +155,9 @@ class TransactionMachine(ScheduledMachine):
             started = time.perf_counter()
             begin = self.record.mark("open")
             call(self.admin)
-            end = self.record.mark("opened")
+            end = self._boundary = self.record.mark("opened")
             ran = between(self.record.read_through(end), begin, end)
+            self._read_at = end
             self.record_seconds += time.perf_counter() - started
             commands = [(r.args, r.by_script) for r in ran]
             shown = self.record.shows_scripts
@@ -213,9 +220,13 @@ class TransactionMachine(ScheduledMachine):
         return min(ready, key=lambda index: last.get(self.scheduler.clients[index].name, -1))
 
     def before_step(self, index: int) -> None:
+        if self.scheduler.clients[index].status is Status.SLEEPING:
+            return  # it wakes and runs up to its next round trip, which it does not send yet
         if self.record is not None:
             started = time.perf_counter()
-            self._begin = (self.record.mark(), index, len(self.scheduler.trace))
+            if self.table.asked != self._asked:  # the table asked the server (COMMAND GETKEYS)
+                self._asked, self._boundary = self.table.asked, ""
+            self._begin = (self._boundary or self.record.mark(), index, len(self.scheduler.trace))
             self.record_seconds += time.perf_counter() - started
 
     def _after_progress(self, index: int) -> None:
@@ -223,13 +234,17 @@ class TransactionMachine(ScheduledMachine):
             started = time.perf_counter()
             begin, client, before = self._begin
             self._begin = None
-            end = self._last_mark = self.record.mark()
+            end = self._last_mark = self._boundary = self.record.mark()
             name = self.scheduler.clients[client].name
             for entry in self.scheduler.trace[before:]:
                 if entry.client == name and entry.sent:
                     self._marks[entry.index] = (begin, end)
             self.record_seconds += time.perf_counter() - started
         super()._after_progress(index)
+
+    def _note_expiries(self, seconds: float) -> None:
+        super()._note_expiries(seconds)
+        self._boundary = ""  # the harness read TTLs: the next round trip's part begins after them
 
     def _collect(self) -> None:
         """Sort the trace's new round trips to the operations that sent them."""
@@ -251,7 +266,12 @@ class TransactionMachine(ScheduledMachine):
         mark, self._last_mark = self._last_mark, ""
         entries = self.record.read_through(mark)
         starts = {begin: index for index, (begin, _) in self._marks.items()}
-        index: int | None = None
+        # The marker read last may begin a round trip made since (one marker ends a round trip and
+        # begins the next): what follows it in this read is that round trip's.
+        index = starts.pop(self._read_at, None)
+        if index is not None:
+            self._ran[index] = []
+        self._read_at = mark
         for entry in entries:
             if isinstance(entry, str):
                 index = starts.pop(entry, None)

@@ -79,4 +79,11 @@ def test_a_command_the_table_cannot_place_names_why(table):
 
 
 def test_subcommands_are_placed(table):
-    assert accesses(table, "OBJECT", "ENCODING", "k") == [KeyAccess("k", True, False)]
+    (placed,) = accesses(table, "OBJECT", "ENCODING", "k")
+    assert (placed.key, placed.reads, placed.writes) == ("k", True, False)
+
+
+def test_a_read_of_existence_or_ttl_is_no_read_of_the_value(table):
+    assert accesses(table, "EXISTS", "k") == [KeyAccess("k", True, False, metadata=True)]
+    assert accesses(table, "PTTL", "k") == [KeyAccess("k", True, False, metadata=True)]
+    assert accesses(table, "GET", "k") == [KeyAccess("k", True, False)]
