@@ -55,7 +55,7 @@ from contend.models.bank import Move, explain_audit, explain_final
 from contend.schedule import Status
 from contend.schedule.trace import TraceEntry
 from contend.servers.record import Ran, RecordBroken, ServerRecord, between, command_table, get_keys
-from contend.servers.tap import tap
+from contend.servers.tap import RoundTrips, tap
 from contend.servers.target import Target
 
 ACCOUNTS = ("a", "b", "c")
@@ -141,37 +141,55 @@ class TransactionMachine(ScheduledMachine):
 
     def setup_clients(self) -> None:
         factory = type(self).factory
-        for account in ACCOUNTS:
-            opening = lambda conn, account=account: factory(conn, self.ns.prefix).open(account, OPENING)  # noqa: E731
-            for key in self._written_by(opening):
-                self.data_keys.setdefault(key, set()).add(account)
+        tapped = None
+        if self.record is None and not self.asynchronous:
+            # No record: what the opener sends, through a connection of its own, tapped.
+            conn = self.target.client()
+            tapped = tap(conn)
+            opener = factory(conn, self.ns.prefix)
+        else:
+            # The harness's own bank object: on its connection; for async code a view whose calls
+            # run to their end on a loop and client of its own.
+            opener = self.harness_object(lambda conn: factory(conn, self.ns.prefix))
+        try:
+            for account in ACCOUNTS:
+                wrote = self._written_by(lambda account=account: opener.open(account, OPENING), tapped)
+                for key in wrote:
+                    self.data_keys.setdefault(key, set()).add(account)
+        finally:
+            if tapped is not None:
+                conn.close()
         self._known_keys.update(self.data_keys)
         self.banks = [factory(conn, self.ns.prefix) for conn in self.connections]
 
-    def _written_by(self, call: Any) -> set[str]:
-        """The keys `call(connection)` wrote, run by the harness: as the server's record shows
-        them, or as the commands it sent say (no record)."""
+    def _written_by(self, call: Any, tapped: RoundTrips | None) -> set[str]:
+        """The keys `call()` wrote, run by the harness: as the server's record shows them; with no
+        record, as the commands it sent through `tapped` say, or for async code the namespace's
+        keys it made."""
+        commands: list[tuple[tuple[str, ...], bool]] = []
+        shown = False
         if self.record is not None:
             started = time.perf_counter()
             begin = self.record.mark("open")
-            call(self.admin)
+            call()
             end = self._boundary = self.record.mark("opened")
             ran = between(self.record.read_through(end), begin, end)
             self._read_at = end
             self.record_seconds += time.perf_counter() - started
             commands = [(r.args, r.by_script) for r in ran]
             shown = self.record.shows_scripts
+        elif tapped is None:
+            before = {k for _, k in self.ns.keys()}  # noqa: SIM118 (a Namespace, not a dict)
+            call()
+            return {k.decode(errors="replace") for _, k in self.ns.keys() if k not in before}  # noqa: SIM118
         else:
-            conn = self.target.client()
-            trips = tap(conn)
             sent: list[list[list[str]]] = []
-            trips.commands = sent
+            tapped.commands = sent
             try:
-                call(conn)
+                call()
             finally:
-                conn.close()
+                tapped.commands = None
             commands = [(tuple(c), False) for trip in sent for c in trip]
-            shown = False
         written: set[str] = set()
         for args, by_script in commands:
             placed = self.table.place(args, script_shown=shown and not by_script)

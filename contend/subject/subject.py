@@ -184,11 +184,6 @@ def _user_subject(
 ) -> Subject:
     """The row for a loaded factory, its capabilities found out on the target."""
     asynchronous = is_async(factory, kind)  # builds probe objects: once
-    if asynchronous and kind == "transaction":
-        raise ProtocolError(
-            f"--impl {name}: transfer() is a coroutine; contend checks transactions written for "
-            "redis.asyncio not yet (a synchronous bank only)"
-        )
     if asynchronous:
         flags = [*(f"--claim {c}" for c in claim), *(f"--no-claim {c}" for c in no_claim)]
         probe_ns = target.namespace(client=target.client())

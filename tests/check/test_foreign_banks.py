@@ -80,3 +80,21 @@ def test_the_same_command_is_placed_by_a_server_with_key_specifications(valkey_t
     finally:
         ns.cleanup()
     assert row.verdict == "pass", row.results[0].detail
+
+
+@pytest.mark.slow
+def test_an_async_bank_passes_the_same_battery(contend_target, ns):
+    subject = user_subject("tests.fixtures.async_foreign.watch_bank:make", "transaction", contend_target)
+    assert subject.asynchronous
+    options = CheckOptions(shrink=False, schedule_examples=30, model_ops=100, burst_names_per_client=20)
+    (row,) = run_battery(contend_target, [subject], options, ns)
+    assert [r.check for r in row.results] == ["model", "burst", "bad-input", "lost-reply", "schedule"]
+    assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
+
+
+@pytest.mark.slow
+def test_an_async_bank_without_watch_is_a_lost_update(contend_target, ns):
+    subject = user_subject("tests.fixtures.async_foreign.no_watch_bank:make", "transaction", contend_target)
+    (row,) = run_battery(contend_target, [subject], CheckOptions(shrink=False), ns, only_checks=["schedule"])
+    (result,) = row.failed
+    assert result.prop == SERIALIZABLE and result.detail.startswith("lost update (G-single): "), result.detail
