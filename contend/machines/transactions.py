@@ -44,6 +44,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import redis
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
@@ -57,6 +58,7 @@ from contend.schedule.trace import TraceEntry
 from contend.servers.record import Ran, RecordBroken, ServerRecord, between, command_table, get_keys
 from contend.servers.tap import RoundTrips, tap
 from contend.servers.target import Target
+from contend.servers.urls import node_url
 
 ACCOUNTS = ("a", "b", "c")
 OPENING = 10
@@ -75,7 +77,8 @@ def server_table(target: Target) -> CommandTable:
     with _tables_lock:
         table = _tables.get(key)
         if table is None:
-            client = target.client()
+            # One server's table (on a Redis Cluster, the node the URL names: every node has the same).
+            client = redis.Redis.from_url(node_url(target.url), socket_connect_timeout=5)
             table = _tables[key] = CommandTable(
                 command_table(client), lambda args: get_keys(client, args), describe=target.description
             )
