@@ -140,7 +140,12 @@ class TransactionMachine(ScheduledMachine):
         self._unplaced: list[UnknownCommand] = []
         #: An audit that saw a total no serial order produces (reported at quiescence).
         self.broken_audit = ""
-        super().__init__(target, **kwargs)
+        try:
+            super().__init__(target, **kwargs)
+        except BaseException:
+            if self.record is not None:  # a MONITOR nobody reads would fill the server's memory
+                self.record.close()
+            raise
 
     def setup_clients(self) -> None:
         factory = type(self).factory
