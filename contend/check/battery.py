@@ -16,7 +16,11 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from contend.check.async_faults import ASYNC_CRASH, ASYNC_EXPIRY
-from contend.check.async_lost_reply import ASYNC_LOCK_LOST_REPLY, ASYNC_REGISTRY_LOST_REPLY
+from contend.check.async_lost_reply import (
+    ASYNC_LOCK_LOST_REPLY,
+    ASYNC_REGISTRY_LOST_REPLY,
+    ASYNC_TRANSACTION_LOST_REPLY,
+)
 from contend.check.bad_input import LOCK_BAD_INPUT, REGISTRY_BAD_INPUT
 from contend.check.cancel import CANCEL
 from contend.check.framework import (
@@ -58,7 +62,8 @@ BATTERIES: dict[str, list[Check]] = {
 #: cancellation, bad input, and the family's state machine with async clients (which cancels
 #: acquires, extends, releases and registrations too, and judges clock skew and a fencing token
 #: there). Locks also get expiry and crashes (the holder's task held or killed at a round trip).
-#: Single-flight has only the state machine so far.
+#: Single-flight has only the state machine so far. Banks get the synchronous battery's checks,
+#: written for both (model, burst, bad input), lost replies on the scheduler, and the machine.
 ASYNC_BATTERIES: dict[str, list[Check]] = {
     "registry": [ASYNC_BURST_ONE_NAME, REGISTRY_BAD_INPUT, ASYNC_REGISTRY_LOST_REPLY, SCHEDULE],
     "lock": [
@@ -72,6 +77,7 @@ ASYNC_BATTERIES: dict[str, list[Check]] = {
     ],
     "semaphore": [CANCEL, LOCK_BAD_INPUT, ASYNC_LOCK_LOST_REPLY, SCHEDULE],
     "single_flight": [SCHEDULE],
+    "transaction": [*TRANSACTION_CHECKS, ASYNC_TRANSACTION_LOST_REPLY, SCHEDULE],
 }
 
 

@@ -86,7 +86,7 @@ class Crowd:
         """`call()` run to its end, alone: what it returns, awaited on the crowd's loop if need be."""
         result = call()
         if self._loop is not None and inspect.isawaitable(result):
-            return self._loop.run_until_complete(_awaited(result))
+            return self._loop.run_until_complete(awaited(result))
         return result
 
     def at_once(self, calls: Sequence[Callable[[], Any]], timeout: float = 60.0) -> list[CallResult]:
@@ -102,7 +102,7 @@ class Crowd:
 
         async def one(call: Callable[[], Any]) -> Any:
             await go.wait()
-            return await _awaited(call())
+            return await awaited(call())
 
         tasks = [asyncio.ensure_future(one(c)) for c in calls]
         await asyncio.sleep(0)  # every task waits at the start line
@@ -133,5 +133,6 @@ def crowd(ctx: CheckContext, size: int) -> Iterator[Crowd]:
         made.close()
 
 
-async def _awaited(value: Any) -> Any:
+async def awaited(value: Any) -> Any:
+    """`value`, awaited if it is awaitable (what a synchronous or an async method returned)."""
     return await value if inspect.isawaitable(value) else value

@@ -30,11 +30,13 @@ from contend.check.framework import (
     InputRefused,
 )
 from contend.history.access import UnknownCommand
+from contend.impl.catalog import SERIALIZABLE
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
 from contend.schedule.scheduler import SchedulerError
 from contend.schedule.trace import compress
+from contend.servers.record import RecordBroken
 from contend.subject.protocols import ProtocolError
 
 
@@ -116,6 +118,7 @@ def schedule_check(ctx: CheckContext) -> str:
     tried = [0]
     out_of_time = [False]
     first: list[float] = []
+    unjudged: dict[str, str] = {}  # what a property could not be judged on, by its cause
     started = time.monotonic()
 
     def factory() -> ScheduledMachine:
@@ -128,6 +131,7 @@ def schedule_check(ctx: CheckContext) -> str:
         tried[0] += 1
         made = machine(ctx.target, abandoned=ctx.abandoned, namespace=ctx.namespace.prefix)
         made.first_violation = first
+        made.unjudged = unjudged
         last[:] = [made]
         return made
 
@@ -151,7 +155,7 @@ def schedule_check(ctx: CheckContext) -> str:
                 f"schedule failure printed ({REPLAY_SHAPE})"
             ) from None
         return "the replayed example ran to its end: no property broke this time"
-    except (SchedulerError, UnknownCommand) as exc:
+    except (SchedulerError, UnknownCommand, RecordBroken) as exc:
         raise CheckInconclusive(str(exc)) from None
     except (Flaky, FlakyStrategyDefinition) as exc:
         if out_of_time[0]:
@@ -165,11 +169,21 @@ def schedule_check(ctx: CheckContext) -> str:
             "the implementation behaved differently on the same schedule: it depends on something the "
             f"schedule does not control (a background thread, garbage collection, real time): {type(exc).__name__}"
         ) from None
+    if unjudged:
+        raise CheckInconclusive(_not_judged(unjudged, subject, examples))
     if options.replay:
         return "the replayed example ran to its end: no property broke this time"
     return f"{examples} Hypothesis-chosen interleavings (seed fixed), no property broken" + _unjudged(
         ctx, machine
     )
+
+
+def _not_judged(unjudged: dict[str, str], subject: Any, examples: int) -> str:
+    """An inconclusive verdict on what could not be judged, naming each cause; what held besides."""
+    causes = "; ".join(unjudged.values())
+    others = sorted(set(getattr(subject, "claims", ())) - {SERIALIZABLE})
+    held = f"; {', '.join(others)} held in {examples} Hypothesis-chosen interleavings" if others else ""
+    return f"{SERIALIZABLE} not judged where {causes}{held}"
 
 
 def _unjudged(ctx: CheckContext, machine: type[ScheduledMachine]) -> str:

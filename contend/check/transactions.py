@@ -4,35 +4,58 @@ A bank (`factory(client, namespace)`, the protocol of docs/protocol.md) opens
 accounts with `open(account, balance)`, moves money with
 `transfer(src, dst, amount) -> bool` and reads with `balances(accounts)`.
 The state machine (`schedule`) judges isolation from the order the server ran
-the round trips; these checks judge what a run leaves behind.
+the round trips; these checks judge what a run leaves behind. Each is written
+once for synchronous banks and for `redis.asyncio` ones (coroutine methods): a
+`Crowd` (contend.check.burst) holds clients of the kind the bank takes, and
+runs its calls to their end, or releases them together.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import random
 from collections.abc import Callable
 from typing import Any
 
-from contend.check.burst import burst, errors_summary
+from contend.check.burst import Crowd, awaited, crowd, errors_summary
 from contend.check.framework import Check, CheckContext, CheckFailed, expect
 from contend.impl.catalog import APPLIES_ONCE, BAD_INPUT, CONSISTENT_AUDIT
+from contend.machines.transactions import open_record, server_table
 from contend.models.bank import BankModel, Move, explain_audit, explain_final
+from contend.servers.record import ServerRecord, between
 
 ACCOUNTS = ("a", "b", "c")
 OPENING = 100
 
 
-def bank(ctx: CheckContext, opening: int | None = OPENING) -> Any:
-    """A bank object on a connection of its own, in the check's namespace; opening the accounts
-    first (unless `opening` is None)."""
-    made = ctx.factory(ctx.client(), ctx.namespace.prefix)
+class _Called:
+    """A bank whose methods are called to their end: awaited on the crowd's loop for async code."""
+
+    def __init__(self, obj: Any, people: Crowd) -> None:
+        self._obj = obj
+        self._crowd = people
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        method = getattr(self._obj, name)
+        return lambda *args: self._crowd.call(lambda: method(*args))
+
+
+def bank(ctx: CheckContext, people: Crowd, client: Any, opening: int | None = OPENING) -> Any:
+    """A bank object on `client` (one of the crowd's), in the check's namespace, its methods called
+    to their end; opening the accounts first (unless `opening` is None)."""
+    made = _Called(ctx.factory(client, ctx.namespace.prefix), people)
     if opening is not None:
         with expect("opening the accounts"):
             for account in ACCOUNTS:
                 made.open(account, opening)
     return made
+
+
+def _to_the_end(work: Callable[..., Any], *args: Any) -> Any:
+    """A coroutine function's work run to its end on a loop of this thread's own."""
+    return asyncio.run(work(*args))
 
 
 def _balances(obj: Any, what: str) -> dict[str, int]:
@@ -46,7 +69,11 @@ def model_check(ctx: CheckContext) -> str:
     rng = random.Random(ctx.options.seed)
     model = BankModel(dict.fromkeys(ACCOUNTS, OPENING))
     state = model.init()
-    obj = bank(ctx)
+    with crowd(ctx, 1) as people:
+        return _model_run(ctx, model, state, rng, bank(ctx, people, people.clients[0]))
+
+
+def _model_run(ctx: CheckContext, model: BankModel, state: Any, rng: random.Random, obj: Any) -> str:
     value: Any
     for step in range(ctx.options.model_ops):
         if rng.random() < 0.2:
@@ -71,11 +98,9 @@ def burst_check(ctx: CheckContext) -> str:
     """Clients released together, each moving money around the hot accounts and auditing them:
     every audit sees the opening total, and the end state is each transfer applied once."""
     k, rounds = ctx.options.burst_clients, ctx.options.burst_names_per_client
-    bank(ctx)
-    banks = [bank(ctx, None) for _ in range(k)]
     opening = dict.fromkeys(ACCOUNTS, OPENING)
 
-    def work(i: int, obj: Any) -> tuple[list[Move], list[Move], list[dict[str, int]]]:
+    async def work(i: int, obj: Any) -> tuple[list[Move], list[Move], list[dict[str, int]]]:
         rng = random.Random(i)
         moved: list[Move] = []
         gave_up: list[Move] = []  # raised (bounded retries spent, say): applied once or not at all
@@ -84,17 +109,26 @@ def burst_check(ctx: CheckContext) -> str:
             src, dst = rng.sample(ACCOUNTS, 2)
             move = (src, dst, rng.randint(1, 30))
             try:
-                if obj.transfer(*move):
+                if await awaited(obj.transfer(*move)):
                     moved.append(move)
             except Exception:
                 gave_up.append(move)
             if r % 4 == 0:
                 with contextlib.suppress(Exception):  # an audit that gives up says nothing
-                    audits.append({str(a): int(b) for a, b in dict(obj.balances(list(ACCOUNTS))).items()})
+                    seen = await awaited(obj.balances(list(ACCOUNTS)))
+                    audits.append({str(a): int(b) for a, b in dict(seen).items()})
         return moved, gave_up, audits
 
-    outcomes = burst([functools.partial(work, i, obj) for i, obj in enumerate(banks)])
-    what = f"burst of {k} clients × {rounds} transfers on {len(ACCOUNTS)} accounts"
+    with crowd(ctx, k + 1) as people:
+        opener = bank(ctx, people, people.clients[0])
+        banks = [ctx.factory(client, ctx.namespace.prefix) for client in people.clients[1:]]
+        if people.asynchronous:  # tasks on the crowd's loop
+            calls = [functools.partial(work, i, obj) for i, obj in enumerate(banks)]
+        else:  # threads, each running its work to the end (a synchronous bank never awaits)
+            calls = [functools.partial(_to_the_end, work, i, obj) for i, obj in enumerate(banks)]
+        outcomes = people.at_once(calls)
+        final = _balances(opener, f"burst of {k} {people.who}")
+    what = f"burst of {k} {people.who} × {rounds} transfers on {len(ACCOUNTS)} accounts"
     if failed := errors_summary(outcomes):
         raise CheckFailed(f"{what}: {failed}", prop=APPLIES_ONCE)
     done = [m for o in outcomes for m in o.value[0]]
@@ -102,7 +136,6 @@ def burst_check(ctx: CheckContext) -> str:
     for audit in (a for o in outcomes for a in o.value[2]):
         if problem := explain_audit(opening, audit):
             raise CheckFailed(f"{what}: {problem}", prop=CONSISTENT_AUDIT)
-    final = _balances(banks[0], what)
     if problem := explain_final(opening, done, maybe, final):
         raise CheckFailed(f"{what}: {problem}", prop=APPLIES_ONCE)
     if maybe:
@@ -111,14 +144,46 @@ def burst_check(ctx: CheckContext) -> str:
 
 
 def _snapshot(ctx: CheckContext) -> dict[bytes, Any]:
-    client = ctx.namespace.client
-    return {k: client.dump(k) for k in sorted(client.scan_iter(f"{ctx.namespace.prefix}:*"))}
+    """Every key of the check's namespace (whatever separator the bank joins to it) and its value."""
+    client, ns = ctx.namespace.client, ctx.namespace
+    return {k: client.dump(k) for k in sorted(client.scan_iter(ns.pattern, count=1000)) if ns.owns(k)}
+
+
+def _writes(ctx: CheckContext, record: ServerRecord | None, call: Callable[[], Any]) -> tuple[Any, list[str]]:
+    """Run `call`: what it raised (None if it returned), and the keys it left changed: the
+    namespace's (whatever separator the bank joins to it), and any other the server's record shows
+    it wrote that exists afterwards. A key written and put back (a lock taken and released) is no
+    change."""
+    error: BaseException | None = None
+    before = _snapshot(ctx)
+    begin = record.mark("call") if record is not None else ""
+    try:
+        call()
+    except Exception as exc:
+        error = exc
+    after = _snapshot(ctx)
+    changed = [k.decode(errors="replace") for k in sorted({*before, *after}) if before.get(k) != after.get(k)]
+    if record is not None:
+        end = record.mark("called")
+        table = server_table(ctx.target)
+        for ran in between(record.read_through(end), begin, end):
+            placed = table.place(ran.args, script_shown=record.shows_scripts and not ran.by_script)
+            for access in placed.accesses:
+                elsewhere = access.writes and not ctx.namespace.owns(access.key)
+                if elsewhere and access.key not in changed and ctx.namespace.client.exists(access.key):
+                    changed.append(access.key)
+    return error, changed
 
 
 def bad_input_check(ctx: CheckContext) -> str:
     """An amount <= 0, an unknown account and a transfer to the same account raise (any exception)
-    and write nothing."""
-    obj = bank(ctx)
+    and leave nothing changed: no key of the namespace, nor any other the server's record (where
+    contend started the server) shows them writing."""
+    with crowd(ctx, 1) as people:
+        return _bad_inputs(ctx, bank(ctx, people, people.clients[0]))
+
+
+def _bad_inputs(ctx: CheckContext, obj: Any) -> str:
     calls: list[tuple[str, Callable[[], Any]]] = [
         ("transfer('a', 'b', 0)", lambda: obj.transfer("a", "b", 0)),
         ("transfer('a', 'b', -5)", lambda: obj.transfer("a", "b", -5)),
@@ -127,16 +192,22 @@ def bad_input_check(ctx: CheckContext) -> str:
         ("transfer('a', 'a', 5)", lambda: obj.transfer("a", "a", 5)),
     ]
     raised = set()
-    for what, call in calls:
-        before = _snapshot(ctx)
-        try:
-            call()
-        except Exception as exc:
-            if _snapshot(ctx) != before:
-                raise CheckFailed(f"{what} raised {type(exc).__name__} but wrote first") from exc
-            raised.add(type(exc).__name__)
-            continue
-        raise CheckFailed(f"{what} was accepted; the protocol says it must raise before writing anything")
+    record = open_record(ctx.target)
+    try:
+        for what, call in calls:
+            error, wrote = _writes(ctx, record, call)
+            if error is None:
+                raise CheckFailed(
+                    f"{what} was accepted; the protocol says it must raise before writing anything"
+                )
+            if wrote:
+                raise CheckFailed(
+                    f"{what} raised {type(error).__name__} but changed {', '.join(wrote[:4])}"
+                ) from error
+            raised.add(type(error).__name__)
+    finally:
+        if record is not None:
+            record.close()
     return f"{len(calls)} bad inputs refused ({', '.join(sorted(raised))}), nothing written"
 
 

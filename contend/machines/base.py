@@ -366,6 +366,9 @@ class ScheduledMachine(RuleBasedStateMachine):
     #: time.monotonic() of the first violation any machine of the run found (set by a caller
     #: that wants to know how long the search took before shrinking: a one-element list)
     first_violation: list[float] | None = None
+    #: What a property could not be judged on, by its cause, collected over the examples of a run
+    #: (set by a caller that reports it: a dict shared by the examples); None: nobody asks.
+    unjudged: dict[str, str] | None = None
 
     def fail(self, prop: str, detail: str) -> None:
         """Report that property `prop` (a catalog name) broke, with `detail` as the evidence."""

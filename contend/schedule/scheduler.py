@@ -358,6 +358,9 @@ class Scheduler:
             if client.status is not Status.CRASHED:
                 client.status = Status.ENDED if client.adopted else Status.IDLE
             client.pending = []
+            # A lost round trip is resent within the operation that lost it or not at all: the next
+            # operation sending the same commands is no resend.
+            client.lost_round_trip = None
             self._turn = None
             self._cv.notify()
 

@@ -106,6 +106,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _short(text: str, limit: int = 60) -> str:
+def _short(text: str, limit: int = 60, head: int = 16) -> str:
+    """An argument on one line, at most `limit` characters: a long one keeps its start and its end,
+    the part that tells keys apart (`contend:3f2a…:{bank}:acct:a`, not `contend:3f2a…`)."""
     text = " ".join(text.split())  # a script's source on one line
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if len(text) <= limit else text[:head] + "…" + text[len(text) - (limit - head - 1) :]

@@ -1,10 +1,13 @@
 """The run namespace: every key a run writes lives under it, and cleanup deletes only it.
 
-Cleanup is SCAN MATCH *<namespace>:* plus UNLINK, in every database the run
+Cleanup is SCAN MATCH *<namespace>* plus UNLINK, in every database the run
 wrote to and on every other server the implementation writes to (Redlock's
-other masters): the keys that contain the namespace, whose run id is random, so a
-library that prefixes the key it is given ("lock:<key>") is cleaned up too.
-FLUSHDB and FLUSHALL are never sent: the server may not be ours.
+other masters): the keys that contain the namespace as a whole, whose run id is
+random, so a library that prefixes the key it is given ("lock:<key>") is cleaned
+up too, and so is code that makes its keys `<namespace>.accounts.a`. "As a whole":
+followed by the key's end or a separator (not a letter, digit, `_` or `-`), so the
+keys of `<run>:10` are not those of `<run>:1`. FLUSHDB and FLUSHALL are never
+sent: the server may not be ours.
 """
 
 from __future__ import annotations
@@ -54,8 +57,9 @@ class Namespace:
         self.client = client
         self.prefix = prefix or f"contend:{new_run_id()}"
         # Keys that contain the namespace, not only those that start with it: a library may put
-        # its own prefix in front of the key it is given (python-redis-lock's "lock:<key>").
-        self.pattern = "*" + glob_escape(self.prefix) + ":*"
+        # its own prefix in front of the key it is given (python-redis-lock's "lock:<key>"), and
+        # code may join its own parts to it with another separator ("<namespace>.accounts.a").
+        self.pattern = "*" + glob_escape(self.prefix) + "*"
         self.dbs = sorted({db_of(client), *dbs})
         self.other_urls = tuple(other_urls)
         #: On a Redis Cluster, keys are hash tags as a whole ({...}): what an implementation
@@ -86,11 +90,23 @@ class Namespace:
         for where, place in places:
             yield where, _other_server(place) if isinstance(place, str) else self._client_for(place)
 
+    def owns(self, key: str | bytes) -> bool:
+        """Does `key` hold the namespace as a whole (followed by its end or a separator)?"""
+        text = key.decode(errors="replace") if isinstance(key, bytes) else key
+        at = text.find(self.prefix)
+        while at >= 0:
+            after = text[at + len(self.prefix) : at + len(self.prefix) + 1]
+            if not after or not (after.isalnum() or after in "_-"):
+                return True
+            at = text.find(self.prefix, at + 1)
+        return False
+
     def keys(self) -> Iterator[tuple[str, bytes]]:
         """(where, key) for every key under the namespace (where: "db N" or a server's URL)."""
         for where, client in self.stores():
             for key in client.scan_iter(match=self.pattern, count=1000):
-                yield where, key
+                if self.owns(key):
+                    yield where, key
 
     def count(self) -> int:
         return sum(1 for _ in self.keys())
@@ -110,6 +126,8 @@ class Namespace:
         for _, client in self.stores():
             batch: list[bytes] = []
             for key in client.scan_iter(match=self.pattern, count=1000):
+                if not self.owns(key):
+                    continue
                 batch.append(key)
                 if len(batch) >= 500:
                     deleted += int(client.unlink(*batch))

@@ -9,6 +9,7 @@ have taken effect). `crash_after(n)` lets n more round trips through and then
 raises `SimulatedCrash` on every one after: the client died there.
 `pause_after(n)` lets n more round trips through and then holds the next one
 until `resume()`: the client stalls between two round trips of an operation.
+`commands`, once set to a list, gets the commands of each round trip as they are sent.
 `lose_after(n, error)` lets n more round trips through and then loses the reply of the
 next one: the server runs it (every reply is read), the connection drops and `error`
 (what redis-py raises then: a ConnectionError or TimeoutError) comes out of the read.
@@ -57,6 +58,8 @@ class RoundTrips:
         self.lose_with: Exception | None = None
         self.lost: list[list[Any]] = []  # [server, commands] of each round trip whose reply was lost
         self.resent = 0  # round trips that sent again what a lost one had sent
+        #: When a list: the commands of each round trip, as sent (`keep_commands`).
+        self.commands: list[list[list[str]]] | None = None
         self._resume = threading.Event()
         self._lock = threading.Lock()
 
@@ -113,7 +116,10 @@ def tap(client: redis.Redis, trips: RoundTrips | None = None) -> RoundTrips:
             def send_packed_command(self: Any, command: Any, check_health: bool = True) -> None:
                 self.connect()  # a refused connection raises here, before anything is counted as sent
                 trips.spend()
-                commands = decode_packed(command) if trips.lost or trips.lose_at else []
+                keep = trips.commands is not None
+                commands = decode_packed(command) if trips.lost or trips.lose_at or keep else []
+                if trips.commands is not None:
+                    trips.commands.append(commands)
                 where = f"{getattr(self, 'host', '')}:{getattr(self, 'port', '')}"
                 if trips.lost and [where, commands] == trips.lost[-1]:
                     trips.resent += 1  # the same commands to the same server again

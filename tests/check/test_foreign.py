@@ -54,6 +54,8 @@ MUTANTS = [
     # what others wrote after its own first EXEC (G1c: T3 -wr-> T1 -wr-> T3), and the transfer
     # reports what that retry saw.
     ("helper_bank", "transaction", {APPLIES_ONCE, SERIALIZABLE}),
+    ("guard_debit_bank", "transaction", {SERIALIZABLE, CONSISTENT_AUDIT, APPLIES_ONCE}),
+    ("two_step_bank", "transaction", {SERIALIZABLE, CONSISTENT_AUDIT, APPLIES_ONCE}),
     # Reported for liveness ("the crashed holder's TTL passes", then refused) while the machines
     # rewrote TTLs instead of moving the server's clock (issue 37).
     ("pxat_lock", "lock", {CLOCK_SKEW_SAFE, MUTUAL_EXCLUSION, STALE_GRANT}),
@@ -84,6 +86,7 @@ SOAK = {"raising_lock", "threadlocal_lock", "held_set_lock", "redispy_lock", "re
         "claim_registry",
         "extend_any_lock", "plain_del_lock", "two_step_lock", "check_then_set_lock", "racy_registry",
         "hash_bank", "plain_bank", "pipeline_bank", "skewed_audit_bank", "helper_bank",
+        "script_read_bank", "dotted_bank", "noisy_bank", "guard_debit_bank", "two_step_bank",
         *AT_DEFAULT_BUDGET}  # fmt: skip
 
 

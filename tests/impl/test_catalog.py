@@ -75,8 +75,8 @@ def test_known_bad_transactions_name_the_anomaly_they_must_be_caught_for():
     banks = catalog.family("transaction")
     assert {i.name: i.anomaly for i in banks if i.known_bad} == {
         "transfer_no_watch": "lost update",
-        "transfer_watch_some": "G2-item",
-        "audit_separate_reads": "G-single",
+        "transfer_watch_some": "write skew",
+        "audit_separate_reads": "read skew",
     }
     assert {i.name for i in banks if not i.known_bad} == {
         "bank_watch",

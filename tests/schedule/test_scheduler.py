@@ -433,3 +433,19 @@ def test_only_a_round_trip_can_lose_its_reply(contend_target, ns):
         s.start(0, lambda: time.sleep(1), "sleep")
         with pytest.raises(SchedulerError, match="no round trip to lose"):
             s.step(0, lose=gating.LostReply.CONNECTION)
+
+
+def test_the_next_operation_sending_the_same_command_is_no_resend(contend_target, ns):
+    """An operation loses a reply and raises; the next one sends the same command: no resend (a
+    lost round trip is resent within the operation that lost it, or not at all)."""
+    (conn,) = clients(contend_target, 1)
+    key = ns.key("o")
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+        s.start(0, lambda: conn.incr(key), "incr")
+        first = _run(s, 0, gating.LostReply.CONNECTION)
+        s.start(0, lambda: conn.incr(key), "incr again")
+        second = _run(s, 0, None)
+        resent = [step for step in s.trace if step.resend_of is not None]
+    assert isinstance(first.error, redis.ConnectionError) and second.value == 2
+    assert resent == []

@@ -147,6 +147,26 @@ def test_cleanup_finds_keys_a_library_prefixed(client):
         client.delete(f"lock:{ns.prefix}-other:x")
 
 
+def test_the_namespace_owns_keys_that_hold_it_whole_whatever_the_separator(client):
+    ns = Namespace(client, "contend-test:own:1")
+    ns.ensure_empty()
+    ours = [
+        "contend-test:own:1:x",
+        "contend-test:own:1.accounts.a",
+        "{contend-test:own:1}:y",
+        "contend-test:own:1",
+    ]
+    theirs = ["contend-test:own:10:x", "contend-test:own:1-other:x", "contend-test:own:1_x"]
+    for key in ours + theirs:
+        client.set(key, 1)
+    try:
+        assert sorted(k.decode() for _, k in ns.keys()) == sorted(ours)  # noqa: SIM118
+        assert ns.cleanup() == len(ours)
+        assert all(client.exists(k) for k in theirs)
+    finally:
+        client.delete(*ours, *theirs)
+
+
 def test_namespace_refuses_empty_prefix(client):
     with pytest.raises(ValueError, match="non-empty"):
         Namespace(client, "  ")
