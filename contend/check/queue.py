@@ -26,7 +26,7 @@ from contend.check.burst import burst, errors_summary
 from contend.check.framework import Check, CheckContext, CheckFailed, CheckInconclusive, expect
 from contend.impl.catalog import ACK_FINAL, BAD_INPUT, FIFO, NO_DOUBLE_DELIVERY, NO_LOSS, NO_PHANTOM
 from contend.models.base import Op
-from contend.models.queue import OK, REFUSED, QueueModel, ready_items
+from contend.models.queue import OK, REFUSED, QueueModel
 from contend.subject.protocols import declared_lease
 
 #: The lease asked of a factory that takes `lease_ms` (real time: nothing here holds a job for long).
@@ -163,7 +163,7 @@ def _model_failure(
             prop = FIFO
     raise CheckFailed(
         f"op {step}: {op.process} {op.f} returned {op.output!r}; not possible in the {model.name} model "
-        f"({model.describe_state(state)}; ready: {ready_items(state)}); last ops: {'; '.join(recent)}",
+        f"({model.describe_state(state)}); last ops: {'; '.join(recent)}",
         prop=prop,
     )
 
