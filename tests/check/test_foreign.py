@@ -19,6 +19,7 @@ from contend.impl.catalog import (
     FENCING,
     GAP_FREE,
     MUTUAL_EXCLUSION,
+    NO_LOSS,
     RUNS_ONCE,
     SAFE_RELEASE,
     SERIALIZABLE,
@@ -55,6 +56,8 @@ MUTANTS = [
     # Reported for liveness ("the crashed holder's TTL passes", then refused) while the machines
     # rewrote TTLs instead of moving the server's clock (issue 37).
     ("pxat_lock", "lock", {CLOCK_SKEW_SAFE, MUTUAL_EXCLUSION}),
+    # nack read as "reject": the job given back is dropped.
+    ("nack_drop_queue", "queue", {NO_LOSS}),
 ]
 
 #: 50 schedule examples for a correct one (the schedule check was two thirds of each test's time at
