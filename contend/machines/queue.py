@@ -54,11 +54,13 @@ LEASE_MS = 10_000
 #: How long a take may wait, in virtual seconds.
 TAKE_TIMEOUTS = (0.0, 0.0, 0.05, 1.0)
 #: How long a consumer works on a job before it acks, as shares of the lease (past 1: it overruns).
-WORK = (0.0, 0.0, 0.3, 0.6, 1.5)
+WORK = (0.0, 0.3, 0.6, 1.5)
 #: What a consumer does once its work is done.
 THEN = ("ack", "ack", "ack", "nack", "extend", "die")
+#: Shares of the lease a consumer goes on taking for until it gets a job (0: one take).
+PATIENCE = (0.0, 0.8)
 #: Shares of the lease a pause lets pass; a stall is longer than the lease.
-PAUSES = (0.3, 0.6)
+PAUSES = (0.3, 0.6, 0.9)
 STALL = 1.2
 #: Restarts of crashed workers an example may make.
 MAX_RESTARTS = 2
@@ -136,6 +138,10 @@ class QueueMachine(ScheduledMachine):
         self.restarts = 0
         self.lease: float | None = LEASE_MS / 1000
         self.last_lease_end = 0.0
+        self.new_holder: int | None = None
+        self.last_trip: dict[str, int] = {}  # client name -> the trace index of its last round trip
+        self.seen = 0
+        self.op_began: dict[int, int] = {}  # client -> the trace's length when its operation began
         super().__init__(target, **kwargs)
 
     # Set-up ------------------------------------------------------------------------------
@@ -147,7 +153,8 @@ class QueueMachine(ScheduledMachine):
         self.worker_ids = list(range(self.workers))
         declared = declared_lease(self.queues[0], type(self).factory)
         self.lease = None if declared is None else declared / 1000
-        self.operation_bound = (self.lease or LEASE_MS / 1000) * (max(WORK) + 2) + max(TAKE_TIMEOUTS) + 1
+        lease = self.lease or LEASE_MS / 1000
+        self.operation_bound = lease * (max(WORK) + max(PATIENCE) + 2) + max(TAKE_TIMEOUTS) + 1
 
     def new_queue(self, conn: Any) -> Any:
         """One client's queue object; the factory is asked for LEASE_MS if it takes `lease_ms`."""
@@ -195,38 +202,73 @@ class QueueMachine(ScheduledMachine):
         timeout=st.sampled_from(TAKE_TIMEOUTS),
         work=st.sampled_from(WORK),
         then=st.sampled_from(THEN),
+        patience=st.sampled_from(PATIENCE),
     )
-    def take(self, client: int, timeout: float, work: float, then: str) -> None:
-        """A worker takes a job; if it gets one, it works on it for `work` leases, then acks,
-        nacks, extends and acks, or dies holding it (`then`)."""
+    def take(self, client: int, timeout: float, work: float, then: str, patience: float) -> None:
+        """A worker takes a job; with `patience`, it calls take again (a consumer's loop, a tenth
+        of the lease apart) until it gets one or that share of the lease has passed. With a job,
+        it works on it for `work` leases, then acks, nacks, extends and acks, or dies holding it
+        (`then`)."""
         idle = self.idle_workers()
         index = idle[client % len(idle)]
         self.plans[index] = (work, then)
         self.running[index] = ("take", self.scheduler.vclock)
         queue = self.queues[index]
-        self.start(index, lambda: queue.take(timeout), f"take({timeout:g})")
+        lease = self.lease or LEASE_MS / 1000
+        if not patience:
+            self.start(index, lambda: queue.take(timeout), f"take({timeout:g})")
+            return
+
+        def loop() -> Any:
+            until = time.monotonic() + patience * lease
+            while True:
+                self.running[index] = ("take", self.scheduler.vclock)  # the last take's start
+                got = queue.take(timeout)
+                if got is not None or time.monotonic() >= until:
+                    return got
+                time.sleep(lease / 10)
+
+        self.start(index, loop, f"take({timeout:g}) until a job, {patience * lease:g} s at most")
 
     @precondition(lambda self: bool(self.scheduler.runnable()))
-    @rule(
-        data=st.data(),
-        steps=st.integers(1, 4),
-        then=st.sampled_from(["", "", "", "", "pause", "stall"]),
-        pause=st.sampled_from(PAUSES),
-    )
-    def advance(self, data: st.DataObject, steps: int, then: str, pause: float) -> None:
-        """Round trips as the base machine makes them; then, with `then`, a share of the lease
-        passes (pause) or every client pauses past the lease (stall)."""
+    @rule(data=st.data(), steps=st.integers(1, 4), stall=st.sampled_from([False] * 5 + [True]))
+    def advance(self, data: st.DataObject, steps: int, stall: bool) -> None:
+        """Round trips as the base machine makes them; then, with `stall`, every client pauses
+        past the lease, wherever it is in its operation."""
         super().advance(data, steps)
-        if then and self.server_keeps_time and self.lease is not None:
-            seconds = self.lease * (pause if then == "pause" else STALL)
-            self.scheduler.advance(seconds, note=f"{seconds:g} s pass ({then})")
+        if stall and self.server_keeps_time and self.lease is not None and self.busy_workers():
+            seconds = self.lease * STALL
+            self.scheduler.advance(seconds, note=f"{seconds:g} s pass (a stall past the lease)")
 
-    @precondition(lambda self: len(self.living_workers()) > 1 and bool(self.busy_workers()))
-    @rule(data=st.data())
-    def crash_worker(self, data: st.DataObject) -> None:
-        """A worker dies in the middle of its operation (a put, a take, its work or its ack)."""
-        index = data.draw(st.sampled_from(self.busy_workers()), label="crashed worker")
-        self.kill(index)
+    @precondition(lambda self: self.server_keeps_time and self.lease is not None and self.holding())
+    @rule(share=st.sampled_from(PAUSES))
+    def pause(self, share: float) -> None:
+        """A share of the lease passes while the workers are where they are (a consumer working on
+        its job stays asleep, and the others may start takes meanwhile)."""
+        assert self.lease is not None
+        seconds = self.lease * share
+        self.scheduler.advance(seconds, note=f"{seconds:g} s pass")
+
+    @precondition(lambda self: len(self.living_workers()) > 1 and bool(self.under_way()))
+    @rule(data=st.data(), dies=st.sampled_from([False, False, True]))
+    def crash_worker(self, data: st.DataObject, dies: bool) -> None:
+        """A worker dies in the middle of its operation (a put, a take, its work or its ack), once
+        it has made a round trip of it (one in three draws: a crash leaves fewer to race)."""
+        if dies:
+            index = data.draw(st.sampled_from(self.under_way()), label="crashed worker")
+            self.kill(index)
+
+    def under_way(self) -> list[int]:
+        """Busy workers whose operation has made a round trip."""
+        names = {self.scheduler.clients[i].name: i for i in self.busy_workers()}
+        began = {i: self.op_began.get(i, 0) for i in names.values()}
+        return sorted(
+            {
+                names[s.client]
+                for s in self.scheduler.trace[min(began.values(), default=0) :]
+                if s.sent and s.client in names and s.index >= began[names[s.client]]
+            }
+        )
 
     @precondition(lambda self: self.restarts < MAX_RESTARTS and len(self.living_workers()) < self.workers)
     @rule()
@@ -255,8 +297,35 @@ class QueueMachine(ScheduledMachine):
             self.scheduler.step(self.current)
             self._after_progress(self.current)
 
+    def first_choice(self, ready: list[int]) -> int | None:
+        """The schedule's first choice (what Hypothesis draws most often, and shrinks to): a
+        consumer that just got a job goes last, as the others run while it works; takes under way
+        take turns, the one that has waited longest first (two takes read the same head before
+        either moves it); otherwise the current client goes on. Any order stays possible."""
+        held, self.new_holder = self.new_holder, None
+        for step in self.scheduler.trace[self.seen :]:
+            if step.sent:
+                self.last_trip[step.client] = step.index
+        self.seen = len(self.scheduler.trace)
+        names = self.scheduler.clients
+        taking = [i for i in ready if self.running.get(i, ("",))[0] == "take" and i != held]
+        if len(taking) > 1:
+            return min(taking, key=lambda i: self.last_trip.get(names[i].name, -1))
+        if held is not None and self.current == held:
+            return next((i for i in ready if i != held), held)
+        return self.current
+
+    def holding(self) -> bool:
+        """Is a job held, by a worker at work or one that died with it, inside its lease?"""
+        now = self.scheduler.vclock
+        return any(d.let_go is None and d.valid_until > now for d in self.deliveries)
+
     def busy_workers(self) -> list[int]:
         return [i for i in self.busy_clients() if i in self.worker_ids]
+
+    def start(self, index: int, operation: Any, label: str) -> None:
+        self.op_began[index] = len(self.scheduler.trace)
+        super().start(index, operation, label)
 
     # Bookkeeping --------------------------------------------------------------------------
     def kill(self, index: int) -> None:
@@ -319,6 +388,7 @@ class QueueMachine(ScheduledMachine):
         if not isinstance(got, tuple | list) or len(got) != 2:
             self.fail(NO_PHANTOM, f"{name} take returned {got!r}, not (id, item) or None")
         delivery = self.deliver(index, name, _norm(got[0]), _norm(got[1]), began)
+        self.new_holder = index
         self.follow_up(index, delivery)
 
     def deliver(self, index: int, name: str, job: Any, item: Any, began: float) -> Delivery:
