@@ -401,10 +401,12 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         "list_queue whose reaper requeues a job seen in processing at its previous sweep, lease or not",
         "", _QUEUE, frozenset({NO_DOUBLE_DELIVERY}),
     ),
+    # Its nack removes by value too, whoever holds the copy: a consumer whose lease ran out gives
+    # back the copy another now holds, and a third takes it (found by the stale-holder check).
     Implementation(
         "ack_by_value_queue", "queue", value_list.factory, "queue",
         "a list of bare values, a lease key per value; ack is LREM processing 0 value (every copy)",
-        "", _QUEUE, frozenset({NO_LOSS}),
+        "", _QUEUE, frozenset({NO_LOSS, NO_DOUBLE_DELIVERY}),
     ),
     Implementation(
         "short_claim_queue", "queue", stream.short_claim_factory, "queue",

@@ -23,10 +23,11 @@ from typing import Any
 
 from contend.check.bad_input import with_client
 from contend.check.burst import burst, errors_summary
-from contend.check.framework import Check, CheckContext, CheckFailed, CheckInconclusive, expect
+from contend.check.framework import NOT_JUDGED, Check, CheckContext, CheckFailed, CheckInconclusive, expect
 from contend.impl.catalog import ACK_FINAL, BAD_INPUT, FIFO, NO_DOUBLE_DELIVERY, NO_LOSS, NO_PHANTOM
 from contend.models.base import Op
 from contend.models.queue import OK, REFUSED, QueueModel
+from contend.schedule import Scheduler
 from contend.subject.protocols import declared_lease
 
 #: The lease asked of a factory that takes `lease_ms` (real time: nothing here holds a job for long).
@@ -295,6 +296,94 @@ def unknown_ack_check(ctx: CheckContext) -> str:
     return f"{len(outcomes)} acks of ids not held ({kinds}) changed nothing: the other jobs came out once"
 
 
+# --- a consumer whose lease ran out ----------------------------------------------------------------
+
+#: The lease the stale-holder check asks for (virtual time: it costs nothing).
+STALE_LEASE_MS = 10_000
+
+
+def stale_holder_check(ctx: CheckContext) -> str:
+    """For each of ack, nack and extend the queue has: consumer A takes a job and goes silent past
+    its lease; B gets the job again; A then acks, nacks or extends it. B's lease must hold: no third
+    consumer gets the job while it is valid. Run on the scheduler, on the virtual clock the server
+    keeps: the lease runs out exactly when the check says."""
+    if ctx.target.clock is None:
+        return f"{NOT_JUDGED} (leases must run out on the clock the check keeps)"
+    done = []
+    probe = queue_with_lease(ctx, ctx.client(), ctx.namespace.key("stale", "probe"))
+    actions = [a for a in ("ack", "nack", "extend") if callable(getattr(probe, a, None))]
+    for action in actions:
+        ctx.note(f"stale-holder: a stale {action}")
+        done.append(_stale(ctx, action))
+    return "; ".join(done)
+
+
+def queue_with_lease(ctx: CheckContext, client: Any, name: str) -> Any:
+    """A queue object with STALE_LEASE_MS if the factory takes `lease_ms`, else its own lease."""
+    try:
+        return ctx.factory(client, name, lease_ms=STALE_LEASE_MS)
+    except TypeError:
+        return ctx.factory(client, name)
+
+
+def _stale(ctx: CheckContext, action: str) -> str:
+    name = ctx.namespace.key("stale", action)
+    conns = [ctx.client() for _ in range(3)]
+    a, b, c = (queue_with_lease(ctx, conn, name) for conn in conns)
+    lease = lease_seconds(a)
+    if lease is None:
+        return (
+            f"a stale {action}: not judged (the queue declares no lease, so it never gives a job out twice)"
+        )
+    with Scheduler(clock=ctx.target.clock) as s:
+        for conn in conns:
+            s.add_client(connection=conn)
+
+        def run(index: int, call: Callable[[], Any], label: str) -> Any:
+            s.start(index, call, label)
+            while index in s.runnable():
+                s.step(index)
+            outcome = s.clients[index].outcome
+            if outcome.error is not None and label.startswith(("put", "take")):
+                raise CheckFailed(
+                    f"a stale {action}: {label} raised {type(outcome.error).__name__}: {outcome.error}"
+                )
+            return outcome.value
+
+        run(0, lambda: a.put("job"), "put('job')")
+        got = _pair(run(0, lambda: a.take(0), "take(0)"), "take(0)")
+        if got is None:
+            raise CheckFailed(f"a stale {action}: take(0) got nothing right after a put", prop=NO_LOSS)
+        s.advance(2 * lease, note="A is silent for twice its lease")
+        again = None
+        for _ in range(30):  # takes go on for another lease and a half: redelivery's promise
+            again = _pair(run(1, lambda: b.take(0), "take(0)"), "take(0)")
+            if again is not None:
+                break
+            s.advance(lease / 20, note="B tries again")
+        if again is None or again[1] != "job":
+            raise CheckFailed(
+                f"a stale {action}: consumer A took the job and went silent for twice its {lease:g} s lease; "
+                f"takes over another lease and a half got {again!r}, not the job",
+                prop=NO_LOSS,
+            )
+        call = (
+            (lambda: a.extend(got[0], int(10 * lease * 1000)))
+            if action == "extend"
+            else (lambda: getattr(a, action)(got[0]))
+        )
+        run(0, call, f"{action}({got[0]!r})")
+        s.advance(lease / 10, note="a tenth of B's lease passes")
+        third = _pair(run(2, lambda: c.take(0), "take(0)"), "take(0)")
+    if third is not None and third[1] == "job":
+        raise CheckFailed(
+            f"consumer A took the job, went silent past its {lease:g} s lease, and B took it again; A's {action} "
+            f"then gave it to C while B's lease was valid (a tenth of it had passed)",
+            prop=NO_DOUBLE_DELIVERY,
+        )
+    return f"a stale {action} left the new holder's lease alone"
+
+
 # --- bad input -----------------------------------------------------------------------------------
 
 
@@ -361,6 +450,10 @@ QUEUE_CHECKS: list[Check] = [
     Check(
         "unknown-ack", "acks of ids never handed out, or already acked, change nothing",
         unknown_ack_check, NO_LOSS,
+    ),
+    Check(
+        "stale-holder", "a consumer past its lease acks, nacks or extends a job another now holds",
+        stale_holder_check, NO_DOUBLE_DELIVERY,
     ),
     Check(
         "bad-input", "an empty name, take(-1) and an item no serialiser carries refused, nothing changed",

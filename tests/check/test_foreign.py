@@ -19,6 +19,7 @@ from contend.impl.catalog import (
     FENCING,
     GAP_FREE,
     MUTUAL_EXCLUSION,
+    NO_DOUBLE_DELIVERY,
     NO_LOSS,
     RUNS_ONCE,
     SAFE_RELEASE,
@@ -58,6 +59,8 @@ MUTANTS = [
     ("pxat_lock", "lock", {CLOCK_SKEW_SAFE, MUTUAL_EXCLUSION}),
     # nack read as "reject": the job given back is dropped.
     ("nack_drop_queue", "queue", {NO_LOSS}),
+    # Written as correct (lua_queue before receipts): the state machine found the stale nack.
+    ("stale_nack_queue", "queue", {NO_DOUBLE_DELIVERY}),
 ]
 
 #: 50 schedule examples for a correct one (the schedule check was two thirds of each test's time at

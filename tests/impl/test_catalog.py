@@ -94,7 +94,7 @@ def test_queues_claim_the_queue_properties_and_the_known_bad_ones_name_one_defec
     assert {i.name: set(i.violates) for i in queues if i.known_bad} == {
         "brpop_queue": {catalog.NO_LOSS},
         "blind_reaper_queue": {catalog.NO_DOUBLE_DELIVERY},
-        "ack_by_value_queue": {catalog.NO_LOSS},
+        "ack_by_value_queue": {catalog.NO_LOSS, catalog.NO_DOUBLE_DELIVERY},
         "short_claim_queue": {catalog.NO_DOUBLE_DELIVERY},
         "peek_take_queue": {catalog.NO_DOUBLE_DELIVERY},
     }
