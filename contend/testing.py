@@ -5,8 +5,8 @@
     def test_my_lock(contend_target):
         check_lock(make_lock, contend_target)
 
-`check_lock`, `check_semaphore`, `check_registry`, `check_single_flight` and
-`check_transaction` run the family's
+`check_lock`, `check_semaphore`, `check_registry`, `check_single_flight`,
+`check_transaction` and `check_queue` run the family's
 battery (the same checks, claims, seeds and budgets as `contend check --impl M:F --kind
 KIND`) against the factory, on the server of the `contend_target` fixture (or on an
 embedded one started for the call). A broken property raises `ContendCheckFailed`, an
@@ -65,6 +65,7 @@ __all__ = [
     "ContendCheckFailed",
     "check",
     "check_lock",
+    "check_queue",
     "check_registry",
     "check_semaphore",
     "check_single_flight",
@@ -219,6 +220,15 @@ def check_transaction(
     return check(factory, target, kind="transaction", **options)
 
 
+def check_queue(
+    factory: Callable[..., Any] | str, target: Target | None = None, **options: Unpack[CheckKwargs]
+) -> list[ResultRow]:
+    """`check(factory, target, kind="queue", ...)`: factory(client, name) -> a queue with
+    put(item) -> id, take(timeout) -> (id, item) | None and ack(id), its lease in `lease_ms`."""
+    __tracebackhide__ = True
+    return check(factory, target, kind="queue", **options)
+
+
 def report(rows: Sequence[ResultRow], noise: str = "", *, replay_call: str = "") -> str:
     """What a failed `check` says: the verdict and each check's status, the claims, and the
     evidence lines `contend check` prints. A replay command naming a factory that cannot be
@@ -246,7 +256,7 @@ def machine_for(
     factory: Callable[..., Any], kind: str, *, claims: Sequence[str] | None = None
 ) -> type[ScheduledMachine]:
     """The family's state machine pointed at `factory`: a LockMachine (a semaphore's has two
-    slots), RegistryMachine or SingleFlightMachine subclass. `claims` defaults to what
+    slots), RegistryMachine, SingleFlightMachine, TransactionMachine or QueueMachine subclass. `claims` defaults to what
     `contend check --impl` claims for the kind (add "fencing" for a lock with a token)."""
     kind = _kind(kind)
     _validate(factory, kind, (), (), (), None)

@@ -76,6 +76,7 @@ FAMILIES = {
     "semaphore": "semaphore",
     "single_flight": "single-flight",
     "transaction": "transaction",
+    "queue": "queue",
 }
 FAMILY_CHOICES = ", ".join(FAMILIES.values())
 

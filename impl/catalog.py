@@ -30,6 +30,7 @@ from contend.impl.locks import (
     single_flight,
     token,
 )
+from contend.impl.queue import lease_list, pop, stream, value_list
 from contend.impl.registry import async_check_then_set, async_lua
 from contend.impl.transactions import (
     LockFirstBank,
@@ -77,6 +78,14 @@ APPLIES_ONCE = "applies-once"  # money is conserved; each transfer applies once 
 CONSISTENT_AUDIT = "consistent-audit"  # every audit sees a total some serial order produces
 TRANSACTION_PROPERTIES = frozenset({SERIALIZABLE, APPLIES_ONCE, CONSISTENT_AUDIT})
 
+# Properties a work queue can claim (issue 44): put, take with a visibility lease, ack.
+NO_LOSS = "no-loss"  # every item put is delivered, again after a crash or a lapsed lease, until acked
+NO_DOUBLE_DELIVERY = "no-double-delivery"  # no second consumer gets an item while a lease on it is valid
+ACK_FINAL = "ack-final"  # an item acked by its holder is never delivered again
+NO_PHANTOM = "no-phantom"  # a take returns only items that were put, as they were put
+#: A queue that claims FIFO delivers items for the first time in the order their puts returned.
+QUEUE_PROPERTIES = frozenset({NO_LOSS, NO_DOUBLE_DELIVERY, ACK_FINAL, NO_PHANTOM, FIFO})
+
 # Every implementation: bad input (ttl_ms <= 0, an empty key or name) raises before anything is written.
 BAD_INPUT = "bad-input"
 #: On a Redis Cluster: every command, script and transaction names keys of one hash slot.
@@ -106,6 +115,11 @@ PROPERTY_KINDS: dict[str, str] = {
     SERIALIZABLE: SAFETY,
     APPLIES_ONCE: SAFETY,
     CONSISTENT_AUDIT: SAFETY,
+    # Lost is a state, not a wait: an item neither acked nor anywhere a take can reach.
+    NO_LOSS: SAFETY,
+    NO_DOUBLE_DELIVERY: SAFETY,
+    ACK_FINAL: SAFETY,
+    NO_PHANTOM: SAFETY,
     BAD_INPUT: HYGIENE,
     CLUSTER_SLOTS: HYGIENE,
 }
@@ -121,7 +135,10 @@ PROPERTY_DESCRIPTIONS: dict[str, str] = {
     SAFE_RELEASE: "a release or extend after the lease expired never frees or prolongs another holder's lease",
     CRASH_LIVENESS: "a holder that dies at any round trip blocks the others for about one TTL, not for ever",
     FENCING: "every grant carries a larger fencing token than every grant before it",
-    FIFO: "waiters are granted in the order they asked",
+    FIFO: (
+        "waiters are granted in the order they asked; a queue's items are first delivered in the order "
+        "their puts returned"
+    ),
     STALE_GRANT: (
         "an acquire or extend that reports success holds a valid lease when it returns, even if its client "
         "was paused between its round trips for longer than the TTL"
@@ -139,9 +156,17 @@ PROPERTY_DESCRIPTIONS: dict[str, str] = {
     ),
     APPLIES_ONCE: "money is conserved, each transfer applies once or not at all, no account goes below zero",
     CONSISTENT_AUDIT: "an audit of every account sees a total some serial order of the transfers produces",
+    NO_LOSS: (
+        "every item put is delivered, and delivered again after its consumer crashed, lost a reply or "
+        "let its lease lapse, until it is acked"
+    ),
+    NO_DOUBLE_DELIVERY: "no take hands an item to a second consumer while another's lease on it is valid",
+    ACK_FINAL: "an item acked by a consumer whose lease on it was valid is never delivered again",
+    NO_PHANTOM: "a take returns only items that were put, as they were put",
     BAD_INPUT: (
         "ttl_ms <= 0, an empty key or an empty name (for a bank: an amount <= 0, an unknown account, a "
-        "transfer to the same account) raises before anything is written"
+        "transfer to the same account; for a queue: a take timeout < 0, an item it cannot serialise) "
+        "raises before anything is written"
     ),
     CLUSTER_SLOTS: "on a Redis Cluster, each command, script or transaction names keys of one hash slot",
 }
@@ -155,6 +180,7 @@ def properties_of(family: str) -> frozenset[str]:
         "semaphore": LOCK_PROPERTIES,
         "single_flight": SINGLE_FLIGHT_PROPERTIES,
         "transaction": TRANSACTION_PROPERTIES,
+        "queue": QUEUE_PROPERTIES,
     }[family]
 
 
@@ -209,6 +235,7 @@ _THREE_DBS = "uses databases 15, 14 and 13; a Redis Cluster has database 0 only"
 _RACY = frozenset({NO_SPURIOUS_ERRORS, GAP_FREE, TABLES_AGREE})
 _FLIGHT = SINGLE_FLIGHT_PROPERTIES
 _BANK = TRANSACTION_PROPERTIES
+_QUEUE = QUEUE_PROPERTIES
 
 # The expiry-time locks (SETNX/GETSET) compute the expiry they write before a round trip that may
 # come after a stall: a grant then carries a lease that had already run out (stale-grant).
@@ -352,6 +379,45 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         "audit_separate_reads", "transaction", SeparateReadsBank, "bank",
         "transfers by one script; the audit GETs each account in its own round trip",
         "", _BANK, frozenset({SERIALIZABLE, CONSISTENT_AUDIT}), anomaly="read skew",
+    ),
+    Implementation(
+        "list_queue", "queue", lease_list.factory, "queue",
+        "BLMOVE into a processing list, a lease per job (sorted set, server clock), a reaper script "
+        "that requeues only what lost its lease",
+        "", _QUEUE,
+    ),
+    Implementation(
+        "stream_queue", "queue", stream.factory, "queue",
+        "XREADGROUP in one consumer group, XACK, XAUTOCLAIM of jobs idle 1.1 leases",
+        "", _QUEUE,
+    ),
+    Implementation(
+        "brpop_queue", "queue", pop.factory, "queue",
+        "LPUSH, then BRPOP with no processing list: a job leaves Redis when it is taken",
+        "", _QUEUE, frozenset({NO_LOSS}),
+    ),
+    Implementation(
+        "blind_reaper_queue", "queue", lease_list.blind_reaper_factory, "queue",
+        "list_queue whose reaper requeues a job seen in processing at its previous sweep, lease or not",
+        "", _QUEUE, frozenset({NO_DOUBLE_DELIVERY}),
+    ),
+    # Its nack removes by value too, whoever holds the copy: a consumer whose lease ran out gives
+    # back the copy another now holds, and a third takes it (found by the stale-holder check).
+    Implementation(
+        "ack_by_value_queue", "queue", value_list.factory, "queue",
+        "a list of bare values, a lease key per value; ack is LREM processing 0 value (every copy)",
+        "", _QUEUE, frozenset({NO_LOSS, NO_DOUBLE_DELIVERY}),
+    ),
+    Implementation(
+        "short_claim_queue", "queue", stream.short_claim_factory, "queue",
+        "stream_queue whose XAUTOCLAIM takes jobs idle half a lease",
+        "", _QUEUE, frozenset({NO_DOUBLE_DELIVERY}),
+    ),
+    Implementation(
+        "peek_take_queue", "queue", lease_list.peek_then_remove_factory, "queue",
+        "list_queue whose take reads the next id (LRANGE), then LREMs and leases it in a second round "
+        "trip, whatever LREM removed",
+        "", _QUEUE, frozenset({NO_DOUBLE_DELIVERY}),
     ),
 )  # fmt: skip
 

@@ -10,6 +10,7 @@ from contend.models.base import UNKNOWN, DeterministicModel, Model, Op
 from contend.models.cas_register import CasRegisterModel
 from contend.models.kv import KvModel
 from contend.models.lease import LeaseModel, LeaseState
+from contend.models.queue import QueueModel, QueueState
 from contend.models.registry import RegistryModel, RegistryState
 from contend.models.registry_by_name import RegistryByNameModel
 from contend.models.semaphore import SemaphoreModel, SemaphoreState
@@ -25,6 +26,8 @@ __all__ = [
     "LeaseState",
     "Model",
     "Op",
+    "QueueModel",
+    "QueueState",
     "RegistryByNameModel",
     "RegistryModel",
     "RegistryState",

@@ -129,6 +129,21 @@ CASES: list[tuple[str, list[str], str]] = [
         "a transaction factory is called as",
     ),
     (
+        "check: a queue claiming what a queue cannot",
+        ["check", "--impl", "tests.fixtures.foreign.lua_queue:make", "--kind", "queue", "--claim", "fencing"],
+        "a queue can claim ack-final, fifo, no-double-delivery, no-loss, no-phantom",
+    ),
+    (
+        "check: a lock given as a queue",
+        ["check", "--impl", "tests.fixtures.foreign.raising_lock:make", "--kind", "queue"],
+        "a queue factory is called as factory(client: redis.Redis, name: str)",
+    ),
+    (
+        "stress: a queue",
+        ["stress", "--impl", "tests.fixtures.foreign.lua_queue:make", "--kind", "queue", "--duration", "1"],
+        "stress runs the registry and lock families; check a queue with `contend check",
+    ),
+    (
         "load: a transfer strategy that does not exist",
         ["load", "--workload", "transfer", "--strategy", "lock-first", "--out", "{tmp}/load"],
         "none of --strategy lock-first applies to the transfer workload",

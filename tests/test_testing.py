@@ -22,6 +22,7 @@ from contend.testing import (
     ContendCheckFailed,
     check,
     check_lock,
+    check_queue,
     check_registry,
     check_semaphore,
     check_single_flight,
@@ -33,6 +34,7 @@ from tests.fixtures.foreign import (
     check_then_set_lock,
     flight,
     hash_bank,
+    lua_queue,
     lua_registry,
     raising_lock,
     zset_semaphore,
@@ -66,6 +68,7 @@ def test_each_kind_has_its_wrapper(contend_target):
         (check_semaphore, zset_semaphore.make, "semaphore"),
         (check_single_flight, flight.make, "single_flight"),
         (check_transaction, hash_bank.make, "transaction"),
+        (check_queue, lua_queue.make, "queue"),
     ]:
         (row,) = wrapper(factory, contend_target, checks=["bad-input"])
         assert (row.subject.family, row.verdict, [r.check for r in row.results]) == (

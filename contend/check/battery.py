@@ -39,6 +39,7 @@ from contend.check.lost_reply import (
     REGISTRY_LOST_REPLY,
     TRANSACTION_LOST_REPLY,
 )
+from contend.check.queue import QUEUE_CHECKS
 from contend.check.registry import ASYNC_BURST_ONE_NAME
 from contend.check.registry import CHECKS as REGISTRY_CHECKS
 from contend.check.schedule import SCHEDULE
@@ -57,6 +58,8 @@ BATTERIES: dict[str, list[Check]] = {
     "semaphore": [*SEMAPHORE_CHECKS, LOCK_LOST_REPLY, SCHEDULE],
     "single_flight": [*SINGLE_FLIGHT_CHECKS, FLIGHT_LOST_REPLY, SCHEDULE],
     "transaction": [*TRANSACTION_CHECKS, TRANSACTION_LOST_REPLY, SCHEDULE],
+    # Crashes, lost replies and lapsed leases: the state machine's, on the server's virtual clock.
+    "queue": [*QUEUE_CHECKS, SCHEDULE],
 }
 #: The checks of async implementations (coroutine methods on redis.asyncio clients): bursts of tasks,
 #: cancellation, bad input, and the family's state machine with async clients (which cancels

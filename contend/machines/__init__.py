@@ -30,12 +30,14 @@ from contend.impl.catalog import FENCING, FIFO
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
 from contend.machines.locks import LockMachine
+from contend.machines.queue import QueueMachine
 from contend.machines.registry import RegistryMachine
 from contend.machines.settings import machine_settings
 from contend.machines.single_flight import SingleFlightMachine
 from contend.machines.transactions import TransactionMachine
 from contend.subject.claims import (
     LOCK_CLAIMS,
+    QUEUE_CLAIMS,
     REGISTRY_CLAIMS,
     SEMAPHORE_CLAIMS,
     SINGLE_FLIGHT_CLAIMS,
@@ -46,12 +48,14 @@ __all__ = [
     "FENCING",
     "FIFO",
     "LOCK_CLAIMS",
+    "QUEUE_CLAIMS",
     "REGISTRY_CLAIMS",
     "SEMAPHORE_CLAIMS",
     "SINGLE_FLIGHT_CLAIMS",
     "TRANSACTION_CLAIMS",
     "LockMachine",
     "PropertyViolated",
+    "QueueMachine",
     "RegistryMachine",
     "ScheduledMachine",
     "SingleFlightMachine",

@@ -17,8 +17,8 @@ Patched, only in scheduled client threads (others pass through untouched):
 * `Retry.call_with_retry` and `redis.asyncio.retry`'s sleep: followed, and virtual (a
   RedisCluster's `execute_command` and pipeline `execute`, which resend in loops of their own,
   are followed too).
-* `redis.asyncio.client.Redis.execute_command`: blocking pops (BLPOP, BRPOP, ...) become
-  polls on virtual time, as in the sync gate: the server is never left blocking.
+* `redis.asyncio.client.Redis.execute_command`: blocking pops (BLPOP, BRPOP, ...) and
+  XREAD/XREADGROUP with BLOCK become polls on virtual time, as in the sync gate: the server is never left blocking.
 * A redis.asyncio cluster client's discovery of the cluster (CLUSTER SLOTS and COMMAND, on
   its first command and after a redirection makes it look again:
   `NodesManager.initialize`, `AsyncCommandsParser.initialize`) is no step either, as a
@@ -48,7 +48,6 @@ import redis.asyncio.connection
 import redis.asyncio.retry
 
 from contend.schedule.gating import (
-    BLOCKING_POPS,
     MAX_POLL_INTERVAL,
     POLL_INTERVAL,
     CancelAt,
@@ -58,7 +57,8 @@ from contend.schedule.gating import (
     enter_retry_call,
     leave_retry_call,
     node_of,
-    one_pass,
+    nothing_yet,
+    polled,
     ran_nothing,
     unreachable_error,
 )
@@ -288,16 +288,16 @@ async def _polled_execute(self: Any, *args: Any, **options: Any) -> Any:
     """A blocking pop of a scheduled client: one non-blocking pass, repeated after a virtual sleep
     until it gets an element or the caller's timeout has passed in virtual time."""
     execute = _originals["execute"]
-    name = str(args[0]).upper() if args else ""
-    if _scheduled() is None or name not in BLOCKING_POPS:
+    blocking = polled(args) if _scheduled() is not None else None
+    if blocking is None:
         return await execute(self, *args, **options)
     loop = asyncio.get_running_loop()
-    timeout = float(args[-1])
+    timeout, once = blocking
     deadline = None if timeout == 0 else loop.time() + timeout
     pause = POLL_INTERVAL
     while True:
-        reply = await execute(self, *one_pass(name, args[1:-1]))
-        if reply is not None:
+        reply = await execute(self, *once, **(options if once[0] == args[0] else {}))
+        if not nothing_yet(reply):
             return reply
         if deadline is not None and loop.time() >= deadline:
             return None

@@ -24,8 +24,9 @@ unmodified code, third-party libraries included:
 * `Redis.execute_command` turns blocking pops (BLPOP, BRPOP, BLMOVE,
   BRPOPLPUSH, BZPOPMIN, BZPOPMAX) into polls: one non-blocking pass (LPOP over
   the keys in order in one script, LMOVE, RPOPLPUSH, ...), repeated after a
-  virtual sleep until the caller's timeout has passed in virtual time. The
-  server is never left blocking, so nothing depends on real timing.
+  virtual sleep until the caller's timeout has passed in virtual time; so do
+  XREAD and XREADGROUP with BLOCK (one pass without it). The server is never
+  left blocking, so nothing depends on real timing.
 * `PubSub.parse_response` (behind `get_message(timeout=...)` and `listen()`)
   polls too: one non-blocking read, then a virtual sleep, until a message
   arrives or the timeout has passed in virtual time.
@@ -64,7 +65,6 @@ import redis.utils
 
 from contend.errors import ContendError
 from contend.schedule.gating import (
-    BLOCKING_POPS,
     MAX_POLL_INTERVAL,
     POLL_INTERVAL,
     REAL_EVENT_WAIT,
@@ -78,7 +78,8 @@ from contend.schedule.gating import (
     enter_retry_call,
     leave_retry_call,
     node_of,
-    one_pass,
+    nothing_yet,
+    polled,
     ran_nothing,
     same_process,
     unreachable_error,
@@ -327,16 +328,15 @@ def _split_pipeline(self: Any, connection: Any, commands: Any, raise_on_error: b
 
 def _polled_execute(self: Any, *args: Any, **options: Any) -> Any:
     execute: Callable[..., Any] = _originals["execute"]
-    client = current()
-    name = str(args[0]).upper() if args else ""
-    if client is None or name not in BLOCKING_POPS:
+    blocking = polled(args) if current() is not None else None
+    if blocking is None:
         return execute(self, *args, **options)
-    timeout = float(args[-1])
+    timeout, once = blocking
     deadline = None if timeout == 0 else _monotonic() + timeout
     pause = POLL_INTERVAL
     while True:
-        reply = execute(self, *one_pass(name, args[1:-1]))
-        if reply is not None:
+        reply = execute(self, *once, **(options if once[0] == args[0] else {}))
+        if not nothing_yet(reply):
             return reply
         if deadline is not None and _monotonic() >= deadline:
             return None

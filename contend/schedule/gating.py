@@ -1,5 +1,5 @@
 """What the two gates (contend.schedule.gate for redis-py, async_gate for redis.asyncio) share:
-which scheduled client a thread runs, the real clock, how a blocking pop is polled, how a
+which scheduled client a thread runs, the real clock, how a blocking pop or read is polled, how a
 cancellation is placed, and how a round trip's payload reads. Neither gate imports the other,
 nor the scheduler: the scheduler installs both (`contend.schedule.scheduler`).
 """
@@ -202,6 +202,43 @@ def one_pass(name: str, operands: tuple[Any, ...]) -> tuple[Any, ...]:
     if name == "BLMOVE":
         return ("LMOVE", *operands)
     return ("EVAL", _POP_SCRIPT, len(operands), *operands, _POP_ONCE[name])
+
+
+#: Stream reads that block when given BLOCK <ms> (0: without end).
+BLOCKING_READS = frozenset({"XREAD", "XREADGROUP"})
+
+
+def polled(args: tuple[Any, ...]) -> tuple[float, tuple[Any, ...]] | None:
+    """A command that would block the server, as (timeout in seconds, 0: no end; the command that
+    does one non-blocking pass of it); None for any other command. The blocking pops name their
+    timeout last; XREAD and XREADGROUP block with BLOCK <ms>, and without it answer at once (nil
+    when there is nothing new, as the blocking form answers at its timeout)."""
+    name = str(args[0]).upper() if args else ""
+    if name in BLOCKING_POPS:
+        return float(args[-1]), one_pass(name, args[1:-1])
+    if name in BLOCKING_READS:
+        words = [_word(a) for a in args]
+        if "BLOCK" in words[: _streams_at(words)]:
+            at = words.index("BLOCK")
+            return float(args[at + 1]) / 1000, (*args[:at], *args[at + 2 :])
+    return None
+
+
+def nothing_yet(reply: Any) -> bool:
+    """Did one pass of a polled command find nothing (nil; an empty answer to a stream read)?"""
+    return reply is None or (isinstance(reply, list | dict) and not reply)
+
+
+def _word(arg: Any) -> str:
+    """A command's argument as an upper-case keyword (redis-py sends some as bytes)."""
+    if isinstance(arg, bytes):
+        return arg.decode(errors="replace").upper()
+    return str(arg).upper()
+
+
+def _streams_at(words: list[str]) -> int:
+    """Where the STREAMS keyword is (options come before it; keys and ids after)."""
+    return words.index("STREAMS") if "STREAMS" in words else len(words)
 
 
 class CancelAt(enum.Enum):

@@ -46,6 +46,8 @@ from contend.servers.clock import ServerClock
 from contend.servers.cluster_client import disconnect
 
 _install_lock = threading.Lock()
+#: Virtual seconds within which a sleeper's wake-up counts as come (float sums fall short).
+_DUE = 1e-9
 _installed = 0
 
 
@@ -140,12 +142,16 @@ class Scheduler:
     def runnable(self) -> list[int]:
         """Clients that can take a step now, after waking sleepers whose time has come."""
         live = [c for c in self.clients if c.status in (Status.READY, Status.SLEEPING)]
-        ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= self.vclock]
+        # Within a nanosecond counts as due: a clock moved by sums of floats (a pause, then the
+        # gap to a sleeper's wake-up) can stop a hair short of it, and no jump would close that.
+        due = self.vclock + _DUE
+        ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= due]
         if not ready and live:
             gap = min(c.wake_at for c in live) - self.vclock
             self.waited += max(0.0, gap)
             self._jump(gap)
-            ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= self.vclock]
+            due = self.vclock + _DUE
+            ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= due]
         return ready
 
     def step(self, index: int, lose: LostReply | None = None) -> TraceEntry:

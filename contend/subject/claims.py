@@ -20,6 +20,8 @@ SEMAPHORE_CLAIMS = catalog.LEASE_CLAIMS
 REGISTRY_CLAIMS = catalog.REGISTRY_PROPERTIES
 SINGLE_FLIGHT_CLAIMS = catalog.SINGLE_FLIGHT_PROPERTIES
 TRANSACTION_CLAIMS = catalog.TRANSACTION_PROPERTIES
+#: A queue's defaults; add FIFO for one that hands items out in the order they were put.
+QUEUE_CLAIMS = catalog.QUEUE_PROPERTIES - {catalog.FIFO}
 
 #: What a user's implementation is taken to claim, per kind (fencing: when it has a token).
 DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
@@ -28,6 +30,7 @@ DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
     "semaphore": SEMAPHORE_CLAIMS,
     "single_flight": SINGLE_FLIGHT_CLAIMS,
     "transaction": TRANSACTION_CLAIMS,
+    "queue": QUEUE_CLAIMS,
 }
 
 

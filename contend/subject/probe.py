@@ -23,6 +23,8 @@ from contend.subject.protocols import (
     ProtocolError,
     as_token,
     check_object,
+    declared_lease,
+    factory_args,
     granted,
     protocol,
     takes_clock,
@@ -76,6 +78,10 @@ def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[
     if kind == "single_flight":
         return Capabilities(clock=clock, ttl_resolution_ms=resolution)
     extend = callable(getattr(obj, "extend", None))
+    if kind == "queue":
+        return Capabilities(
+            extend=extend, nack=callable(getattr(obj, "nack", None)), lease_ms=declared_lease(obj, factory)
+        )
     fencing = None
     try:
         acquired = obj.acquire(blocking=False)
@@ -115,10 +121,7 @@ def detect_async_capabilities(factory: Callable[..., Any], kind: str, url: str, 
     async def probe() -> Capabilities:
         client = async_client(url)
         try:
-            obj = build(
-                lambda: factory(client, key) if kind in NAMESPACE_KINDS else factory(client, key, 10_000),
-                kind,
-            )
+            obj = build(lambda: factory(client, *factory_args(kind, key)), kind)
             if kind in NAMESPACE_KINDS:
                 return Capabilities(register_many=callable(getattr(obj, "register_many", None)))
             if kind == "single_flight":
@@ -176,7 +179,7 @@ def is_async(factory: Callable[..., Any], kind: str) -> bool:
     # Port 1 on the loopback: a factory that talks to its server while building reaches no one
     # (never a Redis that happens to run on the default port).
     for client in (redis.Redis(port=1), redis.asyncio.Redis(port=1)):
-        args = ("contend:probe",) if kind in NAMESPACE_KINDS else ("contend:probe", 10_000)
+        args = factory_args(kind, "contend:probe")
         try:
             obj = build_in_time(factory, kind, client, *args)
         except FactoryHangs:
@@ -243,7 +246,7 @@ def check_offline(factory: Callable[..., Any], kind: str, spec: str) -> None:
     server (or raises) while building is checked on the server instead (`probe`)."""
     offline = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.1, socket_timeout=0.1)
     try:
-        args = ("contend:offline",) if kind in NAMESPACE_KINDS else ("contend:offline", 10_000)
+        args = factory_args(kind, "contend:offline")
         try:
             obj = build_in_time(factory, kind, offline, *args)
         except FactoryHangs:
@@ -268,7 +271,7 @@ def try_once(
     built: list[Any] = []
 
     def make() -> Any:
-        obj = factory(client, where) if kind in NAMESPACE_KINDS else factory(client, where, 10_000)
+        obj = factory(client, *factory_args(kind, where))
         built.append(obj)
         check_object(obj, kind, spec)
         return obj

@@ -18,8 +18,15 @@ the protocol"):
   `transfer(src, dst, amount) -> bool` (False: the source holds less, nothing written) and
   `balances(accounts) -> {account: balance}`. An amount <= 0, an unknown account or a transfer
   to the same account raises before anything is written.
+* queue: `factory(client, name)` with `put(item) -> id`, `take(timeout) -> (id, item) | None`
+  and `ack(id)`; optional, detected and then checked: `extend(id, ms)`, `nack(id)`. The object
+  (or the factory) declares its visibility lease in `lease_ms` (None or absent: an item is never
+  delivered twice). An ack, extend or nack of an id the consumer does not hold may raise or return
+  False (refused) or do nothing (harmless). A factory that takes a `lease_ms` keyword is given the
+  lease the checks want.
 * Bad input: `ttl_ms <= 0`, an empty key or an empty name raises (any exception) before
-  anything is written. Nothing stricter.
+  anything is written (a queue: also take(timeout < 0) and an item it cannot serialise). Nothing
+  stricter.
 * A factory that can only hold leases in whole seconds (a library taking int seconds) says
   so with an attribute `ttl_resolution_ms = 1000`; the checks then use TTLs it can hold.
 """
@@ -70,11 +77,21 @@ PROTOCOLS: dict[str, tuple[str, dict[str, str]]] = {
             "balances": "balances(accounts) -> dict[str, int]",
         },
     ),
+    "queue": (
+        "factory(client: redis.Redis, name: str)",
+        {
+            "put": "put(item) -> id",
+            "take": "take(timeout: float) -> (id, item) | None",
+            "ack": "ack(id) -> None",
+        },
+    ),
 }
 #: Kinds whose factory takes (client, namespace) rather than (client, key, ttl_ms).
 NAMESPACE_KINDS = frozenset({"registry", "transaction"})
+#: Kinds whose factory takes (client, name): a key of their own, no TTL.
+NAME_KINDS = frozenset({"queue"})
 #: The method whose being a coroutine function marks code for redis.asyncio, per kind.
-MAIN_METHOD = {"registry": "register", "single_flight": "call", "transaction": "transfer"}
+MAIN_METHOD = {"registry": "register", "single_flight": "call", "transaction": "transfer", "queue": "take"}
 
 #: Where a lock's fencing token comes from.
 TOKEN_RETURNED = "acquire's return"
@@ -90,6 +107,8 @@ class Capabilities:
     register_many: bool = False
     clock: bool = False  # the factory takes an injectable `clock`
     ttl_resolution_ms: int = 1  # the factory can only hold leases in multiples of this (whole seconds: 1000)
+    nack: bool = False  # a queue that can give a job back
+    lease_ms: float | None = None  # the visibility lease a queue declares
     #: What went wrong while finding these out (the code raised), for the table's evidence.
     note: str = ""
 
@@ -104,6 +123,10 @@ class Capabilities:
             parts.append("register_many")
         if self.clock:
             parts.append("an injectable clock")
+        if self.nack:
+            parts.append("nack")
+        if self.lease_ms is not None:
+            parts.append(f"a {self.lease_ms:g} ms lease")
         if self.ttl_resolution_ms > 1:
             parts.append(f"leases in steps of {self.ttl_resolution_ms} ms")
         text = ", ".join(parts) or "nothing optional"
@@ -117,7 +140,7 @@ class ProtocolError(ContendError):
 def check_factory_signature(factory: Callable[..., Any], kind: str, spec: str) -> None:
     """A factory must accept the protocol's positional arguments."""
     signature, _ = protocol(kind)
-    wanted = 2 if kind in NAMESPACE_KINDS else 3
+    wanted = 2 if kind in NAMESPACE_KINDS | NAME_KINDS else 3
     try:
         inspect.signature(factory).bind(*range(wanted))
     except TypeError as exc:
@@ -137,6 +160,21 @@ def check_object(obj: Any, kind: str, spec: str) -> None:
             + f". A {kind} needs: "
             + ", ".join(methods.values())
         )
+
+
+def factory_args(kind: str, where: str) -> tuple[Any, ...]:
+    """What follows the client when contend builds one object to look at: a registry's or bank's
+    namespace, a queue's name, or a lock's key and a 10 s TTL."""
+    return (where,) if kind in NAMESPACE_KINDS | NAME_KINDS else (where, 10_000)
+
+
+def declared_lease(obj: Any, factory: Any = None) -> float | None:
+    """The visibility lease (ms) a queue object, or else its factory, declares in `lease_ms`."""
+    for holder in (obj, factory):
+        value = getattr(holder, "lease_ms", None)
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return None
 
 
 def protocol(kind: str) -> tuple[str, dict[str, str]]:

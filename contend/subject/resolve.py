@@ -37,7 +37,7 @@ from contend.subject.probe import (
     is_async,
     try_once,
 )
-from contend.subject.protocols import NAMESPACE_KINDS, Capabilities, ProtocolError, check_object
+from contend.subject.protocols import NAMESPACE_KINDS, Capabilities, ProtocolError, check_object, factory_args
 from contend.subject.spec import EVERY_KIND, SubjectSpec, parse_spec
 from contend.subject.subject import Subject
 
@@ -92,6 +92,11 @@ def on_target(subject: Subject, target: Target) -> Subject:
             )
         factory = over_masters(factory, target.also)
     asynchronous = is_async(factory, spec.kind)  # builds probe objects: once
+    if asynchronous and spec.kind == "queue":
+        raise ProtocolError(
+            f"--impl {spec.name}: take() is a coroutine; contend checks queues written for "
+            "redis.asyncio not yet (a synchronous queue only)"
+        )
     client = target.client()
     ns = target.namespace(client=client)
     key = ns.prefix if spec.kind in NAMESPACE_KINDS else ns.key("probe")
@@ -106,7 +111,7 @@ def on_target(subject: Subject, target: Target) -> Subject:
         else:
 
             def make() -> Any:
-                obj = factory(client, key) if spec.kind in NAMESPACE_KINDS else factory(client, key, 10_000)
+                obj = factory(client, *factory_args(spec.kind, key))
                 check_object(obj, spec.kind, spec.name)
                 return obj
 
@@ -178,7 +183,7 @@ def with_capabilities(subject: Subject, target: Target, namespace: Namespace) ->
     def make() -> Any:
         if subject.family in NAMESPACE_KINDS:
             return subject.factory(namespace.client, namespace.child(subject.name, f"probe-{subject.family}"))
-        return subject.factory(namespace.client, key, 10_000)
+        return subject.factory(namespace.client, *factory_args(subject.family, key))
 
     found = bounded(lambda: detect_capabilities(subject.factory, subject.family, make), Capabilities())
     return replace(subject, capabilities=found)

@@ -21,6 +21,8 @@ from contend.impl.catalog import (
     FENCING,
     GAP_FREE,
     MUTUAL_EXCLUSION,
+    NO_DOUBLE_DELIVERY,
+    NO_LOSS,
     RUNS_ONCE,
     SAFE_RELEASE,
     SERIALIZABLE,
@@ -65,6 +67,10 @@ MUTANTS = [
     ("del_fallback_lock", "lock", {SAFE_RELEASE, MUTUAL_EXCLUSION}),
     ("self_serving_flight", "single_flight", {RUNS_ONCE}),
     ("double_free_semaphore", "semaphore", {MUTUAL_EXCLUSION}),
+    # nack read as "reject": the job given back is dropped.
+    ("nack_drop_queue", "queue", {NO_LOSS}),
+    # Written as correct (lua_queue before receipts): the state machine found the stale nack.
+    ("stale_nack_queue", "queue", {NO_DOUBLE_DELIVERY}),
 ]
 
 #: 50 schedule examples for a correct one (the schedule check was two thirds of each test's time at

@@ -244,7 +244,14 @@ def test_the_junit_file_of_a_whole_catalog_check_reads_back(tmp_path, capsys):
     assert doc["exit_code"] == code
     (suite,) = list(JUnitXml.fromfile(str(junit)))
     rows = doc["implementations"]
-    assert {r["family"] for r in rows} == {"lock", "registry", "semaphore", "single-flight", "transaction"}
+    assert {r["family"] for r in rows} == {
+        "lock",
+        "registry",
+        "semaphore",
+        "single-flight",
+        "transaction",
+        "queue",
+    }
     expected = sum(len(r["checks"]) for r in rows) + sum(r["known_bad"] for r in rows)
     assert suite.tests == expected and len(list(suite)) == expected
     classes = {case.classname for case in suite}

@@ -87,3 +87,19 @@ def test_known_bad_transactions_name_the_anomaly_they_must_be_caught_for():
     for impl in banks:
         assert impl.model == "bank" and impl.claims == catalog.TRANSACTION_PROPERTIES, impl.name
         assert catalog.SERIALIZABLE in impl.violates or not impl.known_bad
+
+
+def test_queues_claim_the_queue_properties_and_the_known_bad_ones_name_one_defect():
+    queues = catalog.family("queue")
+    assert {i.name: set(i.violates) for i in queues if i.known_bad} == {
+        "brpop_queue": {catalog.NO_LOSS},
+        "blind_reaper_queue": {catalog.NO_DOUBLE_DELIVERY},
+        "ack_by_value_queue": {catalog.NO_LOSS, catalog.NO_DOUBLE_DELIVERY},
+        "short_claim_queue": {catalog.NO_DOUBLE_DELIVERY},
+        "peek_take_queue": {catalog.NO_DOUBLE_DELIVERY},
+    }
+    assert {i.name for i in queues if not i.known_bad} == {"list_queue", "stream_queue"}
+    for impl in queues:
+        assert impl.model == "queue" and impl.claims == catalog.QUEUE_PROPERTIES, impl.name
+    assert catalog.properties_of("queue") == catalog.QUEUE_PROPERTIES
+    assert all(catalog.PROPERTY_KINDS[p] == catalog.SAFETY for p in catalog.QUEUE_PROPERTIES)

@@ -153,6 +153,47 @@ def test_blocking_pop_is_polled_not_blocked(contend_target, ns):
         c.close()
 
 
+def test_blocking_stream_reads_are_polled_not_blocked(contend_target, ns):
+    """XREADGROUP (and XREAD) with BLOCK become polls on virtual time: an entry added meanwhile is
+    read, and BLOCK 2000 on an empty stream answers nothing after 2 virtual seconds, no real ones."""
+    conns = clients(contend_target, 2)
+    stream = ns.key("stream")
+    conns[0].xgroup_create(stream, "g", id="0", mkstream=True)
+    with Scheduler() as s:
+        for c in conns:
+            s.add_client(connection=c)
+        s.start(0, lambda: conns[0].xreadgroup("g", "c0", {stream: ">"}, count=1, block=60_000), "XREADGROUP")
+        s.step(0)  # the first poll finds nothing
+        assert "BLOCK" not in s.trace[-1].sent_text()
+        s.start(1, lambda: conns[1].xadd(stream, {"item": "job"}), "XADD")
+        s.run_all(lambda current, ready: ready[-1])
+        read = s.clients[0].outcome.value
+        entries = next(iter(read.values()))[0] if isinstance(read, dict) else read[0][1]
+        assert entries[0][1] == {b"item": b"job"}
+        s.start(0, lambda: conns[0].xread({stream: "$"}, count=1, block=2_000), "XREAD 2 s, nothing new")
+        began = gating.REAL_MONOTONIC()
+        s.run_all(lambda current, ready: ready[0])
+        assert s.clients[0].outcome.ok and not s.clients[0].outcome.value
+        assert s.vclock >= 2 and gating.REAL_MONOTONIC() - began < 2
+    for c in conns:
+        c.close()
+
+
+def test_polled_names_what_blocks():
+    assert gating.polled(("BLMOVE", "a", "b", "RIGHT", "LEFT", 5)) == (
+        5.0,
+        ("LMOVE", "a", "b", "RIGHT", "LEFT"),
+    )
+    assert gating.polled(("XREADGROUP", b"GROUP", "g", "c", b"BLOCK", "250", b"STREAMS", "s", ">")) == (
+        0.25,
+        ("XREADGROUP", b"GROUP", "g", "c", b"STREAMS", "s", ">"),
+    )
+    # a key or an id that reads "block", after STREAMS, is no option; XADD and XREAD without BLOCK pass
+    assert gating.polled(("XREAD", "STREAMS", "block", "0")) is None
+    assert gating.polled(("XADD", "s", "*", "f", "v")) is None
+    assert gating.nothing_yet([]) and gating.nothing_yet(None) and not gating.nothing_yet(b"")
+
+
 def test_third_party_code_redis_py_lock(contend_target, ns):
     """redis-py's own Lock, unmodified: blocking acquire with sleeps and a Lua release."""
     conns = clients(contend_target, 2)

@@ -1,0 +1,606 @@
+"""The queue machine: producers put, consumers take, work and ack, while Hypothesis interleaves them.
+
+Every worker client both puts and takes. A take that gets a job is followed by the consumer's
+work (a virtual sleep of a share of the lease) and then its ack, nack (if the queue has one), an
+extend then an ack (if it has extend), or its death with the job in hand. Besides `advance`
+(whose round trips may lose their replies), Hypothesis may crash a worker in the middle of any
+operation, start a crashed worker again as a new process (a new connection and queue object),
+let time pass (a share of the lease) or stall every client past the lease.
+
+A lease is *valid* from the take's start (or the put's, if later: the job cannot be handed out
+before it was put) until the queue's `lease_ms` has passed on the virtual clock; an extend of a
+valid lease that returns success moves its end to the extend's start plus its ms. The holder lets
+go when its ack or nack starts; a consumer that crashed holds on until the lease runs out. The
+server keeps the virtual clock, so leases and idle times there lapse exactly when the schedule
+says. Properties, judged when a take returns and at the end:
+
+* no-phantom: a take returns an item that some put began before it returned;
+* no-double-delivery: no take returns an item while more consumers than there are copies of it
+  hold valid leases on it (items are unique unless Hypothesis queued a value twice);
+* ack-final: no take returns an item whose every copy was acked by a holder whose lease was valid
+  when its ack returned (before the take began);
+* fifo (if claimed): a take that delivers an item for the first time does not overtake an item
+  whose put returned before this one's began and that no take has delivered (takes whose outcome
+  is unknown may have delivered it);
+* no-loss (at the end): every operation is run to its end, twice the lease passes after the last
+  take or extend returned, and a fresh consumer drains the queue (taking and acking, trying again
+  for another lease once it is empty): every copy put and not acked must come out. A queue that
+  declares no lease (`lease_ms` None) never delivers a job twice, so a job its consumer took and
+  died with, or whose take lost its reply, is lost.
+
+An ack that raised or returned False (or 0) was refused; one whose reply was lost, or that
+returned after the lease ran out, may or may not have acked: its job is then neither required
+back nor forbidden to come back.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import strategies as st
+from hypothesis.stateful import precondition, rule
+
+from contend.impl.catalog import ACK_FINAL, FIFO, NO_DOUBLE_DELIVERY, NO_LOSS, NO_PHANTOM
+from contend.machines.base import ScheduledMachine, _take_connection
+from contend.schedule.client import Status
+from contend.servers.target import Target
+from contend.subject.protocols import declared_lease
+
+#: The lease the machine asks of a factory that takes `lease_ms` (virtual: it costs no real time).
+LEASE_MS = 10_000
+#: How long a take may wait, in virtual seconds.
+TAKE_TIMEOUTS = (0.0, 0.0, 0.05, 1.0)
+#: How long a consumer works on a job before it acks, as shares of the lease (past 1: it overruns).
+WORK = (0.0, 0.3, 0.6, 1.5)
+#: What a consumer does once its work is done.
+THEN = ("ack", "ack", "ack", "nack", "extend", "die")
+#: Shares of the lease a consumer goes on taking for until it gets a job (0: one take).
+PATIENCE = (0.0, 0.8)
+#: Shares of the lease a pause lets pass; a stall is longer than the lease.
+PAUSES = (0.3, 0.6, 0.9)
+STALL = 1.2
+#: Restarts of crashed workers an example may make.
+MAX_RESTARTS = 2
+
+
+@dataclass
+class Put:
+    number: int
+    client: str
+    item: Any
+    began: float
+    ended: float | None = None
+    status: str = "running"  # running, ok, maybe (raised, crashed: 0 or 1 copy), uncertain (resent)
+    job: Any = None
+
+
+@dataclass
+class Delivery:
+    number: int
+    client: int
+    name: str
+    job: Any
+    item: Any
+    began: float  # the take's start
+    ended: float  # its return
+    valid_until: float
+    let_go: float | None = None  # when its ack or nack started
+    acked: str = ""  # "", "yes" (valid, returned), "maybe" (lost reply, crashed, late), "refused"
+    ack_returned: float = float("inf")
+    extend_began: float | None = None
+    fate: list[str] = field(default_factory=list)  # what became of it, for the evidence
+
+
+def _norm(value: Any) -> Any:
+    """An item or id as the machine compares them: bytes decoded, lists as tuples."""
+    if isinstance(value, bytes):
+        try:
+            return value.decode()
+        except UnicodeDecodeError:
+            return value
+    if isinstance(value, list | tuple):
+        return tuple(_norm(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(k), _norm(v)) for k, v in value.items()))
+    return value
+
+
+def refused(outcome: Any) -> bool:
+    """Did an ack, nack or extend refuse (raise, or return False or 0)? None is success."""
+    return outcome.error is not None or (outcome.value is not None and not outcome.value)
+
+
+class QueueMachine(ScheduledMachine):
+    """Subclass per implementation with `factory` and `claims` set. Clients 0..workers-1 are the
+    ones Hypothesis drives (restarted workers are added after them); client `probe` drains at the
+    end."""
+
+    factory: Any = None
+    claims: frozenset[str] = frozenset()
+    workers = 3
+    clients = 4
+    crash_rule = False  # workers crash through `crash_worker` and `take(then="die")`
+    essential_rules = frozenset({"put", "take", "advance"})
+    anchor = ("queue",)
+    judged_on_kept_time = "leases running out (stalls, pauses, redelivery after a crash: no-loss)"
+
+    def __init__(self, target: Target, **kwargs: Any) -> None:
+        self.puts: list[Put] = []
+        self.deliveries: list[Delivery] = []
+        self.queues: dict[int, Any] = {}
+        self.worker_ids: list[int] = []
+        self.running: dict[int, tuple[str, Any]] = {}  # client -> (what, its Put or Delivery)
+        self.plans: dict[int, tuple[float, str]] = {}  # client -> (work, then) for its next job
+        self.maybe_takes: list[float] = []  # when takes of unknown outcome began
+        self.restarts = 0
+        self.lease: float | None = LEASE_MS / 1000
+        self.last_lease_end = 0.0
+        self.new_holder: int | None = None
+        self.last_trip: dict[str, int] = {}  # client name -> the trace index of its last round trip
+        self.seen = 0
+        self.op_began: dict[int, int] = {}  # client -> the trace's length when its operation began
+        super().__init__(target, **kwargs)
+
+    # Set-up ------------------------------------------------------------------------------
+    def setup_clients(self) -> None:
+        self.name = self.ns.key(*self.anchor)
+        self.probe = self.clients - 1
+        for index in range(self.clients):
+            self.queues[index] = self.new_queue(self.connections[index])
+        self.worker_ids = list(range(self.workers))
+        declared = declared_lease(self.queues[0], type(self).factory)
+        self.lease = None if declared is None else declared / 1000
+        lease = self.lease or LEASE_MS / 1000
+        self.operation_bound = lease * (max(WORK) + max(PATIENCE) + 2) + max(TAKE_TIMEOUTS) + 1
+
+    def new_queue(self, conn: Any) -> Any:
+        """One client's queue object; the factory is asked for LEASE_MS if it takes `lease_ms`."""
+        factory = type(self).factory
+        try:
+            params = inspect.signature(factory).parameters.values()
+            takes = any(p.name == "lease_ms" or p.kind is p.VAR_KEYWORD for p in params)
+        except (TypeError, ValueError):
+            takes = False
+        if takes:
+            try:
+                return factory(conn, self.name, lease_ms=LEASE_MS)
+            except TypeError:
+                pass
+        return factory(conn, self.name)
+
+    @property
+    def lease_text(self) -> str:
+        return "no lease (lease_ms is None)" if self.lease is None else f"a {self.lease:g} s lease"
+
+    def idle_workers(self) -> list[int]:
+        return [i for i in self.worker_ids if self.scheduler.clients[i].status is Status.IDLE]
+
+    def living_workers(self) -> list[int]:
+        return [i for i in self.worker_ids if self.scheduler.clients[i].status is not Status.CRASHED]
+
+    # Rules -------------------------------------------------------------------------------
+    @precondition(lambda self: bool(self.idle_workers()))
+    @rule(client=st.integers(0, 3), again=st.sampled_from([False, False, True]))
+    def put(self, client: int, again: bool) -> None:
+        """A worker puts a new item, or (`again`) the value of an earlier one a second time."""
+        idle = self.idle_workers()
+        index = idle[client % len(idle)]
+        earlier = [p.item for p in self.puts]
+        item = earlier[-1] if again and earlier else f"job-{len(self.puts) + 1}"
+        record = Put(len(self.puts) + 1, self.scheduler.clients[index].name, item, self.scheduler.vclock)
+        self.puts.append(record)
+        self.running[index] = ("put", record)
+        queue = self.queues[index]
+        self.start(index, lambda: queue.put(item), f"put({item!r})")
+
+    @precondition(lambda self: bool(self.idle_workers()))
+    @rule(
+        client=st.integers(0, 3),
+        timeout=st.sampled_from(TAKE_TIMEOUTS),
+        work=st.sampled_from(WORK),
+        then=st.sampled_from(THEN),
+        patience=st.sampled_from(PATIENCE),
+    )
+    def take(self, client: int, timeout: float, work: float, then: str, patience: float) -> None:
+        """A worker takes a job; with `patience`, it calls take again (a consumer's loop, a tenth
+        of the lease apart) until it gets one or that share of the lease has passed. With a job,
+        it works on it for `work` leases, then acks, nacks, extends and acks, or dies holding it
+        (`then`)."""
+        idle = self.idle_workers()
+        index = idle[client % len(idle)]
+        self.plans[index] = (work, then)
+        self.running[index] = ("take", self.scheduler.vclock)
+        queue = self.queues[index]
+        lease = self.lease or LEASE_MS / 1000
+        if not patience:
+            self.start(index, lambda: queue.take(timeout), f"take({timeout:g})")
+            return
+
+        def loop() -> Any:
+            until = time.monotonic() + patience * lease
+            while True:
+                self.running[index] = ("take", self.scheduler.vclock)  # the last take's start
+                got = queue.take(timeout)
+                if got is not None or time.monotonic() >= until:
+                    return got
+                time.sleep(lease / 10)
+
+        self.start(index, loop, f"take({timeout:g}) until a job, {patience * lease:g} s at most")
+
+    @precondition(lambda self: bool(self.scheduler.runnable()))
+    @rule(data=st.data(), steps=st.integers(1, 4), stall=st.sampled_from([False] * 5 + [True]))
+    def advance(self, data: st.DataObject, steps: int, stall: bool) -> None:
+        """Round trips as the base machine makes them; then, with `stall`, every client pauses
+        past the lease, wherever it is in its operation."""
+        super().advance(data, steps)
+        if stall and self.server_keeps_time and self.lease is not None and self.busy_workers():
+            seconds = self.lease * STALL
+            self.scheduler.advance(seconds, note=f"{seconds:g} s pass (a stall past the lease)")
+
+    @precondition(lambda self: self.server_keeps_time and self.lease is not None and self.holding())
+    @rule(share=st.sampled_from(PAUSES))
+    def pause(self, share: float) -> None:
+        """A share of the lease passes while the workers are where they are (a consumer working on
+        its job stays asleep, and the others may start takes meanwhile)."""
+        assert self.lease is not None
+        seconds = self.lease * share
+        self.scheduler.advance(seconds, note=f"{seconds:g} s pass")
+
+    @precondition(lambda self: len(self.living_workers()) > 1 and bool(self.under_way()))
+    @rule(data=st.data(), dies=st.sampled_from([False, False, True]))
+    def crash_worker(self, data: st.DataObject, dies: bool) -> None:
+        """A worker dies in the middle of its operation (a put, a take, its work or its ack), once
+        it has made a round trip of it (one in three draws: a crash leaves fewer to race)."""
+        if dies:
+            index = data.draw(st.sampled_from(self.under_way()), label="crashed worker")
+            self.kill(index)
+
+    def under_way(self) -> list[int]:
+        """Busy workers whose operation has made a round trip."""
+        names = {self.scheduler.clients[i].name: i for i in self.busy_workers()}
+        began = {i: self.op_began.get(i, 0) for i in names.values()}
+        return sorted(
+            {
+                names[s.client]
+                for s in self.scheduler.trace[min(began.values(), default=0) :]
+                if s.sent and s.client in names and s.index >= began[names[s.client]]
+            }
+        )
+
+    @precondition(lambda self: self.restarts < MAX_RESTARTS and len(self.living_workers()) < self.workers)
+    @rule()
+    def restart(self) -> None:
+        """A crashed worker's process is started again: a new connection and queue object."""
+        dead = next(i for i in self.worker_ids if i not in self.living_workers())
+        conn = _take_connection(self.target)
+        self.connections.append(conn)
+        index = self.scheduler.add_client(connection=conn)
+        self.queues[index] = self.new_queue(conn)
+        self.worker_ids[self.worker_ids.index(dead)] = index
+        self.restarts += 1
+        self.scheduler.note(
+            f"{self.scheduler.clients[index].name} starts in place of {self.scheduler.clients[dead].name}"
+        )
+
+    def advance_all(self, max_steps: int = 200) -> None:
+        """Run every operation under way to its end, the lowest client first (for tests that force
+        a schedule by hand)."""
+        for _ in range(max_steps):
+            ready = self.scheduler.runnable()
+            if not ready:
+                return
+            self.current = ready[0]
+            self.before_step(self.current)
+            self.scheduler.step(self.current)
+            self._after_progress(self.current)
+
+    def first_choice(self, ready: list[int]) -> int | None:
+        """The schedule's first choice (what Hypothesis draws most often, and shrinks to): a
+        consumer that just got a job goes last, as the others run while it works; takes under way
+        take turns, the one that has waited longest first (two takes read the same head before
+        either moves it); otherwise the current client goes on. Any order stays possible."""
+        held, self.new_holder = self.new_holder, None
+        for step in self.scheduler.trace[self.seen :]:
+            if step.sent:
+                self.last_trip[step.client] = step.index
+        self.seen = len(self.scheduler.trace)
+        names = self.scheduler.clients
+        taking = [i for i in ready if self.running.get(i, ("",))[0] == "take" and i != held]
+        if len(taking) > 1:
+            return min(taking, key=lambda i: self.last_trip.get(names[i].name, -1))
+        if held is not None and self.current == held:
+            return next((i for i in ready if i != held), held)
+        return self.current
+
+    def holding(self) -> bool:
+        """Is a job held, by a worker at work or one that died with it, inside its lease?"""
+        now = self.scheduler.vclock
+        return any(d.let_go is None and d.valid_until > now for d in self.deliveries)
+
+    def busy_workers(self) -> list[int]:
+        return [i for i in self.busy_clients() if i in self.worker_ids]
+
+    def start(self, index: int, operation: Any, label: str) -> None:
+        self.op_began[index] = len(self.scheduler.trace)
+        super().start(index, operation, label)
+
+    # Bookkeeping --------------------------------------------------------------------------
+    def kill(self, index: int) -> None:
+        self.scheduler.crash(index)
+        self.in_flight.pop(index, None)
+        self.op_started.pop(index, None)
+        self.op_waited.pop(index, None)
+        self.crashed(index)
+
+    def crashed(self, index: int) -> None:
+        what, record = self.running.pop(index, ("", None))
+        if what == "put":
+            record.status, record.ended = "maybe", self.scheduler.vclock
+        elif what == "take":
+            self.maybe_takes.append(record)
+        elif what in ("ack", "nack", "extend"):
+            d = record[0] if what == "extend" else record
+            if what == "ack" and d.let_go is not None:
+                d.acked = "maybe"
+            d.fate.append(f"{self.scheduler.clients[index].name} crashed ({what})")
+        # A consumer that dies while working, or before its ack began, holds on until its lease ends.
+
+    def completed(self, index: int) -> None:
+        what, record = self.running.pop(index, ("", None))
+        outcome = self.scheduler.clients[index].outcome
+        now = self.scheduler.vclock
+        if what == "put":
+            record.ended = now
+            if outcome.error is not None:
+                record.status = "maybe"
+            else:
+                resent = index in self.lost_reply_in
+                record.status, record.job = ("uncertain" if resent else "ok"), _norm(outcome.value)
+        elif what == "take":
+            self.took(index, record, outcome)
+        elif what == "ack":
+            if record.let_go is None:  # it never reached its ack (an error while working)
+                return
+            record.ack_returned = now
+            if self.indeterminate(index):
+                record.acked = "maybe"
+            elif refused(outcome):
+                record.acked = "refused"
+            else:
+                record.acked = "yes" if now <= record.valid_until else "maybe"
+            record.fate.append(f"ack at {record.let_go:.3f} s: {record.acked or 'done'}")
+        elif what == "extend":
+            self.extended(index, record, outcome)
+        elif what == "nack":
+            record.fate.append(f"nack at {record.let_go:.3f} s")
+
+    def took(self, index: int, began: float, outcome: Any) -> None:
+        if outcome.error is not None:
+            self.maybe_takes.append(began)  # it may have moved a job it never learned of
+            return
+        got = outcome.value
+        if got is None:
+            return
+        name = self.scheduler.clients[index].name
+        if not isinstance(got, tuple | list) or len(got) != 2:
+            self.fail(NO_PHANTOM, f"{name} take returned {got!r}, not (id, item) or None")
+        delivery = self.deliver(index, name, _norm(got[0]), _norm(got[1]), began)
+        self.new_holder = index
+        self.follow_up(index, delivery)
+
+    def deliver(self, index: int, name: str, job: Any, item: Any, began: float) -> Delivery:
+        """Record a delivery that just returned and judge it (phantom, double delivery, ack-final, fifo)."""
+        now = self.scheduler.vclock
+        puts = [p for p in self.puts if p.item == item and p.began <= now]
+        if not puts and NO_PHANTOM in self.claims:
+            self.fail(NO_PHANTOM, f"{name} take returned ({job!r}, {item!r}): no put of {item!r} had begun")
+        same_id = [p for p in self.puts if p.status == "ok" and p.job == job]
+        if same_id and all(p.item != item for p in same_id) and NO_PHANTOM in self.claims:
+            self.fail(
+                NO_PHANTOM,
+                f"{name} take returned ({job!r}, {item!r}), but {job!r} is the id put({same_id[0].item!r}) returned",
+            )
+        start = max(began, min(p.began for p in puts)) if puts else began
+        lease_end = float("inf") if self.lease is None else start + self.lease
+        delivery = Delivery(len(self.deliveries) + 1, index, name, job, item, began, now, lease_end)
+        self.judge_delivery(delivery)
+        if FIFO in self.claims:
+            self.check_fifo(delivery)
+        self.deliveries.append(delivery)
+        self.last_lease_end = max(self.last_lease_end, now + (self.lease or 0))
+        return delivery
+
+    def judge_delivery(self, d: Delivery) -> None:
+        puts = [p for p in self.puts if p.item == d.item and p.began <= d.ended]
+        if any(p.status == "uncertain" for p in puts):
+            return  # a put resent after a lost reply: how many copies there are is unknown
+        copies = len(puts)
+        acked = [x for x in self.deliveries if x.item == d.item and x.acked == "yes" and x.let_go is not None]
+        done_before = [x for x in acked if self._ack_returned(x) <= d.began]
+        outstanding = copies - len(done_before)
+        if outstanding <= 0 and ACK_FINAL in self.claims:
+            x = done_before[-1]
+            self.fail(
+                ACK_FINAL,
+                f"{d.name} take returned {d.item!r} (delivery #{d.number}, began at {d.began:.3f} s); "
+                f"{x.name} had acked it (delivery #{x.number}, lease valid until {x.valid_until:.3f} s, ack "
+                f"returned by {self._ack_returned(x):.3f} s), and {copies} cop{'y' if copies == 1 else 'ies'} "
+                "of it had been put",
+            )
+        later = d.ended
+        holders = [
+            x
+            for x in self.deliveries
+            if x.item == d.item
+            and (x.let_go is None or x.let_go >= later)
+            and x.valid_until >= max(x.ended, later)
+            and d.valid_until >= max(x.ended, later)
+        ]
+        if len(holders) + 1 > outstanding and holders and NO_DOUBLE_DELIVERY in self.claims:
+            held = ", ".join(
+                f"{x.name} (delivery #{x.number}, taken at {x.ended:.3f} s, lease valid until {x.valid_until:.3f} s)"
+                for x in holders
+            )
+            self.fail(
+                NO_DOUBLE_DELIVERY,
+                f"{d.name} take returned {d.item!r} at {d.ended:.3f} s (delivery #{d.number}) while {held} "
+                f"held a valid lease on it ({self.lease_text}; {copies} cop{'y' if copies == 1 else 'ies'} "
+                f"put, {len(done_before)} acked)",
+            )
+
+    def _ack_returned(self, d: Delivery) -> float:
+        return d.ack_returned
+
+    def check_fifo(self, d: Delivery) -> None:
+        """fifo: a first delivery of a value put once must not overtake a value put once before it
+        (its put returned before this one's began) that no take has delivered, beyond what takes of
+        unknown outcome, and takes still under way, may have dequeued."""
+        mine = [p for p in self.puts if p.item == d.item]
+        if len(mine) != 1 or any(x.item == d.item for x in self.deliveries):
+            return
+        delivered = {x.item for x in self.deliveries}
+        once = {p.item for p in self.puts if sum(q.item == p.item for q in self.puts) == 1}
+        skipped = [
+            p
+            for p in self.puts
+            if p.status == "ok"
+            and p.ended is not None
+            and p.ended <= mine[0].began  # a completion is noted after its step's tick: <= is "before"
+            and p.item in once
+            and p.item not in delivered
+        ]
+        unknown = sum(1 for t in self.maybe_takes if t <= d.ended)
+        under_way = sum(1 for i, (what, _) in self.running.items() if what == "take" and i != d.client)
+        if len(skipped) > unknown + under_way:
+            first = skipped[0]
+            self.fail(
+                FIFO,
+                f"{d.name} take returned {d.item!r} (put by {mine[0].client}, began at {mine[0].began:.3f} s) "
+                f"while {first.item!r} (put by {first.client}, returned at {first.ended:.3f} s) had never been "
+                f"delivered"
+                + (f"; {unknown + under_way} take(s) of unknown outcome" if unknown + under_way else ""),
+            )
+
+    def follow_up(self, index: int, d: Delivery) -> None:
+        """The consumer's work on `d`, then what it planned (or its death with the job in hand)."""
+        work, then = self.plans.pop(index, (0.0, "ack"))
+        queue = self.queues[index]
+        seconds = work * (self.lease or LEASE_MS / 1000)
+        if then == "die":
+            if len(self.living_workers()) > 1:
+                self.kill(index)
+                return
+            then = "ack"
+        if then == "nack" and not callable(getattr(queue, "nack", None)):
+            then = "ack"
+        if then == "extend" and not callable(getattr(queue, "extend", None)):
+            then = "ack"
+        if then == "extend":
+            ms = int((self.lease or LEASE_MS / 1000) * 1000)
+
+            def extend() -> Any:
+                time.sleep(seconds / 2)
+                d.extend_began = self.scheduler.vclock
+                return queue.extend(d.job, ms)
+
+            self.running[index] = ("extend", (d, ms))
+            self.start(index, extend, f"work {seconds / 2:g} s, extend({d.job!r}, {ms})")
+            return
+        self.running[index] = (then, d)
+
+        def finish() -> Any:
+            time.sleep(seconds)
+            d.let_go = self.scheduler.vclock
+            return getattr(queue, then)(d.job)
+
+        self.start(index, finish, f"work {seconds:g} s, {then}({d.job!r})")
+
+    def extended(self, index: int, record: tuple[Delivery, int], outcome: Any) -> None:
+        d, ms = record
+        began = d.extend_began
+        others = [x for x in self.deliveries if x.item == d.item and x.number > d.number]
+        if began is not None and not refused(outcome) and not self.indeterminate(index):
+            d.fate.append(f"extend({ms}) at {began:.3f} s")
+            if began < d.valid_until and not others:
+                d.valid_until = max(d.valid_until, began + ms / 1000)
+                self.last_lease_end = max(self.last_lease_end, self.scheduler.vclock + ms / 1000)
+        queue = self.queues[index]
+        self.running[index] = ("ack", d)
+
+        def finish() -> Any:
+            d.let_go = self.scheduler.vclock
+            return queue.ack(d.job)
+
+        self.start(index, finish, f"ack({d.job!r})")
+
+    # The end ------------------------------------------------------------------------------
+    def check_quiescent(self) -> None:
+        """no-loss: run every operation to its end, let twice the lease pass, and drain."""
+        self.finish_all()
+        if NO_LOSS not in self.claims or not self.server_keeps_time:
+            return
+        if self.lease is not None:
+            until = self.last_lease_end + self.lease
+            if until > self.scheduler.vclock:
+                self.scheduler.advance(until - self.scheduler.vclock, note="twice the lease passes")
+        drained = self.drain()
+        self.check_loss(drained)
+
+    def drain(self) -> int:
+        """A fresh consumer (the probe) takes and acks until the queue has been empty for a lease
+        (a moment, with no lease); how many jobs it got."""
+        queue = self.queues[self.probe]
+        span = self.lease * 1.25 if self.lease is not None else 0.5
+        pause, idle, got = span / 5, 0.0, 0
+        for _ in range(500):
+            before = len(self.deliveries)
+            self.running[self.probe] = ("take", self.scheduler.vclock)
+            self.run_alone(self.probe, lambda: queue.take(0), "take(0) (drain)", max_steps=500)
+            if len(self.deliveries) > before:
+                got += 1
+                idle = 0.0
+                continue
+            if idle >= span:
+                break
+            self.scheduler.advance(pause, note=f"the drain waits {pause:g} s")
+            idle += pause
+        return got
+
+    def check_loss(self, drained: int) -> None:
+        for item in dict.fromkeys(p.item for p in self.puts):
+            puts = [p for p in self.puts if p.item == item]
+            if any(p.status == "uncertain" for p in puts):
+                continue
+            mine = [d for d in self.deliveries if d.item == item]
+            at_end = [d for d in mine if d.client == self.probe]
+            during = [d for d in mine if d.client != self.probe]
+            done = sum(d.acked in ("yes", "maybe") for d in during)
+            required = sum(p.status == "ok" for p in puts) - done
+            if len(at_end) >= required:
+                continue
+            story = "; ".join(
+                f"delivery #{d.number} to {d.name} at {d.ended:.3f} s (lease until {d.valid_until:.3f} s"
+                + (f", {', '.join(d.fate)}" if d.fate else ", never acked")
+                + ")"
+                for d in during
+            )
+            self.fail(
+                NO_LOSS,
+                f"{item!r} was put {len(puts)} time(s) ({sum(p.status == 'ok' for p in puts)} returned), acked "
+                f"{done} time(s) and never came back: after twice the lease, a fresh consumer drained "
+                f"{drained} job(s) and got it {len(at_end)} time(s) ({self.lease_text}). "
+                + (f"Its deliveries: {story}" if story else "It was never delivered")
+                + (f"; {len(self.maybe_takes)} take(s) of unknown outcome" if self.maybe_takes else ""),
+            )
+
+
+def machine_for(impl: Any) -> type[QueueMachine]:
+    """A QueueMachine subclass for a catalog entry (or anything with factory, claims, name)."""
+    return type(
+        f"QueueMachine_{''.join(c if c.isalnum() else '_' for c in impl.name)}",
+        (QueueMachine,),
+        {"factory": staticmethod(impl.factory), "claims": frozenset(impl.claims)},
+    )
