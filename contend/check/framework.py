@@ -15,7 +15,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import redis
@@ -85,6 +85,9 @@ class CheckContext:
     last_note: str = ""
     #: time.monotonic() by which the check should wrap up (its budget ends a little later)
     wrap_up_by: float | None = None
+    #: Properties the check judges only in a situation that never arose, with the situation in
+    #: words: a pass says they were not exercised.
+    not_exercised: dict[str, str] = field(default_factory=dict)
     _clients: list[redis.Redis] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -182,6 +185,8 @@ class CheckResult:
     #: About a failure, where known: seconds_to_first (counterexample found after), clients and
     #: round_trips (of the shrunk one), replay (the command)
     facts: dict[str, Any] = field(default_factory=dict)
+    #: Of a pass: properties whose situation never arose (property -> the situation, in words).
+    not_exercised: dict[str, str] = field(default_factory=dict)
 
     @property
     def passed(self) -> bool:
@@ -255,7 +260,10 @@ def run_check(
         box.pop("error", None)  # stopped at the refusal: what the stop raised in it says nothing
     else:
         ctx.close()
-    return _result(check, box, time.perf_counter() - start, refusals_since(mark))
+    result = _result(check, box, time.perf_counter() - start, refusals_since(mark))
+    if result.passed and ctx.not_exercised:
+        return replace(result, not_exercised=dict(ctx.not_exercised))
+    return result
 
 
 def _result(check: Check, box: dict[str, Any], seconds: float, refused: list[SlotRefusal]) -> CheckResult:

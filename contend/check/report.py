@@ -42,6 +42,7 @@ def rows_json(rows: Sequence[ResultRow]) -> list[dict[str, Any]]:
                     "kind": r.kind or None,
                     "detail": r.detail,
                     "seconds": round(r.seconds, 3),
+                    "not_exercised": r.not_exercised,
                 }
                 for r in row.results
             ],
@@ -98,7 +99,7 @@ def summary_markdown(rows: Sequence[ResultRow], headline: str, server: str) -> s
         for row in mine:
             by_check = {r.check: r for r in row.results}
             name = row.subject.name + (" (known-bad)" if row.subject.known_bad else "")
-            cells = [by_check[c].status if c in by_check else "" for c in checks]
+            cells = [_md_cell(by_check[c]) if c in by_check else "" for c in checks]
             verdict = row.verdict if row.as_expected else f"**{row.verdict}**"
             body.append([name, *cells, verdict])
         parts.append(f"### {fam.replace('_', '-')}\n\n" + table(["implementation", *checks, "verdict"], body))
@@ -106,6 +107,11 @@ def summary_markdown(rows: Sequence[ResultRow], headline: str, server: str) -> s
     if lines:
         parts.append("### evidence\n\n" + code_block(lines))
     return "\n\n".join(parts)
+
+
+def _md_cell(r: Any) -> str:
+    """A check's status in the step summary's table, with what a pass did not exercise."""
+    return f"{r.status} ({len(r.not_exercised)} not exercised)" if r.passed and r.not_exercised else r.status
 
 
 def _evidence(row: ResultRow, r: Any) -> str:
@@ -135,9 +141,14 @@ def results_table(rows: Sequence[ResultRow]) -> Any:
     return tables[0] if len(tables) == 1 else Group(*tables)
 
 
-def _cell(status: str, kind: str, known_bad: bool) -> str:
+def not_exercised_count(rows: Sequence[ResultRow]) -> int:
+    """Passed checks with a claimed property whose situation never arose."""
+    return sum(bool(r.not_exercised) for row in rows for r in row.results if r.passed)
+
+
+def _cell(status: str, kind: str, known_bad: bool, unmet: int = 0) -> str:
     if status == PASS:
-        return "[green]pass[/]"
+        return f"[green]pass[/]\n[yellow]{unmet} not exercised[/]" if unmet else "[green]pass[/]"
     if status == INCONCLUSIVE:
         return "[yellow]inconclusive[/]"
     return f"[yellow]caught: {kind}[/]" if known_bad else f"[red]{kind}[/]"
@@ -170,7 +181,9 @@ def _family_table(rows: Sequence[ResultRow], title: str) -> Any:
         cells = []
         for name in checks:
             r = by_check.get(name)
-            cells.append("" if r is None else _cell(r.status, r.kind, row.subject.known_bad))
+            cells.append(
+                "" if r is None else _cell(r.status, r.kind, row.subject.known_bad, len(r.not_exercised))
+            )
         style = {
             "pass": "green",
             "caught": "yellow",
@@ -208,7 +221,7 @@ def claims_lines(rows: Sequence[ResultRow]) -> list[str]:
 
 def evidence_lines(rows: Sequence[ResultRow]) -> list[str]:
     """One entry per failed or inconclusive check: which property, in words, and the evidence;
-    and why an implementation was skipped."""
+    what a pass could not judge or never met; and why an implementation was skipped."""
     lines = [
         f"{row.subject.name}: skipped on this Redis Cluster: {row.skipped}" for row in rows if row.skipped
     ]
@@ -219,10 +232,15 @@ def evidence_lines(rows: Sequence[ResultRow]) -> list[str]:
                 lines.append(f"{row.subject.name} · {r.check} · {_evidence(row, r)}")
             elif r.status == INCONCLUSIVE:
                 lines.append(f"{row.subject.name} · {r.check}: {r.detail}")
-            elif NOT_JUDGED in r.detail:
-                lines.append(
-                    f"{row.subject.name} · {r.check}: {NOT_JUDGED}{r.detail.split(NOT_JUDGED, 1)[1]}"
-                )
+            elif r.status == PASS:
+                if NOT_JUDGED in r.detail:
+                    lines.append(
+                        f"{row.subject.name} · {r.check}: {NOT_JUDGED}{r.detail.split(NOT_JUDGED, 1)[1]}"
+                    )
+                lines += [
+                    f"{row.subject.name} · {r.check}: {prop} not exercised (its situation never arose: {situation})"
+                    for prop, situation in r.not_exercised.items()
+                ]
     return lines
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
+from collections import Counter
 from typing import Any
 
 import hypothesis
@@ -30,7 +31,7 @@ from contend.check.framework import (
     InputRefused,
 )
 from contend.history.access import UnknownCommand
-from contend.impl.catalog import SERIALIZABLE
+from contend.impl.catalog import PROGRESS, SERIALIZABLE
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
 from contend.machines.settings import machine_settings
@@ -119,6 +120,7 @@ def schedule_check(ctx: CheckContext) -> str:
     out_of_time = [False]
     first: list[float] = []
     unjudged: dict[str, str] = {}  # what a property could not be judged on, by its cause
+    met: Counter[str] = Counter()  # how often each property's situation arose, over the examples
     started = time.monotonic()
 
     def factory() -> ScheduledMachine:
@@ -132,6 +134,7 @@ def schedule_check(ctx: CheckContext) -> str:
         made = machine(ctx.target, abandoned=ctx.abandoned, namespace=ctx.namespace.prefix)
         made.first_violation = first
         made.unjudged = unjudged
+        made.met = met
         last[:] = [made]
         return made
 
@@ -173,9 +176,24 @@ def schedule_check(ctx: CheckContext) -> str:
         raise CheckInconclusive(_not_judged(unjudged, subject, examples))
     if options.replay:
         return "the replayed example ran to its end: no property broke this time"
+    ctx.not_exercised.update(_not_exercised(machine, subject, met, ctx))
     return f"{examples} Hypothesis-chosen interleavings (seed fixed), no property broken" + _unjudged(
         ctx, machine
     )
+
+
+def _not_exercised(
+    machine: type[ScheduledMachine], subject: Any, met: Counter[str], ctx: CheckContext
+) -> dict[str, str]:
+    """The claimed properties the machine judges only in a situation none of its examples met
+    (on a server that keeps its own time, those it cannot judge there are said by `_unjudged`)."""
+    claims = set(getattr(subject, "claims", ())) | {PROGRESS}
+    kept_time_only = ctx.target.clock is None and machine.judged_on_kept_time
+    return {
+        prop: situation
+        for prop, situation in machine.situations_judged().items()
+        if prop in claims and not met[prop] and not (kept_time_only and prop in machine.judged_on_kept_time)
+    }
 
 
 def _not_judged(unjudged: dict[str, str], subject: Any, examples: int) -> str:

@@ -26,6 +26,7 @@ from contend.check.report import (
     claims_lines,
     evidence_lines,
     junit_cases,
+    not_exercised_count,
     results_table,
     rows_json,
     summary_markdown,
@@ -468,7 +469,9 @@ def _verdict(
     not_run = (
         f", {len(unjudged)} known-bad not run (no chosen check judges what they break)" if unjudged else ""
     )
+    unmet = not_exercised_count(rows)
+    vacuous = f", {unmet} check(s) with a property not exercised (see the evidence)" if unmet else ""
     return (
         ExitCode.OK,
-        f"all as expected: {correct} correct passed, {caught} known-bad caught{not_run} · {elapsed:.1f} s",
+        f"all as expected: {correct} correct passed, {caught} known-bad caught{not_run}{vacuous} · {elapsed:.1f} s",
     )

@@ -39,8 +39,9 @@ import itertools
 import random
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import redis
 import redis.cluster
@@ -197,6 +198,15 @@ class ScheduledMachine(RuleBasedStateMachine):
     #: What the machine judges only on servers that keep the virtual clock (contend started them),
     #: said when it runs on one that keeps its own (--redis-url); "" if nothing.
     judged_on_kept_time = ""
+    #: The situation each property counted in `met` is judged in, in words ("a release after the
+    #: lease ran out, beside a successor"): a claimed property whose situation no example met is
+    #: reported "not exercised" by the schedule check. Properties judged all along are not listed.
+    situations: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def situations_judged(cls) -> dict[str, str]:
+        """`situations`, less what this machine's configuration does not judge at all."""
+        return dict(cls.situations)
 
     def __init__(
         self, target: Target, *, abandoned: threading.Event | None = None, namespace: str | None = None
@@ -238,6 +248,8 @@ class ScheduledMachine(RuleBasedStateMachine):
         self._known_keys: set[str] = set()
         self._views: list[_SyncView] = []  # the harness's views of async code, closed at teardown
         self._key_prefix = self.ns.prefix + ":"
+        #: How often each property's situation was met and judged (shared across a check's examples).
+        self.met: Counter[str] = Counter()
         self.scheduler.on_jump = self._note_expiries
         for _ in range(self.clients):
             conn = _async_connection(target) if self.asynchronous else _take_connection(target)

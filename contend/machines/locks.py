@@ -48,7 +48,7 @@ stale grants, safe-release after an extend, crash-liveness) are not made.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
@@ -60,6 +60,8 @@ from contend.impl.catalog import (
     FIFO,
     MUTUAL_EXCLUSION,
     PROGRESS,
+    SAFE_RELEASE,
+    STALE_GRANT,
 )
 from contend.machines.lock_leases import ACQUIRE_TIMEOUT, EXTEND_MS, TTL_MS
 from contend.machines.stale_leases import StaleLeases
@@ -92,6 +94,23 @@ class LockMachine(StaleLeases):
     operation_bound = 2 * TTL_MS / 1000 + ACQUIRE_TIMEOUT
     essential_rules = frozenset({"acquire", "advance"})
     judged_on_kept_time = "stalls past a lease, stale-grant, safe-release after an extend, crash-liveness"
+    situations: ClassVar[dict[str, str]] = {
+        MUTUAL_EXCLUSION: "a grant while another client held the lock or was acquiring it",
+        SAFE_RELEASE: "a release or extend after its lease ran out, while a successor held the lock",
+        STALE_GRANT: "an acquire or extend that returned success after a stall longer than the TTL inside it",
+        CRASH_LIVENESS: "a holder that crashed (or an acquire that lost its reply), then its TTL passing",
+        CLOCK_SKEW_SAFE: "a grant while a client's wall clock was skewed (by a lock that reads one)",
+        FENCING: "a grant after another, their tokens compared",
+        FIFO: "a grant while a client that asked before it still waited",
+        PROGRESS: "a blocking acquire(timeout) that had to wait",
+    }
+
+    @classmethod
+    def situations_judged(cls) -> dict[str, str]:
+        """safe-release and stale-grant are judged on a lock of one holder only."""
+        if cls.limit == 1:
+            return dict(cls.situations)
+        return {p: s for p, s in cls.situations.items() if p not in (SAFE_RELEASE, STALE_GRANT)}
 
     # Rules ----------------------------------------------------------------------------
     @precondition(lambda self: bool(self.idle_workers()))
@@ -263,6 +282,10 @@ class LockMachine(StaleLeases):
             self.check_deadlines(finished=index)
             self.pause_in_acquire.pop(index, None)
             if outcome.error is None and granted(outcome.value):
+                if self.valid_holders() - {index} or any(
+                    label.startswith("acquire") for c, label in self.in_flight.items() if c != index
+                ):
+                    self.met[MUTUAL_EXCLUSION] += 1
                 if FIFO in self.claims:
                     self.check_order(index)
                 self.acquired(index, outcome.value)
@@ -308,6 +331,8 @@ class LockMachine(StaleLeases):
             if label.startswith("acquire") and self.last_stall < self.asked.get(w, mine) < mine
         )
         holders = self.valid_holders() - {index}
+        if ahead:
+            self.met[FIFO] += 1
         if ahead and len(holders) + 1 + len(ahead) > self.limit:
             names = [c.name for c in self.scheduler.clients]
             waiting = ", ".join(names[w] for w in ahead)
@@ -321,6 +346,12 @@ class LockMachine(StaleLeases):
     def acquired(self, index: int, value: Any) -> None:
         name = self.scheduler.clients[index].name
         others = self.valid_holders() - {index}
+        if (
+            not self.reads_wall_clock()  # no skew can matter to it
+            or any(c.skew for c in self.scheduler.clients)
+            or self.skews > self.skews_at_start.get(index, self.skews)
+        ):
+            self.met[CLOCK_SKEW_SAFE] += 1
         if len(others) >= self.limit:
             held = ", ".join(self.scheduler.clients[o].name for o in sorted(others))
             skewed = [f"{c.name} {c.skew:+g} s" for c in self.scheduler.clients if c.skew]
@@ -347,6 +378,8 @@ class LockMachine(StaleLeases):
         self.believers.add(index)
         token = _token(self.locks[index], value)
         if token is not None and FENCING in self.claims:
+            if self.tokens:
+                self.met[FENCING] += 1
             if self.tokens and token <= max(self.tokens):
                 skewed = [f"{c.name} {c.skew:+g} s" for c in self.scheduler.clients if c.skew]
                 why = f" (clocks skewed: {', '.join(skewed)})" if skewed else ""
@@ -364,6 +397,8 @@ class LockMachine(StaleLeases):
         waiting = [
             i for i, label in self.in_flight.items() if label.startswith("acquire") and i != self.probe
         ]
+        if finished is not None and self.past_deadline(finished) + ACQUIRE_TIMEOUT > 0:
+            self.met[PROGRESS] += 1
         for index in [*waiting, *([finished] if finished is not None else [])]:
             late = self.past_deadline(index)
             slack = self.deadline_slack(index)
@@ -417,6 +452,7 @@ class LockMachine(StaleLeases):
         self.scheduler.advance(
             self.longest_lease + self.skew_total + self.past, note="the crashed holder's TTL passes"
         )
+        self.met[CRASH_LIVENESS] += 1
         if not self.probe_acquires():
             what = (
                 "an acquire lost its reply and raised"

@@ -4,7 +4,9 @@
   it was (the probe cannot take the lock right after a stale release; after a stale extend, it
   can once the successor's own TTL has run out, and no key's TTL went up in its round trip);
 * stale-grant: an acquire or extend that reports success after a stall longer than the TTL
-  inside it reports a lease that is there (the probe cannot take the lock right after).
+  inside it reports a lease that is there (the probe cannot take the lock right after). When its
+  token is still on some of the copies it wrote (keys, or masters) but not all, and the probe
+  gets in, it is mutual exclusion: a quorum counted from copies that had run out, two holders.
 
 What a release or extend returns or raises for a lease no longer held is never judged:
 refusing is correct. See contend.machines.locks for the rules that make these moments.
@@ -44,9 +46,20 @@ class StaleLeases(LeaseBook):
             index, first, inside
         ):
             return  # nothing it wrote can have run out: a lease that is gone was taken (safe release judges)
+        self.met[STALE_GRANT] += 1
+        live, named = self.own_copies(name, first)
         if self.probe_acquires():
             names = [c.name for c in self.scheduler.clients]
             at, after = inside[-1]
+            if live and len(live) < len(named) and MUTUAL_EXCLUSION in self.claims:
+                self.fail(
+                    MUTUAL_EXCLUSION,
+                    f"{names[index]}'s {what} returned success at virtual time {self.scheduler.vclock:.3f} s "
+                    f"with its token on {len(live)} of the {len(named)} copies it wrote ({', '.join(sorted(live))}), "
+                    f"after a stall of {self.stall_length:g} s (longer than the {self.ttl:g} s TTL) between its "
+                    f"round trips (step #{at}, ending at {after:.3f} s): a third client took the lock right after, "
+                    "while it holds it: a quorum counted from copies that had run out",
+                )
             self.fail(
                 STALE_GRANT,
                 f"{names[index]}'s {what} returned success at virtual time {self.scheduler.vclock:.3f} s, "
@@ -54,6 +67,28 @@ class StaleLeases(LeaseBook):
                 f"round trips (step #{at}, ending at {after:.3f} s), and the lease it reports was not "
                 "there: a third client took the lock right after",
             )
+
+    def own_copies(self, name: str, first: int) -> tuple[set[str], set[str]]:
+        """Where the keys client `name` named since trace position `first` are ("key" on the
+        server, "key on URL" on the other masters), and those of them that hold a value it sent
+        since then (its token, still there)."""
+        sent = [cmd for step in self.scheduler.trace[first:] if step.client == name for cmd in step.sent]
+        args = {str(arg) for cmd in sent for arg in cmd[1:]}
+        values = self.key_values()
+        main = next(iter(values))[0] if values else ""
+        places = {
+            (where, key): value
+            for (where, key), value in values.items()
+            if key in args and (where == main or not where.startswith("db "))
+        }
+        live = {
+            p for p, value in places.items() if value is not None and value.decode(errors="replace") in args
+        }
+
+        def shown(place: tuple[str, str]) -> str:
+            return place[1] if place[0] == main else f"{place[1]} on {place[0]}"
+
+        return {shown(p) for p in live}, {shown(p) for p in places}
 
     def own_clock_ran_out(self, index: int, first: int, inside: list[tuple[int, float]]) -> bool:
         """A lease the lock times by its client's wall clock (an expiry time as the value, no TTL on
@@ -76,6 +111,7 @@ class StaleLeases(LeaseBook):
             return  # another acquire may hold the key already: the probe would say nothing
         names = [c.name for c in self.scheduler.clients]
         successor = min(successors)
+        self.met[SAFE_RELEASE] += 1
         if what == "release":
             if self.probe_acquires():
                 if self.released_only_own(index, successor):
@@ -156,6 +192,7 @@ class StaleLeases(LeaseBook):
         raised = [
             (k, ms, after.get(k, -2)) for k, ms in before.items() if ms > 0 and after.get(k, -2) > ms + 1
         ]
+        self.met[SAFE_RELEASE] += 1
         if raised:
             key, was, now = raised[0]
             holder = names[min(self.valid_holders() - {index})]

@@ -134,3 +134,16 @@ class AwaitsPromotion(Fault):
 
 def address(node: EmbeddedRedis) -> str:
     return f"{node.host}:{node.port}"
+
+
+def repl_offset(server: EmbeddedRedis, field: str, *, before_writes: bool = False) -> int:
+    """A server's replication offset (`field` of INFO replication); with `before_writes`, of a
+    replica just promoted: where its own history as a master began (what it had at the kill)."""
+    with server.client(socket_timeout=2, decode_responses=True) as client:
+        info = client.info("replication")
+    if before_writes:
+        # A promoted replica's second_repl_offset is where its history as a master began.
+        second = int(info.get("second_repl_offset", -1))
+        if second > 0:
+            return second - 1
+    return int(info.get(field, 0))

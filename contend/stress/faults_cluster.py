@@ -16,6 +16,7 @@ from contend.stress.fault import (
     NemesisContext,
     address,
     millis,
+    repl_offset,
 )
 
 
@@ -101,6 +102,7 @@ class ClusterFailover(ClusterFault, AwaitsPromotion):
         super().__init__(ctx)
         self.killed: EmbeddedRedis | None = None
         self.replica: EmbeddedRedis | None = None
+        self.master_offset = 0
 
     def declined_because(self) -> str:
         return "no slot held the run's keys, or its master had no replica in sync, when it was due"
@@ -114,6 +116,7 @@ class ClusterFailover(ClusterFault, AwaitsPromotion):
         if replica is None:
             return False
         pid = master.pid
+        self.master_offset = repl_offset(master, "master_repl_offset")
         master.kill()
         self.killed, self.replica = master, replica
         self.since = time.monotonic_ns()
@@ -134,11 +137,17 @@ class ClusterFailover(ClusterFault, AwaitsPromotion):
             return
         promoted, took = self.wait_promoted(0.05)
         self.killed.start()
-        outcome = (
-            f"replica {address(self.replica)} promoted; it serves slot {self.slot} after {took} ms"
-            if promoted
-            else f"replica {address(self.replica)} was not promoted within {took} ms"
-        )
+        if promoted:
+            lag = max(
+                0, self.master_offset - repl_offset(self.replica, "master_repl_offset", before_writes=True)
+            )
+            outcome = (
+                f"replica {address(self.replica)} promoted; it serves slot {self.slot} after {took} ms; at "
+                f"the kill it lacked about {lag} bytes of the master's replication stream (acknowledged "
+                "writes it never got)"
+            )
+        else:
+            outcome = f"replica {address(self.replica)} was not promoted within {took} ms"
         if not promoted:
             self.missed.append(outcome)
         self.record(

@@ -14,6 +14,7 @@ from contend.stress.fault import (
     AwaitsPromotion,
     NemesisContext,
     address,
+    repl_offset,
 )
 
 
@@ -45,7 +46,7 @@ class SentinelFailover(AwaitsPromotion):
             for w in range(board.procs)
             if board.get(w, Field.PHASE) == WorkerPhase.HOLDING
         ]
-        self.master_offset = _repl_offset(self.group.master(), "master_repl_offset")
+        self.master_offset = repl_offset(self.group.master(), "master_repl_offset")
         self.killed, self.new = self.group.kill_master()
         self.since = time.monotonic_ns()
         note = f" while process {', '.join(map(str, held))} held the lock" if held and self.ctx.lock else ""
@@ -70,9 +71,7 @@ class SentinelFailover(AwaitsPromotion):
         if promoted:
             deployment.primary = self.new
             deployment.note_pids()
-            lag = max(
-                0, self.master_offset - _repl_offset(self.new, "master_repl_offset", before_writes=True)
-            )
+            lag = max(0, self.master_offset - repl_offset(self.new, "master_repl_offset", before_writes=True))
             outcome = (
                 f"the Sentinels promoted {address(self.new)} after {took} ms; at the kill it lacked about "
                 f"{lag} bytes of the master's replication stream (acknowledged writes it never got)"
@@ -87,14 +86,3 @@ class SentinelFailover(AwaitsPromotion):
 
     def heal(self) -> None:
         self.killed = self.new = None  # the group stops with the run
-
-
-def _repl_offset(server: EmbeddedRedis, field: str, *, before_writes: bool = False) -> int:
-    with server.client(socket_timeout=2, decode_responses=True) as client:
-        info = client.info("replication")
-    if before_writes:
-        # A promoted replica's second_repl_offset is where its history as a master began.
-        second = int(info.get("second_repl_offset", -1))
-        if second > 0:
-            return second - 1
-    return int(info.get(field, 0))

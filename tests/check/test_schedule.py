@@ -8,8 +8,9 @@ import pytest
 
 from contend.check.framework import CheckContext, CheckFailed, CheckOptions
 from contend.check.schedule import SCHEDULE
-from contend.impl.catalog import REGISTRY_PROPERTIES
+from contend.impl.catalog import REGISTRY_PROPERTIES, by_name
 from contend.impl.registry import LuaRegistry
+from contend.machines.family import family_machine
 from contend.subject.subject import Subject
 
 
@@ -36,3 +37,29 @@ def test_a_failure_still_being_shrunk_when_the_budget_ends_is_reported(contend_t
     text = str(info.value)
     assert info.value.property == "tables-agree" and "names registered" in text, text
     assert "not shrunk further: the check's time budget ran out" in text
+
+
+def test_a_pass_names_each_claimed_property_whose_situation_never_arose(contend_target, ns):
+    """Two examples (seed fixed) of a correct lock do not meet every situation a property is judged
+    in: the pass names the claimed properties whose situation never arose, each with it in words."""
+    impl = by_name("token")
+    subject = Subject("token", "lock", impl.factory, claims=impl.claims)
+    ctx = CheckContext(
+        contend_target, ns, impl.factory, CheckOptions(schedule_examples=2, seed=0), subject=subject
+    )
+    SCHEDULE.run(ctx)
+    situations = family_machine(subject).situations_judged()
+    assert ctx.not_exercised, "two examples met every situation: pick fewer"
+    assert set(ctx.not_exercised) <= set(situations) & (impl.claims | {"progress"})
+    assert all(ctx.not_exercised[p] == situations[p] for p in ctx.not_exercised)
+
+
+def test_a_semaphore_is_not_said_to_miss_what_it_is_not_judged_for():
+    """safe-release and stale-grant are judged on a lock of one holder only: a semaphore's schedule
+    check never lists them as not exercised."""
+    impl = by_name("semaphore")
+    situations = family_machine(
+        Subject("semaphore", "semaphore", impl.factory, claims=impl.claims)
+    ).situations_judged()
+    assert "mutual-exclusion" in situations
+    assert "safe-release" not in situations and "stale-grant" not in situations

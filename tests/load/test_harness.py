@@ -348,7 +348,8 @@ def test_a_master_checks_once_over_the_tallies_its_two_workers_reported(contend_
     workload = result["workloads"]["counter"]
     assert result["ok"] and result["workers"] == 2 and workload["contend"]["processes"] == 2
     commits = [g["commits"]["counter"] for g in result["generators"]]
-    assert len(commits) == 2 and min(commits) > 0 and sum(commits) == workload["contend"]["commits"]
+    # Both reported a tally (on a busy machine one worker's users may start too late to commit).
+    assert len(commits) == 2 and sum(commits) > 0 and sum(commits) == workload["contend"]["commits"]
     assert result["redis"].startswith("embedded") is (server == "embedded")
     # Once, on the master, and the counter in Redis matched the sum of both tallies.
     assert master_err.count("contend counter/watch: invariant holds: 1 counter(s) hold") == 1

