@@ -8,7 +8,11 @@ of an uncontended operation:
   allowed (a lost reply makes it indeterminate, as Jepsen's `info`), but a grant must be true:
   an acquire that reports success while others fill the lock is mutual exclusion broken, and
   one that reports success must keep a third client out. Whatever lease a lost reply left
-  behind must end: another client gets the lock within a few TTLs (crash liveness).
+  behind must end: another client gets the lock within a few TTLs (crash liveness). And a
+  release loses each round trip's reply while another client waits: the waiter takes the place
+  the server freed in that moment, and whatever the code then does about the lost reply (a
+  resend, a fallback DEL) must leave the waiter's lease as it was (safe release; for a
+  semaphore, mutual exclusion), the evidence naming what the code sent next.
 * registry: register(name) loses that round trip's reply; then another client registers the
   same name and a second one. The name keeps one id, and the ids are 1..n with tables that
   agree: a resend that ran the registration twice (the client's retry settings, or the code's
@@ -47,6 +51,7 @@ from contend.impl.catalog import (
     NO_SPURIOUS_ERRORS,
     PROGRESS,
     RUNS_ONCE,
+    SAFE_RELEASE,
     SHARED_RESULT,
     STABLE_IDS,
     TABLES_AGREE,
@@ -57,6 +62,8 @@ from contend.subject.protocols import granted
 
 #: Round trips an uncontended operation may take before the check stops counting.
 MAX_ROUND_TRIPS = 12
+#: What redis-py sends on a new connection before the code's own command.
+_HANDSHAKE = frozenset({"HELLO", "CLIENT", "SELECT", "AUTH", "READONLY"})
 
 
 def lost(k: int, steps: int) -> Exception:
@@ -120,9 +127,17 @@ def _free_within(ctx: CheckContext, key: str, ttl: int, bound: float, what: str)
         waiter.release()
 
 
-def _keeps_out(ctx: CheckContext, key: str, ttl: int, what: str, since: float) -> None:
-    """mutual exclusion: with the lock full, a third client's try-acquire is refused, as long as
-    the grant's lease (taken at `since` at the earliest) is surely still running."""
+def _keeps_out(
+    ctx: CheckContext,
+    key: str,
+    ttl: int,
+    what: str,
+    since: float,
+    prop: str = MUTUAL_EXCLUSION,
+    finding: str = "the grant was not true",
+) -> None:
+    """mutual exclusion (or `prop`): with the lock full, a third client's try-acquire is refused,
+    as long as the grant's lease (taken at `since` at the earliest) is surely still running."""
     probe = _lock(ctx, ctx.client(), key, ttl)
     try:
         got = granted(probe.acquire(blocking=False))
@@ -136,9 +151,9 @@ def _keeps_out(ctx: CheckContext, key: str, ttl: int, what: str, since: float) -
         with contextlib.suppress(Exception):
             probe.release()
         raise CheckFailed(
-            f"{what}, yet a third client acquired at once: the grant was not true "
+            f"{what}, yet a third client acquired at once: {finding} "
             f"(left behind: {key_state(ctx.namespace.client, key)})",
-            prop=MUTUAL_EXCLUSION,
+            prop=prop,
         )
 
 
@@ -173,6 +188,7 @@ def lock_check(ctx: CheckContext) -> str:
             tried += _acquire_full(ctx, extra, key("full"), k, acquiring, ttl, bound, limit)
         for k in range(1, releasing + 1):
             tried += _release(ctx, extra, key("release"), k, releasing, ttl, bound)
+            tried += _release_while_waited(ctx, extra, key("waited"), k, releasing, ttl)
         for k in range(1, extending + 1):
             tried += _extend(ctx, extra, key("extend"), k, extending, ttl, bound)
     parts = f"acquire {acquiring}, release {releasing}" + (f", extend {extending}" if extendable else "")
@@ -267,6 +283,70 @@ def _release(
     _free_within(
         ctx, key, ttl, bound, f"the reply to round trip {k} of {steps} of a release was lost{resent(trips)}"
     )
+    return 1
+
+
+def _release_while_waited(
+    ctx: CheckContext, extra: list[redis.Redis], key: str, k: int, steps: int, ttl: int
+) -> int:
+    """A release loses round trip `k`'s reply while another client waits: the moment the server
+    has run it, the waiter tries the lock (and takes the place it freed); then the releasing code
+    goes on with whatever it does about the lost reply (raise, resend, fall back to something
+    else). The waiter's lease must be as it was: a third client cannot get in while the lock
+    is full (safe release; for a semaphore, mutual exclusion)."""
+    limit = _limit(ctx)
+    claims: frozenset[str] = getattr(ctx.subject, "claims", frozenset())
+    prop = SAFE_RELEASE if limit == 1 else MUTUAL_EXCLUSION
+    if prop not in claims:
+        return 0
+    client, trips = tapped_client(ctx, extra)
+    lock = _lock(ctx, client, key, ttl)
+    others = [_lock(ctx, ctx.client(), key, ttl) for _ in range(limit - 1)]
+    with expect("an uncontended acquire", prop=PROGRESS):
+        if not granted(lock.acquire(blocking=False)) or not all(
+            granted(o.acquire(blocking=False)) for o in others
+        ):
+            raise CheckFailed("a lock with room could not be acquired", prop=PROGRESS)
+    waiter = _lock(ctx, ctx.client(), key, ttl)
+    took: list[float] = []
+
+    def waiter_tries() -> None:
+        with contextlib.suppress(Exception):
+            if granted(waiter.acquire(blocking=False)):
+                took.append(time.monotonic())
+
+    trips.commands = []
+    trips.on_lost = waiter_tries
+    trips.lose_after(k - 1, lost(k, steps))
+    ctx.note(f"lost reply: round trip {k} of {steps} of a release while another client waits")
+    with contextlib.suppress(Exception):
+        lock.release()
+    trips.on_lost = None
+    if not trips.lost:
+        return 0
+    if took:
+        then = [
+            " ".join(cmd[:2])
+            for trip in trips.commands[k:]
+            for cmd in trip
+            if cmd and str(cmd[0]).upper() not in _HANDSHAKE  # a new connection's own
+        ]
+        answer = f"its code then sent {'; '.join(then)}" if then else "its code sent nothing more"
+        _keeps_out(
+            ctx,
+            key,
+            ttl,
+            f"the reply to round trip {k} of {steps} of a release was lost while another client waited; the "
+            f"waiter took the place it freed at once; {answer}{resent(trips)}; the lock was full again",
+            took[0],
+            prop=prop,
+            finding="the lease the waiter took was freed",
+        )
+        with contextlib.suppress(Exception):
+            waiter.release()
+    for other in others:
+        with contextlib.suppress(Exception):
+            other.release()
     return 1
 
 

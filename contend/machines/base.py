@@ -385,7 +385,7 @@ class ScheduledMachine(RuleBasedStateMachine):
     def fail(self, prop: str, detail: str) -> None:
         """Report that property `prop` (a catalog name) broke, with `detail` as the evidence."""
         self.failed = True
-        detail += _resends(self.scheduler.trace)
+        detail += _resends(self.scheduler.trace) + _after_lost(self.scheduler.trace)
         self.violation = PropertyViolated(prop, detail)
         self.trace_at_failure = len(self.scheduler.trace)
         if self.first_violation is not None and not self.first_violation:
@@ -602,3 +602,28 @@ def _resends(trace: list[Any]) -> str:
         f" [after a lost reply, a round trip the server had already run was sent again ({which}): "
         "the violation may come from that resend]"
     )
+
+
+def _after_lost(trace: list[Any]) -> str:
+    """What the code sent in answer to each lost reply it did not resend: the next round trip of
+    the same client in the same operation, or nothing (the operation ended, or raised)."""
+    resent = {step.resend_of for step in trace if getattr(step, "resend_of", None) is not None}
+    said = []
+    for at, step in enumerate(trace):
+        if not getattr(step, "lost", "") or step.index in resent:
+            continue
+        answer = "nothing more in that operation"
+        for later in trace[at + 1 :]:
+            if later.client != step.client:
+                continue
+            if later.note:
+                if "starts" in later.note:
+                    break
+                continue
+            if later.sent:
+                answer = f"#{later.index} {later.sent_text()}"
+                break
+        said.append(
+            f"{step.client}'s reply to #{step.index} was lost ({step.lost}); its code then sent {answer}"
+        )
+    return f" [{'; '.join(said[:3])}]" if said else ""

@@ -73,6 +73,7 @@ class LeaseBook(ScheduledMachine):
         self.stall_inside: dict[int, int] = {}  # client -> round trips into extend/release, then a stall
         self.giving_back: dict[int, int] = {}  # client -> trace position its extend/release began
         self.ttls_before: tuple[int, dict[str, int]] | None = None  # a stale extend's step: PTTLs before
+        self.values_before: dict[tuple[str, str], bytes | None] = {}  # and the keys' values then
         self.asked: dict[int, int] = {}  # acquiring client -> trace position of its place in line
         self.last_stall = -1  # trace position of the last stall (places may have expired in it)
         self.stall_log: list[tuple[int, float]] = []  # each stall: (trace position, virtual time after it)

@@ -304,6 +304,7 @@ class LockMachine(StaleLeases):
                 else:
                     self.start(index, self.locks[index].release, "release()")
         elif client.operation.startswith("extend"):
+            self.check_prolonging(self.scheduler.trace[-1] if self.scheduler.trace else None)
             value = outcome.value if outcome.error is None else None
             began = self.giving_back.get(index, len(self.scheduler.trace))
             stale_extend = (

@@ -139,7 +139,7 @@ class StaleLeases(LeaseBook):
         if not self.probe_acquires():
             self.fail(
                 SAFE_RELEASE,
-                f"{names[index]}'s extend after its lease expired prolonged the lease {names[successor]} "
+                f"{names[index]}'s extend after its lease expired (a stale extend) prolonged the lease {names[successor]} "
                 f"holds: {self.ttl:g} s after {names[successor]} last wrote it, a third client still "
                 "cannot acquire",
             )
@@ -170,6 +170,7 @@ class StaleLeases(LeaseBook):
             and self._known_keys
         ):
             self.ttls_before = index, self.key_ttls()
+            self.values_before = self.key_values()
 
     def key_ttls(self) -> dict[str, int]:
         """PTTL (ms) of every key of the namespace the clients have named."""
@@ -189,16 +190,30 @@ class StaleLeases(LeaseBook):
         if last.client != names[index]:
             return
         after = self.key_ttls()
+        self.met[SAFE_RELEASE] += 1
+        holder = names[min(self.valid_holders() - {index})]
+        mine, theirs = self.arguments_of(names[index]), self.arguments_of(holder)
+        taken = [
+            key
+            for (where, key), value in self.key_values().items()
+            if value is not None
+            and self.values_before.get((where, key)) not in (None, value)
+            and value.decode(errors="replace") in mine - theirs
+        ]
+        if taken:
+            self.fail(
+                SAFE_RELEASE,
+                f"{names[index]}'s extend after its lease expired (a stale extend) overwrote the lease {holder} "
+                f"holds: {taken[0]} held another value before its round trip and one {names[index]} sent after",
+            )
         raised = [
             (k, ms, after.get(k, -2)) for k, ms in before.items() if ms > 0 and after.get(k, -2) > ms + 1
         ]
-        self.met[SAFE_RELEASE] += 1
         if raised:
             key, was, now = raised[0]
-            holder = names[min(self.valid_holders() - {index})]
             self.fail(
                 SAFE_RELEASE,
-                f"{names[index]}'s extend after its lease expired prolonged the lease {holder} holds: "
+                f"{names[index]}'s extend after its lease expired (a stale extend) prolonged the lease {holder} holds: "
                 f"{key} had {was} ms left and has {now} ms after {names[index]}'s round trip",
             )
 
@@ -229,18 +244,24 @@ class StaleLeases(LeaseBook):
         changed = [value for place, value in before.items() if after.get(place) != value]
         self.release_changed.setdefault(index, []).extend(changed)
 
+    def arguments_of(self, name: str) -> set[str]:
+        """Every argument client `name` has sent in this example (its tokens among them)."""
+        return {
+            str(arg)
+            for step in self.scheduler.trace
+            if step.client == name
+            for cmd in step.sent
+            for arg in cmd[1:]
+        }
+
     def released_only_own(self, index: int, successor: int) -> bool:
         """Did client `index`'s stale release change only keys holding a value it sent itself
         (its token) and the successor did not? Then it gave back its own copies: the successor's
         lease is as it was."""
         changed = self.release_changed.pop(index, [])
 
-        def arguments_sent(client: int) -> set[str]:
-            name = self.scheduler.clients[client].name
-            trace = self.scheduler.trace
-            return {str(arg) for step in trace if step.client == name for cmd in step.sent for arg in cmd[1:]}
-
-        own, theirs = arguments_sent(index), arguments_sent(successor)
+        names = [c.name for c in self.scheduler.clients]
+        own, theirs = self.arguments_of(names[index]), self.arguments_of(names[successor])
         for value in changed:
             if value is None:
                 return False  # a key made by the release: not its own copy given back

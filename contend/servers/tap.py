@@ -60,6 +60,9 @@ class RoundTrips:
         self.resent = 0  # round trips that sent again what a lost one had sent
         #: When a list: the commands of each round trip, as sent (`keep_commands`).
         self.commands: list[list[list[str]]] | None = None
+        #: Called once the server has run a round trip whose reply is lost, before the client
+        #: sees the error: another client acts in that moment (a waiter takes the freed lock).
+        self.on_lost: Callable[[], None] | None = None
         self._resume = threading.Event()
         self._lock = threading.Lock()
 
@@ -139,6 +142,8 @@ def tap(client: redis.Redis, trips: RoundTrips | None = None) -> RoundTrips:
                     with contextlib.suppress(redis.ResponseError):
                         base.read_response(self, *args, **kwargs)
                 self.disconnect()
+                if trips.on_lost is not None:
+                    trips.on_lost()
                 raise error
 
             tapped[base] = type(

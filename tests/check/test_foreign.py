@@ -65,6 +65,7 @@ MUTANTS = [
     # (wall_deadline_lock, a deadline read off the wall clock, is not caught at this budget on
     # every seed yet: the faults benchmark measures it.)
     ("del_fallback_lock", "lock", {SAFE_RELEASE, MUTUAL_EXCLUSION}),
+    ("reclaim_extend_lock", "lock", {SAFE_RELEASE, MUTUAL_EXCLUSION}),
     ("self_serving_flight", "single_flight", {RUNS_ONCE}),
     ("double_free_semaphore", "semaphore", {MUTUAL_EXCLUSION}),
     # nack read as "reject": the job given back is dropped.

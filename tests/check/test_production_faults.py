@@ -18,6 +18,7 @@ from contend.impl.catalog import (
     MUTUAL_EXCLUSION,
     PROGRESS,
     RUNS_ONCE,
+    SAFE_RELEASE,
     STALE_GRANT,
     TABLES_AGREE,
     by_name,
@@ -39,6 +40,9 @@ MUTANTS = [
     ("lease_sleeper_lock", "lock", "schedule", {PROGRESS}),
     ("early_release_flight", "single_flight", "handover", {RUNS_ONCE}),
     ("rerun_flight", "single_flight", "schedule", {RUNS_ONCE}),
+    # A lost release reply while another client waits: the waiter takes the freed place at once.
+    ("del_fallback_lock", "lock", "lost-reply", {SAFE_RELEASE}),
+    ("double_free_semaphore", "semaphore", "lost-reply", {MUTUAL_EXCLUSION}),
 ]
 
 CORRECT = [
@@ -128,3 +132,13 @@ def test_async_lost_replies_catch_a_hopeful_grant_and_a_lease_left_for_ever(
     subject = user_subject(f"tests.fixtures.async_foreign.mutants:{factory}", "lock", contend_target)
     (row,) = run_battery(contend_target, [subject], OPTIONS, ns, only_checks=["lost-reply"])
     assert [r.prop for r in row.failed] == [broken], {r.check: r.detail for r in row.failed}
+
+
+def test_a_lost_release_reply_names_what_the_code_sent_next(contend_target, ns):
+    """del_fallback_lock falls back to a plain DEL when its release's reply is lost: the waiter that
+    took the lock the moment the server freed it loses its lease, and the evidence names the DEL."""
+    row = run("del_fallback_lock", "lock", "lost-reply", contend_target, ns)
+    (failed,) = row.failed
+    assert failed.prop == SAFE_RELEASE
+    assert "while another client waited" in failed.detail and "its code then sent DEL " in failed.detail
+    assert "HELLO" not in failed.detail  # a new connection's handshake is not the code's answer
