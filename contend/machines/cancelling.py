@@ -37,14 +37,24 @@ FINISH_STEPS = 50
 
 
 def _in(machine: Any, *operations: str) -> list[int]:
-    """Workers in the middle of one of `operations`, at a round trip or asleep: cancellable there."""
+    """Workers in the middle of one of `operations`, at a round trip or asleep: cancellable there.
+    Not while a thread its code started runs: the task is then blocked in the thread's join, a
+    synchronous call no cancellation can interrupt (redis-py's async cluster pipeline runs each
+    command of a transaction so)."""
+    clients = machine.scheduler.clients
     return [
         i
         for i, label in machine.in_flight.items()
         if label.startswith(operations)
         and i != machine.probe
-        and machine.scheduler.clients[i].status in (Status.READY, Status.SLEEPING)
+        and clients[i].status in (Status.READY, Status.SLEEPING)
+        and not _thread_running(clients[i])
     ]
+
+
+def _thread_running(client: Any) -> bool:
+    """Is a thread `client`'s code started (at any depth) still running?"""
+    return any(not child.ended or _thread_running(child) for child in client.children)
 
 
 def _cancel(
