@@ -150,6 +150,7 @@ def schedule_check(ctx: CheckContext) -> str:
     except _OutOfTime:
         if failure := _unshrunk(found, subject, first, started, _cluster_options(ctx)):
             raise failure from None
+        ctx.not_exercised.update(_not_exercised(machine, subject, met, ctx))
         return _budget_spent(tried[0], examples)
     except DidNotReproduce:
         if not last or not last[0].scheduler.trace:
@@ -167,6 +168,7 @@ def schedule_check(ctx: CheckContext) -> str:
             # implementation but the budget, which ran out between two examples.
             if failure := _unshrunk(found, subject, first, started, _cluster_options(ctx)):
                 raise failure from None
+            ctx.not_exercised.update(_not_exercised(machine, subject, met, ctx))
             return _budget_spent(tried[0], examples)
         raise CheckInconclusive(
             "the implementation behaved differently on the same schedule: it depends on something the "
