@@ -53,11 +53,11 @@ MUTANTS = (
     Case("foreign.lease_sleeper_lock", "lock", "schedule", frozenset({"progress"})),
     Case("foreign.early_release_flight", "single_flight", "handover", frozenset({"runs-once"})),
     # Faults where they bite (issue 39): the harm falls on another client.
-    Case("foreign.del_fallback_lock", "lock", "schedule", frozenset({"safe-release", "mutual-exclusion"})),
+    Case("foreign.del_fallback_lock", "lock", "lost-reply", frozenset({"safe-release"})),
     Case("foreign.reclaim_extend_lock", "lock", "schedule", frozenset({"safe-release", "mutual-exclusion"})),
     Case("foreign.self_serving_flight", "single_flight", "schedule", frozenset({"runs-once"})),
     Case("foreign.wall_deadline_lock", "lock", "schedule", frozenset({"progress"})),
-    Case("foreign.double_free_semaphore", "semaphore", "schedule", frozenset({"mutual-exclusion"})),
+    Case("foreign.double_free_semaphore", "semaphore", "lost-reply", frozenset({"mutual-exclusion"})),
     Case("foreign.rerun_flight", "single_flight", "schedule", frozenset({"runs-once"})),
     Case(
         "masters.half_quorum_lock",

@@ -62,6 +62,9 @@ from contend.subject.protocols import granted
 
 #: Round trips an uncontended operation may take before the check stops counting.
 MAX_ROUND_TRIPS = 12
+#: The lease of the lost release's scenario: nothing in it waits for a lease to end, and the
+#: waiter's must surely still run when the third client tries (this check runs in real time).
+WAITED_TTL = 20_000
 #: What redis-py sends on a new connection before the code's own command.
 _HANDSHAKE = frozenset({"HELLO", "CLIENT", "SELECT", "AUTH", "READONLY"})
 
@@ -188,7 +191,7 @@ def lock_check(ctx: CheckContext) -> str:
             tried += _acquire_full(ctx, extra, key("full"), k, acquiring, ttl, bound, limit)
         for k in range(1, releasing + 1):
             tried += _release(ctx, extra, key("release"), k, releasing, ttl, bound)
-            tried += _release_while_waited(ctx, extra, key("waited"), k, releasing, ttl)
+            tried += _release_while_waited(ctx, extra, key("waited"), k, releasing, ctx.ttl(WAITED_TTL))
         for k in range(1, extending + 1):
             tried += _extend(ctx, extra, key("extend"), k, extending, ttl, bound)
     parts = f"acquire {acquiring}, release {releasing}" + (f", extend {extending}" if extendable else "")
