@@ -80,23 +80,26 @@ class OperationsMachine(ScheduledMachine):
     @precondition(lambda self: bool(self.idle_workers()))
     @rule(
         client=st.integers(0, 3),
+        together=st.integers(1, 3),
         data=st.data(),
         skew=st.sampled_from([0.0] * 8 + [SKEW_SECONDS, -SKEW_SECONDS]),
     )
-    def begin(self, client: int, data: st.DataObject, skew: float) -> None:
-        """An idle client calls an operation with arguments its strategy draws, now and then with
-        its wall clock (time.time) jumped ahead or back first. Once the example has begun
-        MAX_OPERATIONS it does nothing (a rule that can always run)."""
-        if self.begun >= MAX_OPERATIONS:
-            return
+    def begin(self, client: int, together: int, data: st.DataObject, skew: float) -> None:
+        """Up to `together` idle clients each call an operation with arguments its strategy draws
+        (operations begun together overlap, where races are), the first now and then with its
+        wall clock (time.time) jumped ahead or back. Once the example has begun MAX_OPERATIONS
+        it does nothing (a rule that can always run)."""
         idle = self.idle_workers()
-        index = idle[client % len(idle)]
         ops = self.operations.operations
-        op = ops[data.draw(st.integers(0, len(ops) - 1), label="operation")]
-        args = tuple(data.draw(op.args, label=f"{op.name} arguments"))
-        if skew:
-            self.scheduler.skew(index, skew)
-        self.call(index, op.name, args)
+        for k in range(min(together, len(idle))):
+            if self.begun >= MAX_OPERATIONS:
+                return
+            index = idle[(client + k) % len(idle)]
+            op = ops[data.draw(st.integers(0, len(ops) - 1), label="operation")]
+            args = tuple(data.draw(op.args, label=f"{op.name} arguments"))
+            if skew and not k:
+                self.scheduler.skew(index, skew)
+            self.call(index, op.name, args)
 
     def call(self, index: int, name: str, args: tuple[Any, ...]) -> None:
         """Client `index` starts `name(*args)` on an object the factory makes anew (recorded)."""

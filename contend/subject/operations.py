@@ -23,7 +23,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, find, settings
 from hypothesis import strategies as st
-from hypothesis.errors import HypothesisException, NoSuchExample
+from hypothesis.errors import HypothesisException, NoSuchExample, Unsatisfiable
 
 from contend.subject.loader import load_factory
 from contend.subject.protocols import ProtocolError
@@ -151,7 +151,7 @@ def _check_draws(strategy: st.SearchStrategy[Any], where: str) -> None:
             lambda _: True,
             settings=settings(database=None, max_examples=50, suppress_health_check=list(HealthCheck)),
         )
-    except NoSuchExample:
+    except (NoSuchExample, Unsatisfiable):
         raise ProtocolError(
             f"{where} cannot draw anything (st.nothing(), or a filter nothing passes): "
             "give a strategy that draws argument tuples"

@@ -75,11 +75,23 @@ def user_subject(
     *,
     claim: Sequence[str] = (),
     no_claim: Sequence[str] = (),
+    operations: Any = None,
+    model: Any = None,
 ) -> Subject:
     """The row of `package.module:factory` (or a factory object) of `kind` on `target` (over its
-    masters when it has several), as `contend check --impl` builds it."""
+    masters when it has several), as `contend check --impl` builds it (`operations` and `model`:
+    --kind operations' `--operations` and `--model`)."""
     masters = target.masters or None
-    spec = parse_spec(factory, kind, EVERY_KIND, claim=claim, no_claim=no_claim, masters=masters)
+    spec = parse_spec(
+        factory,
+        kind,
+        EVERY_KIND,
+        claim=claim,
+        no_claim=no_claim,
+        masters=masters,
+        operations=operations,
+        model=model,
+    )
     assert spec is not None  # a factory and a kind
     return resolve(spec, target)
 
