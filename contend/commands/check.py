@@ -240,6 +240,11 @@ def _validate(args: argparse.Namespace) -> Subject | None:
             f"{given} chooses catalog implementations and --impl checks yours: give one of them "
             "(the protocol of --impl is --kind)"
         )
+    if "operations" in (args.family or ()):
+        raise ContendError(
+            "--family operations: the catalog holds no primitive of yours; check one with "
+            "--impl MODULE:FACTORY --kind operations (docs/own-primitive.md)"
+        )
     if (args.operations or args.model) and not args.impl:
         raise ContendError(
             "--operations and --model go with --impl MODULE:FACTORY --kind operations (your own primitive)"

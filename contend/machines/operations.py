@@ -28,7 +28,7 @@ so (give a model).
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Any, ClassVar
 
 import redis
 from hypothesis import strategies as st
@@ -65,10 +65,15 @@ class OperationsMachine(ScheduledMachine):
     crash_rule = False  # crash_client: rarer, and a new process takes the crashed one's place
     anchor = ("",)
     judged_on_kept_time = "stalls (the clock does not jump)"
+    #: The re-run specifications of this class, by (server URL, check namespace): machine_for
+    #: gives each class its own.
+    reruns: ClassVar[dict[tuple[str, str], ReRunSpec]] = {}
     #: What an example the machine could not judge leaves unjudged (contend.check.schedule says it).
     unjudged_property = LINEARIZABLE
 
     def __init__(self, target: Target, **kwargs: Any) -> None:
+        #: The check's namespace (each example's is one below it), where the re-run runs.
+        self.base = kwargs.get("namespace") or ""
         self.records: list[Record] = []
         self.pending: dict[int, tuple[int, str, tuple[Any, ...]]] = {}  # client -> (process, f, args)
         self.processes = itertools.count()
@@ -184,12 +189,7 @@ class OperationsMachine(ScheduledMachine):
     def check_quiescent(self) -> None:
         if LINEARIZABLE not in self.claims or not self.records:
             return
-        ops = type(self).operations
-        spec: ReRunSpec | ModelSpec = (
-            ModelSpec(ops.model)
-            if ops.model is not None
-            else ReRunSpec(type(self).factory, self.admin, self.ns.prefix)
-        )
+        spec = self.specification()
         try:
             verdict = check_history(self.records, SpecModel(spec), timeout=SEARCH_SECONDS)
             if verdict.outcome is Linearizability.LINEARIZABLE:
@@ -208,6 +208,22 @@ class OperationsMachine(ScheduledMachine):
         finally:
             if isinstance(spec, ReRunSpec):
                 spec.close()
+
+    def specification(self) -> ReRunSpec | ModelSpec:
+        """The user's model, or the implementation re-run on a namespace of its own under the
+        check's: one per machine class and target, so what it ran for one example (the same
+        orders come back while Hypothesis shrinks) serves the next."""
+        ops = type(self).operations
+        if ops.model is not None:
+            return ModelSpec(ops.model)
+        key = (self.target.url, self.base)
+        spec = type(self).reruns.get(key)
+        if spec is None:
+            spec = type(self).reruns[key] = ReRunSpec(
+                type(self).factory, self.admin, self.base or self.ns.prefix
+            )
+        spec.client = self.admin  # this example's connection (they go back to a pool)
+        return spec
 
     def _deterministic(self, spec: ReRunSpec, result: Any) -> bool:
         """Does the re-run give the same results twice for the order the evidence shows? If not,
@@ -266,5 +282,6 @@ def machine_for(impl: Any) -> type[OperationsMachine]:
             "factory": staticmethod(impl.factory),
             "operations": impl.operations,
             "claims": frozenset(impl.claims),
+            "reruns": {},
         },
     )

@@ -105,12 +105,20 @@ class ReRunSpec:
 
     def __init__(self, factory: Callable[..., Any], client: redis.Redis, base: str) -> None:
         self.factory = factory
-        self.client = client
         self.space = Namespace(client, f"{base}:{SPEC_CHILD}")
         self._steps: dict[tuple[Any, str, Any], tuple[Outcome, Snapshot]] = {}
         self._holds: Snapshot | None = None  # what the namespace holds now (None: not known)
         #: Operations run for the specification.
         self.runs = 0
+
+    @property
+    def client(self) -> redis.Redis:
+        """The connection it runs on (outside the schedule); a machine hands it its own."""
+        return self.space.client
+
+    @client.setter
+    def client(self, client: redis.Redis) -> None:
+        self.space.client = client
 
     def initial(self) -> State:
         return State((), ())
@@ -132,6 +140,7 @@ class ReRunSpec:
         return outcomes
 
     def close(self) -> None:
+        """Empty its namespace (what it ran stays remembered)."""
         self.space.cleanup()
         self._holds = None
 
