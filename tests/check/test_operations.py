@@ -65,3 +65,25 @@ def test_a_known_bad_twin_fails_with_a_replay_line(module, contend_target, capsy
     out = capsys.readouterr().out
     assert code == 1
     assert "linearizable" in out and "replay:" in out
+
+
+@pytest.mark.slow
+def test_the_pages_commands_give_the_verdicts_it_states(contend_target, capsys, monkeypatch):
+    """docs/own-primitive.md's first block, run as written (on the session's server): the
+    correct primitives pass (exit 0), the known-bad twins fail (exit 1)."""
+    from pathlib import Path
+
+    from tests.test_docs import contend_commands
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(root)
+    commands = contend_commands(root / "docs" / "own-primitive.md")
+    bad = {f"{FIXTURES}.{m}:make": known_bad for m, known_bad in PRIMITIVES}
+    ran = []
+    for words in commands[:4]:
+        impl = words[words.index("--impl") + 1]
+        code = main([*words[1:], "--redis-url", contend_target.url, "--check-seconds", "120"])
+        capsys.readouterr()
+        ran.append(impl)
+        assert code == (1 if bad[impl] else 0), impl
+    assert sorted(ran) == sorted(f"{FIXTURES}.{m}:make" for m, _ in PRIMITIVES if m != "seat_plain")
