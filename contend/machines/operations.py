@@ -86,21 +86,25 @@ class OperationsMachine(ScheduledMachine):
     @rule(
         client=st.integers(0, 3),
         together=st.integers(1, 3),
+        same=st.booleans(),
         data=st.data(),
         skew=st.sampled_from([0.0] * 8 + [SKEW_SECONDS, -SKEW_SECONDS]),
     )
-    def begin(self, client: int, together: int, data: st.DataObject, skew: float) -> None:
+    def begin(self, client: int, together: int, same: bool, data: st.DataObject, skew: float) -> None:
         """Up to `together` idle clients each call an operation with arguments its strategy draws
-        (operations begun together overlap, where races are), the first now and then with its
-        wall clock (time.time) jumped ahead or back. Once the example has begun MAX_OPERATIONS
-        it does nothing (a rule that can always run)."""
+        (operations begun together overlap, where races are; with `same`, all the one operation,
+        as two reservations or two first payments of a request race), the first now and then
+        with its wall clock (time.time) jumped ahead or back. Once the example has begun
+        MAX_OPERATIONS it does nothing (a rule that can always run)."""
         idle = self.idle_workers()
         ops = self.operations.operations
+        op = ops[0]
         for k in range(min(together, len(idle))):
             if self.begun >= MAX_OPERATIONS:
                 return
             index = idle[(client + k) % len(idle)]
-            op = ops[data.draw(st.integers(0, len(ops) - 1), label="operation")]
+            if not (same and k):
+                op = ops[data.draw(st.integers(0, len(ops) - 1), label="operation")]
             args = tuple(data.draw(op.args, label=f"{op.name} arguments"))
             if skew and not k:
                 self.scheduler.skew(index, skew)

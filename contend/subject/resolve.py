@@ -57,7 +57,7 @@ def load(spec: SubjectSpec, *, offline_object: bool = False) -> Subject:
         offline = offline_object_of(factory, spec.kind)
         if offline is not None:
             check_operations_callable(offline, ops, spec.name)
-        return replace(_row(spec, factory, None), operations=ops)
+        return _with_operations(_row(spec, factory, None), ops)
     if offline_object and not spec.masters:
         check_offline(factory, spec.kind, spec.name)
     return _row(spec, factory, None)
@@ -147,7 +147,8 @@ def on_target(subject: Subject, target: Target) -> Subject:
     if spec.masters and "'list' object has no attribute" in found.note:
         # A factory that took the list of clients for one client fails on its first command.
         raise ProtocolError(_one_client(spec, f"it used the list as one client ({found.note})"))
-    return replace(_row(spec, factory, found, asynchronous=asynchronous), operations=subject.operations)
+    row = _row(spec, factory, found, asynchronous=asynchronous)
+    return _with_operations(row, subject.operations) if subject.operations is not None else row
 
 
 def trial(subject: Subject, client: redis.Redis, where: str, *, also: Sequence[str] = ()) -> Subject:
@@ -241,6 +242,16 @@ def _row(
         asynchronous=asynchronous,
         masters=spec.masters,
         spec=spec,
+    )
+
+
+def _with_operations(row: Subject, operations: Any) -> Subject:
+    """A user's own primitive's row: its operation list, on one server only (the re-run
+    specification snapshots and restores its namespace there; a cluster is not supported yet)."""
+    return replace(
+        row,
+        operations=operations,
+        single_node="--kind operations runs on one server (not yet on a Redis Cluster)",
     )
 
 
