@@ -38,7 +38,7 @@ from contend.history.checker import check_history
 from contend.history.records import Record
 from contend.history.verdict import Linearizability
 from contend.impl.catalog import LINEARIZABLE, NO_SPURIOUS_ERRORS
-from contend.machines.base import ScheduledMachine, _take_connection
+from contend.machines.base import EXPIRED_NOTE, ScheduledMachine, _take_connection
 from contend.machines.sequential import ModelSpec, Outcome, ReRunSpec, SpecModel, expected_after
 from contend.models.base import UNKNOWN
 from contend.servers.target import Target
@@ -206,6 +206,8 @@ class OperationsMachine(ScheduledMachine):
                     )
                 return
             result = verdict.partitions[0]
+            if self._expired():
+                return
             if isinstance(spec, ReRunSpec) and not self._deterministic(spec, result):
                 return
             self.fail(LINEARIZABLE, self._explain(spec, result))
@@ -228,6 +230,17 @@ class OperationsMachine(ScheduledMachine):
             )
         spec.client = self.admin  # this example's connection (they go back to a pool)
         return spec
+
+    def _expired(self) -> bool:
+        """Did the clock run out a key's TTL during the example (a stall)? The specification has no
+        time, so such an example is not judged (said), never called a violation."""
+        gone = [s.note for s in self.scheduler.trace if s.note and s.note.endswith(EXPIRED_NOTE)]
+        if gone and self.unjudged is not None:
+            self.unjudged["expiry"] = (
+                f"a key's TTL ran out while the clock moved on ({gone[0]}): the specification has no "
+                f"time; keep TTLs longer than a few stalls of {STALL_SECONDS:g} s in the check"
+            )
+        return bool(gone)
 
     def _deterministic(self, spec: ReRunSpec, result: Any) -> bool:
         """Does the re-run give the same results twice for the order the evidence shows? If not,

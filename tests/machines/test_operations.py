@@ -13,7 +13,7 @@ from contend.history.records import Record
 from contend.history.verdict import Linearizability
 from contend.impl.catalog import LINEARIZABLE, NO_SPURIOUS_ERRORS
 from contend.machines.hunt import run_once
-from contend.machines.operations import machine_for
+from contend.machines.operations import STALL_SECONDS, machine_for
 from contend.machines.sequential import ModelSpec, Outcome, ReRunSpec, SpecModel
 from contend.schedule.gating import LostReply
 from contend.subject.resolve import user_subject
@@ -166,6 +166,31 @@ def test_results_a_re_run_cannot_reproduce_are_not_judged(contend_target):
         made.check_quiescent()
         assert not made.failed
         assert "give a model" in made.unjudged["random"]
+    finally:
+        made.failed = True
+        made.teardown()
+
+
+def test_a_ttl_the_clock_ran_out_is_not_judged(contend_target):
+    """A value kept for 1 s, then a 2 s stall: get() answers None where a sequential run (with no
+    time) answers 'a'. Not judged, and said so: never a false alarm."""
+    made = _forced(
+        contend_target,
+        "bad_inputs",
+        factory="expiring",
+        operations=f"{FIXTURES}.bad_inputs:EXPIRING_OPERATIONS",
+    )
+    try:
+        made.unjudged = {}
+        made.call(0, "put", ("a",))
+        _run(made, 0)
+        made.scheduler.advance(STALL_SECONDS, note="a stall")
+        made.call(1, "get", ())
+        _run(made, 1)
+        assert made.scheduler.clients[1].outcome.value is None
+        made.check_quiescent()
+        assert not made.failed
+        assert "TTL ran out" in made.unjudged["expiry"]
     finally:
         made.failed = True
         made.teardown()
