@@ -90,3 +90,20 @@ def test_the_pages_commands_give_the_verdicts_it_states(contend_target, capsys, 
         ran.append(impl)
         assert code == (1 if bad[impl] else 0), impl
     assert sorted(ran) == sorted(f"{FIXTURES}.{m}:make" for m, _ in PRIMITIVES if m != "seat_plain")
+
+
+def test_the_json_names_the_family_as_its_schema_allows(contend_target, tmp_path, capsys, monkeypatch):
+    import json
+
+    import fastjsonschema
+
+    from contend.ci.document import schema
+
+    monkeypatch.chdir(__import__("pathlib").Path(__file__).resolve().parents[2])
+    report = tmp_path / "check.json"
+    argv = ["check", "--redis-url", contend_target.url, "--impl", f"{FIXTURES}.seat_plain:make"]
+    code = main([*argv, "--kind", "operations", "--schedule-examples", "10", "--json", str(report), "-q"])
+    capsys.readouterr()
+    doc = json.loads(report.read_text())
+    fastjsonschema.compile(schema("check"))(doc)
+    assert code == 0 and doc["implementations"][0]["family"] == "operations"
