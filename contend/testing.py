@@ -183,7 +183,7 @@ def check(
             client.close()
     undecided = any(row.inconclusive or not row.results for row in rows)
     if any(row.failed for row in rows) or (undecided and not allow_inconclusive):
-        call = _call_text(factory, kind, claim, no_claim)
+        call = _call_text(factory, kind, claim, no_claim, operations=operations, model=model)
         raise ContendCheckFailed(report(rows, noise.summary(), replay_call=call), rows)
     return rows
 
@@ -385,11 +385,26 @@ def _api_replay(line: str, call: str) -> str:
 
 
 def _call_text(
-    factory: Callable[..., Any] | str, kind: str, claim: Sequence[str], no_claim: Sequence[str]
+    factory: Callable[..., Any] | str,
+    kind: str,
+    claim: Sequence[str],
+    no_claim: Sequence[str],
+    *,
+    operations: Any = None,
+    model: Any = None,
 ) -> str:
-    """`check_lock(<factory>, target, replay={replay})`, with the claims it was given."""
+    """`check_lock(<factory>, target, replay={replay})`, with the claims it was given (and the
+    operation list and model of kind operations)."""
     extra = "".join(
         f", {name}={list(values)!r}" for name, values in (("claim", claim), ("no_claim", no_claim)) if values
     )
-    label = factory if isinstance(factory, str) else getattr(factory, "__name__", "factory")
+    for name, given in (("operations", operations), ("model", model)):
+        if given is not None:
+            extra += f", {name}={given!r}" if isinstance(given, str) else f", {name}={_label(given)}"
+    label = factory if isinstance(factory, str) else _label(factory, "factory")
     return f"check_{kind}({label}, target{extra}, replay={{replay}})"
+
+
+def _label(obj: Any, otherwise: str = "...") -> str:
+    """How a call names an object it was given: its __name__, else `otherwise`."""
+    return str(getattr(obj, "__name__", otherwise))

@@ -107,3 +107,25 @@ def test_the_json_names_the_family_as_its_schema_allows(contend_target, tmp_path
     doc = json.loads(report.read_text())
     fastjsonschema.compile(schema("check"))(doc)
     assert code == 0 and doc["implementations"][0]["family"] == "operations"
+
+
+def test_a_failure_from_the_api_names_the_model_in_its_replay_call(contend_target):
+    """A factory and model given as objects: the replay call names both (a factory defined in a
+    test cannot be imported by `contend check`, so the API call is printed instead)."""
+    from tests.fixtures.operations.idempotency_check_then_set import IdempotencyModel
+    from tests.fixtures.operations.idempotency_check_then_set import make as twin
+
+    def make(client, namespace):
+        return twin(client, namespace)
+
+    with pytest.raises(ContendCheckFailed) as info:
+        check_operations(
+            make,
+            contend_target,
+            operations=f"{FIXTURES}.idempotency_check_then_set:OPERATIONS",
+            model=IdempotencyModel,
+            shrink=False,
+        )
+    message = str(info.value)
+    assert "check_operations(make, target, operations='tests.fixtures.operations" in message
+    assert "model=IdempotencyModel, replay='" in message
