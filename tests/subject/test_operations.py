@@ -94,3 +94,14 @@ def test_the_command_refuses_with_one_line_and_exit_2_before_a_server_starts(arg
 
 def _no_server(*args, **kwargs):
     raise AssertionError("a server was started for bad input")
+
+
+def test_a_factory_that_raises_is_said_plainly(contend_target, capsys, monkeypatch):
+    from pathlib import Path
+
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])
+    argv = ["check", "--redis-url", contend_target.url, "--impl", f"{BAD}:raising", "--kind", "operations"]
+    code = main([*argv, "--operations", f"{STOCK}:OPERATIONS"])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert "raised RuntimeError: boom in the factory (at bad_inputs.py:" in err, err
