@@ -6,7 +6,7 @@
         check_lock(make_lock, contend_target)
 
 `check_lock`, `check_semaphore`, `check_registry`, `check_single_flight`,
-`check_transaction` and `check_queue` run the family's
+`check_transaction`, `check_queue` and `check_operations` (your own primitive) run the family's
 battery (the same checks, claims, seeds and budgets as `contend check --impl M:F --kind
 KIND`) against the factory, on the server of the `contend_target` fixture (or on an
 embedded one started for the call). A broken property raises `ContendCheckFailed`, an
@@ -65,6 +65,7 @@ __all__ = [
     "ContendCheckFailed",
     "check",
     "check_lock",
+    "check_operations",
     "check_queue",
     "check_registry",
     "check_semaphore",
@@ -103,6 +104,8 @@ class CheckKwargs(TypedDict, total=False):
     allow_inconclusive: bool
     masters: int
     client_retries: int
+    operations: Any
+    model: Any
 
 
 def check(
@@ -122,6 +125,8 @@ def check(
     allow_inconclusive: bool = False,
     masters: int = 0,
     client_retries: int = 0,
+    operations: Any = None,
+    model: Any = None,
 ) -> list[ResultRow]:
     """Run the `kind` battery on `factory` (a callable, or 'package.module:factory'), as
     `contend check --impl ... --kind KIND` does with the same options; the result rows.
@@ -132,7 +137,9 @@ def check(
     `masters` (odd, 3 to 9) checks a lock over that many independent masters, its factory
     called as factory(clients, key, ttl_ms) (`--masters N`): embedded ones, started for the
     call, or `target` and its `also` servers. `client_retries` gives the clients redis-py's
-    Retry with that many resends (`--client-retries N`).
+    Retry with that many resends (`--client-retries N`). For kind="operations", `operations`
+    and `model` are the operation list and the model class (or 'module:attr' names of them;
+    None: OPERATIONS and MODEL beside the factory), as `--operations` and `--model`.
     Raises ContendCheckFailed (an AssertionError) when a property broke, or when a check was
     inconclusive and `allow_inconclusive` is False; ValueError or TypeError on bad arguments and
     contend.subject.protocols.ProtocolError for a factory that does not follow the protocol,
@@ -150,6 +157,8 @@ def check(
         no_claim=no_claim,
         masters=masters or None,
         client_retries=client_retries,
+        operations=operations,
+        model=model,
     )
     assert spec is not None  # a factory and a kind
     loaded = load(spec)  # the factory's signature, before a server is touched
@@ -174,7 +183,7 @@ def check(
             client.close()
     undecided = any(row.inconclusive or not row.results for row in rows)
     if any(row.failed for row in rows) or (undecided and not allow_inconclusive):
-        call = _call_text(factory, kind, claim, no_claim)
+        call = _call_text(factory, kind, claim, no_claim, operations=operations, model=model)
         raise ContendCheckFailed(report(rows, noise.summary(), replay_call=call), rows)
     return rows
 
@@ -227,6 +236,17 @@ def check_queue(
     put(item) -> id, take(timeout) -> (id, item) | None and ack(id), its lease in `lease_ms`."""
     __tracebackhide__ = True
     return check(factory, target, kind="queue", **options)
+
+
+def check_operations(
+    factory: Callable[..., Any] | str, target: Target | None = None, **options: Unpack[CheckKwargs]
+) -> list[ResultRow]:
+    """`check(factory, target, kind="operations", ...)`: your own primitive, factory(client,
+    namespace) with the methods `operations` names ({name: strategy of the argument tuple};
+    default OPERATIONS beside the factory), judged against `model` (a class with the same
+    methods) or, without one, against itself run one operation at a time on a fresh namespace."""
+    __tracebackhide__ = True
+    return check(factory, target, kind="operations", **options)
 
 
 def report(rows: Sequence[ResultRow], noise: str = "", *, replay_call: str = "") -> str:
@@ -365,11 +385,26 @@ def _api_replay(line: str, call: str) -> str:
 
 
 def _call_text(
-    factory: Callable[..., Any] | str, kind: str, claim: Sequence[str], no_claim: Sequence[str]
+    factory: Callable[..., Any] | str,
+    kind: str,
+    claim: Sequence[str],
+    no_claim: Sequence[str],
+    *,
+    operations: Any = None,
+    model: Any = None,
 ) -> str:
-    """`check_lock(<factory>, target, replay={replay})`, with the claims it was given."""
+    """`check_lock(<factory>, target, replay={replay})`, with the claims it was given (and the
+    operation list and model of kind operations)."""
     extra = "".join(
         f", {name}={list(values)!r}" for name, values in (("claim", claim), ("no_claim", no_claim)) if values
     )
-    label = factory if isinstance(factory, str) else getattr(factory, "__name__", "factory")
+    for name, given in (("operations", operations), ("model", model)):
+        if given is not None:
+            extra += f", {name}={given!r}" if isinstance(given, str) else f", {name}={_label(given)}"
+    label = factory if isinstance(factory, str) else _label(factory, "factory")
     return f"check_{kind}({label}, target{extra}, replay={{replay}})"
+
+
+def _label(obj: Any, otherwise: str = "...") -> str:
+    """How a call names an object it was given: its __name__, else `otherwise`."""
+    return str(getattr(obj, "__name__", otherwise))

@@ -77,6 +77,7 @@ FAMILIES = {
     "single_flight": "single-flight",
     "transaction": "transaction",
     "queue": "queue",
+    "operations": "operations",
 }
 FAMILY_CHOICES = ", ".join(FAMILIES.values())
 

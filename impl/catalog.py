@@ -86,6 +86,10 @@ NO_PHANTOM = "no-phantom"  # a take returns only items that were put, as they we
 #: A queue that claims FIFO delivers items for the first time in the order their puts returned.
 QUEUE_PROPERTIES = frozenset({NO_LOSS, NO_DOUBLE_DELIVERY, ACK_FINAL, NO_PHANTOM, FIFO})
 
+# A user's own primitive (--kind operations, issue 43): its operations and a sequential specification.
+LINEARIZABLE = "linearizable"  # some order consistent with real time gives every observed result
+OPERATIONS_PROPERTIES = frozenset({LINEARIZABLE, NO_SPURIOUS_ERRORS})
+
 # Every implementation: bad input (ttl_ms <= 0, an empty key or name) raises before anything is written.
 BAD_INPUT = "bad-input"
 #: On a Redis Cluster: every command, script and transaction names keys of one hash slot.
@@ -120,6 +124,7 @@ PROPERTY_KINDS: dict[str, str] = {
     NO_DOUBLE_DELIVERY: SAFETY,
     ACK_FINAL: SAFETY,
     NO_PHANTOM: SAFETY,
+    LINEARIZABLE: SAFETY,
     BAD_INPUT: HYGIENE,
     CLUSTER_SLOTS: HYGIENE,
 }
@@ -163,6 +168,10 @@ PROPERTY_DESCRIPTIONS: dict[str, str] = {
     NO_DOUBLE_DELIVERY: "no take hands an item to a second consumer while another's lease on it is valid",
     ACK_FINAL: "an item acked by a consumer whose lease on it was valid is never delivered again",
     NO_PHANTOM: "a take returns only items that were put, as they were put",
+    LINEARIZABLE: (
+        "some order of the operations consistent with real time gives every result observed, run one at "
+        "a time by the specification (the model, or the implementation itself on a fresh namespace)"
+    ),
     BAD_INPUT: (
         "ttl_ms <= 0, an empty key or an empty name (for a bank: an amount <= 0, an unknown account, a "
         "transfer to the same account; for a queue: a take timeout < 0, an item it cannot serialise) "
@@ -181,6 +190,7 @@ def properties_of(family: str) -> frozenset[str]:
         "single_flight": SINGLE_FLIGHT_PROPERTIES,
         "transaction": TRANSACTION_PROPERTIES,
         "queue": QUEUE_PROPERTIES,
+        "operations": OPERATIONS_PROPERTIES,
     }[family]
 
 

@@ -60,6 +60,8 @@ BATTERIES: dict[str, list[Check]] = {
     "transaction": [*TRANSACTION_CHECKS, TRANSACTION_LOST_REPLY, SCHEDULE],
     # Crashes, lost replies and lapsed leases: the state machine's, on the server's virtual clock.
     "queue": [*QUEUE_CHECKS, SCHEDULE],
+    # A user's own primitive: the scheduler's faults, judged against its sequential specification.
+    "operations": [SCHEDULE],
 }
 #: The checks of async implementations (coroutine methods on redis.asyncio clients): bursts of tasks,
 #: cancellation, bad input, and the family's state machine with async clients (which cancels

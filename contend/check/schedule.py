@@ -175,7 +175,9 @@ def schedule_check(ctx: CheckContext) -> str:
             f"schedule does not control (a background thread, garbage collection, real time): {type(exc).__name__}"
         ) from None
     if unjudged:
-        raise CheckInconclusive(_not_judged(unjudged, subject, examples))
+        raise CheckInconclusive(
+            _not_judged(unjudged, subject, examples, getattr(machine, "unjudged_property", SERIALIZABLE))
+        )
     if options.replay:
         return "the replayed example ran to its end: no property broke this time"
     ctx.not_exercised.update(_not_exercised(machine, subject, met, ctx))
@@ -198,12 +200,13 @@ def _not_exercised(
     }
 
 
-def _not_judged(unjudged: dict[str, str], subject: Any, examples: int) -> str:
-    """An inconclusive verdict on what could not be judged, naming each cause; what held besides."""
+def _not_judged(unjudged: dict[str, str], subject: Any, examples: int, prop: str = SERIALIZABLE) -> str:
+    """An inconclusive verdict on what `prop` could not be judged on, naming each cause; what held
+    besides."""
     causes = "; ".join(unjudged.values())
-    others = sorted(set(getattr(subject, "claims", ())) - {SERIALIZABLE})
+    others = sorted(set(getattr(subject, "claims", ())) - {prop})
     held = f"; {', '.join(others)} held in {examples} Hypothesis-chosen interleavings" if others else ""
-    return f"{SERIALIZABLE} not judged where {causes}{held}"
+    return f"{prop} not judged where {causes}{held}"
 
 
 def _unjudged(ctx: CheckContext, machine: type[ScheduledMachine]) -> str:

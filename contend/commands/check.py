@@ -111,6 +111,19 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         help=f"the protocol --impl follows (needed with --impl): {FAMILY_CHOICES}",
     )
     parser.add_argument(
+        "--operations",
+        metavar="MODULE:ATTR",
+        help="with --kind operations: the operation list (a dict of method name to the Hypothesis "
+        "strategy of its argument tuple; default: OPERATIONS beside the factory)",
+    )
+    parser.add_argument(
+        "--model",
+        metavar="MODULE:CLASS",
+        help="with --kind operations: a class with the same methods, the sequential specification "
+        "(default: MODEL beside the factory, else the implementation run one operation at a time on a "
+        "fresh namespace)",
+    )
+    parser.add_argument(
         "--client-retries",
         type=non_negative_int,
         default=0,
@@ -228,6 +241,15 @@ def _validate(args: argparse.Namespace) -> Subject | None:
             f"{given} chooses catalog implementations and --impl checks yours: give one of them "
             "(the protocol of --impl is --kind)"
         )
+    if "operations" in (args.family or ()):
+        raise ContendError(
+            "--family operations: the catalog holds no primitive of yours; check one with "
+            "--impl MODULE:FACTORY --kind operations (docs/own-primitive.md)"
+        )
+    if (args.operations or args.model) and not args.impl:
+        raise ContendError(
+            "--operations and --model go with --impl MODULE:FACTORY --kind operations (your own primitive)"
+        )
     if (args.claim or args.no_claim) and not args.impl:
         raise ContendError(
             "--claim and --no-claim go with --impl: catalog implementations claim what the catalog says"
@@ -242,6 +264,8 @@ def _validate(args: argparse.Namespace) -> Subject | None:
         cluster=args.cluster,
         client_retries=args.client_retries,
         redis_urls=urls,
+        operations=args.operations,
+        model=args.model,
     )
     loaded = load(spec) if spec is not None else None  # a bad --impl fails before a server starts
     if args.replay:

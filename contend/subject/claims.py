@@ -31,6 +31,7 @@ DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
     "single_flight": SINGLE_FLIGHT_CLAIMS,
     "transaction": TRANSACTION_CLAIMS,
     "queue": QUEUE_CLAIMS,
+    "operations": catalog.OPERATIONS_PROPERTIES,
 }
 
 

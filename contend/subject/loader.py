@@ -12,8 +12,9 @@ from typing import Any
 from contend.subject.protocols import PROTOCOLS, ProtocolError, check_factory_signature, protocol
 
 
-def load_factory(spec: str) -> Callable[..., Any]:
-    """Import `package.module:attribute` and return it; ProtocolError saying what is wrong.
+def load_factory(spec: str, *, callable_only: bool = True) -> Any:
+    """Import `package.module:attribute` and return it (a callable unless `callable_only` is
+    False); ProtocolError saying what is wrong.
 
     The current directory is searched first, as `python -m` does: an installed distribution that
     ships a top-level package of the same name (Redis-Semaphore ships `tests`) must not hide it.
@@ -45,9 +46,9 @@ def load_factory(spec: str) -> Callable[..., Any]:
         if not hasattr(obj, part):
             raise ProtocolError(f"--impl {spec!r}: module {module_name!r} has no attribute {attr!r}")
         obj = getattr(obj, part)
-    if not callable(obj):
+    if callable_only and not callable(obj):
         raise ProtocolError(f"--impl {spec!r}: {attr!r} is a {type(obj).__name__}, not a callable factory")
-    return obj  # type: ignore[no-any-return]
+    return obj
 
 
 def user_factory(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:

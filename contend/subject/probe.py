@@ -258,6 +258,20 @@ def check_offline(factory: Callable[..., Any], kind: str, spec: str) -> None:
         offline.close()
 
 
+def offline_object_of(factory: Callable[..., Any], kind: str) -> Any:
+    """One object built on a client that is never connected, or None if the factory raised
+    (then it is looked at on the server)."""
+    offline = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.1, socket_timeout=0.1)
+    try:
+        return build_in_time(factory, kind, offline, *factory_args(kind, "contend:offline"))
+    except FactoryHangs:
+        raise
+    except Exception:
+        return None
+    finally:
+        offline.close()
+
+
 def try_once(
     factory: Callable[..., Any], kind: str, spec: str, client: redis.Redis, where: str
 ) -> Capabilities | None:

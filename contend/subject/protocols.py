@@ -24,6 +24,8 @@ the protocol"):
   delivered twice). An ack, extend or nack of an id the consumer does not hold may raise or return
   False (refused) or do nothing (harmless). A factory that takes a `lease_ms` keyword is given the
   lease the checks want.
+* operations (your own primitive): `factory(client, namespace)` and a list of operations, each a
+  method name and a Hypothesis strategy of its argument tuple (contend.subject.operations).
 * Bad input: `ttl_ms <= 0`, an empty key or an empty name raises (any exception) before
   anything is written (a queue: also take(timeout < 0) and an item it cannot serialise). Nothing
   stricter.
@@ -77,6 +79,10 @@ PROTOCOLS: dict[str, tuple[str, dict[str, str]]] = {
             "balances": "balances(accounts) -> dict[str, int]",
         },
     ),
+    "operations": (
+        "factory(client: redis.Redis, namespace: str)",
+        {},  # the methods its operation list names (contend.subject.operations)
+    ),
     "queue": (
         "factory(client: redis.Redis, name: str)",
         {
@@ -87,7 +93,7 @@ PROTOCOLS: dict[str, tuple[str, dict[str, str]]] = {
     ),
 }
 #: Kinds whose factory takes (client, namespace) rather than (client, key, ttl_ms).
-NAMESPACE_KINDS = frozenset({"registry", "transaction"})
+NAMESPACE_KINDS = frozenset({"registry", "transaction", "operations"})
 #: Kinds whose factory takes (client, name): a key of their own, no TTL.
 NAME_KINDS = frozenset({"queue"})
 #: The method whose being a coroutine function marks code for redis.asyncio, per kind.

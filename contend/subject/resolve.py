@@ -27,6 +27,7 @@ from contend.servers.target import Target
 from contend.subject.claims import DEFAULT_CLAIMS
 from contend.subject.loader import user_factory
 from contend.subject.multi_master import MULTI_MASTER_SIGNATURE, over_masters, takes_one_client
+from contend.subject.operations import check_operations_callable, load_operations
 from contend.subject.probe import (
     PROBE_SECONDS,
     FactoryRaised,
@@ -35,6 +36,7 @@ from contend.subject.probe import (
     detect_async_capabilities,
     detect_capabilities,
     is_async,
+    offline_object_of,
     try_once,
 )
 from contend.subject.protocols import NAMESPACE_KINDS, Capabilities, ProtocolError, check_object, factory_args
@@ -50,6 +52,12 @@ def load(spec: SubjectSpec, *, offline_object: bool = False) -> Subject:
     factory = user_factory(spec.factory, spec.kind)
     if spec.masters and takes_one_client(factory):
         raise ProtocolError(_one_client(spec, "its first parameter is annotated as one client"))
+    if spec.kind == "operations":
+        ops = load_operations(factory, spec.name, spec.operations, spec.model)
+        offline = offline_object_of(factory, spec.kind)
+        if offline is not None:
+            check_operations_callable(offline, ops, spec.name)
+        return _with_operations(_row(spec, factory, None), ops)
     if offline_object and not spec.masters:
         check_offline(factory, spec.kind, spec.name)
     return _row(spec, factory, None)
@@ -67,11 +75,23 @@ def user_subject(
     *,
     claim: Sequence[str] = (),
     no_claim: Sequence[str] = (),
+    operations: Any = None,
+    model: Any = None,
 ) -> Subject:
     """The row of `package.module:factory` (or a factory object) of `kind` on `target` (over its
-    masters when it has several), as `contend check --impl` builds it."""
+    masters when it has several), as `contend check --impl` builds it (`operations` and `model`:
+    --kind operations' `--operations` and `--model`)."""
     masters = target.masters or None
-    spec = parse_spec(factory, kind, EVERY_KIND, claim=claim, no_claim=no_claim, masters=masters)
+    spec = parse_spec(
+        factory,
+        kind,
+        EVERY_KIND,
+        claim=claim,
+        no_claim=no_claim,
+        masters=masters,
+        operations=operations,
+        model=model,
+    )
     assert spec is not None  # a factory and a kind
     return resolve(spec, target)
 
@@ -113,6 +133,8 @@ def on_target(subject: Subject, target: Target) -> Subject:
             def make() -> Any:
                 obj = factory(client, *factory_args(spec.kind, key))
                 check_object(obj, spec.kind, spec.name)
+                if subject.operations is not None:
+                    check_operations_callable(obj, subject.operations, spec.name)
                 return obj
 
             found = _named(
@@ -125,7 +147,8 @@ def on_target(subject: Subject, target: Target) -> Subject:
     if spec.masters and "'list' object has no attribute" in found.note:
         # A factory that took the list of clients for one client fails on its first command.
         raise ProtocolError(_one_client(spec, f"it used the list as one client ({found.note})"))
-    return _row(spec, factory, found, asynchronous=asynchronous)
+    row = _row(spec, factory, found, asynchronous=asynchronous)
+    return _with_operations(row, subject.operations) if subject.operations is not None else row
 
 
 def trial(subject: Subject, client: redis.Redis, where: str, *, also: Sequence[str] = ()) -> Subject:
@@ -205,6 +228,8 @@ def _row(
     )
     if spec.masters:
         selector = (*selector, "--masters", str(spec.masters))
+    if spec.kind == "operations":
+        selector = (*selector, *_operation_flags(spec))
     return Subject(
         spec.name,
         spec.kind,
@@ -218,6 +243,26 @@ def _row(
         masters=spec.masters,
         spec=spec,
     )
+
+
+def _with_operations(row: Subject, operations: Any) -> Subject:
+    """A user's own primitive's row: its operation list, on one server only (the re-run
+    specification snapshots and restores its namespace there; a cluster is not supported yet)."""
+    return replace(
+        row,
+        operations=operations,
+        single_node="--kind operations runs on one server (not yet on a Redis Cluster)",
+    )
+
+
+def _operation_flags(spec: SubjectSpec) -> tuple[str, ...]:
+    """`--operations M:A` and `--model M:C` as given (the replay line names them again)."""
+    flags: list[str] = []
+    if isinstance(spec.operations, str):
+        flags += ["--operations", spec.operations]
+    if isinstance(spec.model, str):
+        flags += ["--model", spec.model]
+    return tuple(flags)
 
 
 def _one_client(spec: SubjectSpec, what: str) -> str:

@@ -47,6 +47,10 @@ class SubjectSpec:
     cluster: int | None = None
     #: How many times the clients handed to it resend a command (--client-retries).
     client_retries: int = 0
+    #: --kind operations: the operation list and the model (`--operations`, `--model`: a
+    #: MODULE:ATTR or the object; None: the OPERATIONS and MODEL beside the factory).
+    operations: Any = None
+    model: Any = None
 
     @property
     def name(self) -> str:
@@ -78,6 +82,8 @@ def parse_spec(
     client_retries: int = 0,
     redis_urls: Sequence[str] = (),
     starts_masters: bool = False,
+    operations: Any = None,
+    model: Any = None,
 ) -> SubjectSpec | None:
     """The spec of `--impl`/`--kind` and what goes with them, or None when neither is given;
     ProtocolError or ContendError (exit 2, one line) for a rule it breaks. Nothing is imported.
@@ -93,6 +99,11 @@ def parse_spec(
         spec_text = impl if isinstance(impl, str) else factory_name(impl)
         template = scope.other_kind if family in PROTOCOLS or not scope.unknown_kind else scope.unknown_kind
         raise ProtocolError(template.format(spec=spec_text, kind=given, label=family.replace("_", "-")))
+    if (operations is not None or model is not None) and family != "operations":
+        option = "--operations" if operations is not None else "--model"
+        raise ProtocolError(
+            f"{option} goes with --kind operations (your own primitive), not --kind {given.replace('_', '-')}"
+        )
     check_claim_names(family, claim, "--claim")
     check_claim_names(family, no_claim, "--no-claim")
     if masters is not None:
@@ -105,6 +116,8 @@ def parse_spec(
         masters or 0,
         cluster,
         client_retries,
+        operations,
+        model,
     )
 
 

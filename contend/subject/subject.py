@@ -44,6 +44,9 @@ class Subject:
     masters: int = 0
     #: What `--impl` parsed to, for a user's code (contend.subject.resolve made the row).
     spec: SubjectSpec | None = None
+    #: A user's own primitive (--kind operations): its operations and model
+    #: (contend.subject.operations.OperationList).
+    operations: Any = None
 
 
 def catalog_subjects(families: Sequence[str], names: Sequence[str] = ()) -> list[Subject]:
