@@ -93,6 +93,13 @@ class RoundTrip:
     #: What the server ran for it, in its order (its record: a script's commands included, a
     #: MULTI/EXEC block's only if EXEC ran it); None: no record, `commands` stand in.
     ran: Sequence[Executed] | None = None
+    #: The place in the server's order of each command of `ran` (a stress run's record, where one
+    #: operation's commands lie among other operations'); None: all at `position`, in turn.
+    order: Sequence[int] | None = None
+
+    def at(self, index: int) -> tuple[int, int]:
+        """Where command `index` of this round trip ran, in the server's order."""
+        return (self.order[index], 0) if self.order is not None else (self.position, index)
 
 
 @dataclass(frozen=True)
@@ -222,7 +229,7 @@ def op_accesses(
         while i < len(items):
             item = items[i]
             name = item.args[0].upper()
-            at = (step.position, item.index)
+            at = step.at(item.index)
             if item.by_script:
                 place(item, at, step.lost, bool(watched), shown)
             elif name == "WATCH":
@@ -241,12 +248,12 @@ def op_accesses(
                     ok = items[end].exec_ok
                     ran = ok if ok is not None else bool(block)
                 if ran and end is not None:
-                    at_exec = (step.position, items[end].index)
+                    at_exec = step.at(items[end].index)
                     for acc in pending:
                         vouched = at_exec if acc.key in watched else acc.at
                         out.append(Access(acc.op, acc.key, True, False, False, vouched, acc.metadata))
                     for inner in block:
-                        place(inner, (step.position, inner.index), step.lost, False, shown)
+                        place(inner, step.at(inner.index), step.lost, False, shown)
                 pending, watched = [], set()
                 i = len(items) if end is None else end + 1
                 continue
@@ -258,15 +265,17 @@ def op_accesses(
     return out  # reads still pending: a WATCH attempt given up on counts as nothing
 
 
-def edges_of(all_accesses: Sequence[Access]) -> list[Edge]:
-    """Every conflict between two operations, from the earlier access to the later."""
+def edges_of(all_accesses: Sequence[Access], reach: int | None = None) -> list[Edge]:
+    """Every conflict between two operations, from the earlier access to the later; with `reach`,
+    only between accesses of a key at most `reach` apart among that key's accesses (a stress run's
+    long history: a subset of the edges, so a cycle found is one of the whole graph)."""
     by_key: dict[str, list[Access]] = defaultdict(list)
     for acc in sorted(all_accesses, key=lambda a: a.at):
         by_key[acc.key].append(acc)
     found: dict[tuple[str, str, str, str], Edge] = {}
     for key, seq in by_key.items():
         for n, x in enumerate(seq):
-            for y in seq[n + 1 :]:
+            for y in seq[n + 1 : None if reach is None else n + 1 + reach]:
                 if x.op == y.op:
                     continue
                 if x.writes and y.writes:
@@ -362,21 +371,29 @@ def _adjacency(edges: Sequence[Edge]) -> dict[str, list[Edge]]:
     return adj
 
 
-def judge(
+@dataclass
+class Conflicts:
+    """What the graph is built from: every access that counts, for each operation the keys it read
+    and wrote (`read_write`) and those it read and then changed by increments only (`guards`), and
+    the commands the table could not place that touched data."""
+
+    accesses: list[Access]
+    read_write: dict[str, set[str]]
+    guards: dict[str, set[str]]
+    unplaced: list[UnknownCommand]
+
+
+def conflicts(
     steps: Sequence[RoundTrip],
     table: CommandTable,
     *,
     is_data: Callable[[str], bool] = _is_data,
     no_reads: frozenset[str] | set[str] = frozenset(),
-    label: Callable[[str], str] = lambda key: key,
     scripts_shown: bool = True,
     debits: dict[str, set[str]] | None = None,
-) -> Judgement:
-    """The conflict graph of `steps` (in the server's order): its named cycle, and the commands the
-    table could not place that touched data. Operations in `no_reads` raised or crashed: only their
-    writes count. `debits`: the keys each operation takes money from (a transfer's source), the
-    balances an overdraft guard checks. A cycle stands whatever the unplaced commands did
-    (accesses only add edges)."""
+) -> Conflicts:
+    """The accesses of `steps` (in the server's order) that count, per the rules above (`judge`
+    says what the arguments are)."""
     per_op: dict[str, list[RoundTrip]] = defaultdict(list)
     for step in steps:
         per_op[step.op].append(step)
@@ -401,10 +418,31 @@ def judge(
         changed = {a.key for a in found if a.writes}
         overwritten = {a.key for a in found if a.writes and not a.commutes}
         guards[op] = (read & changed & (debits or {}).get(op, set())) - overwritten
-    cycle = find_cycle(edges_of(every), read_write, guards)
+    return Conflicts(every, read_write, guards, unplaced)
+
+
+def judge(
+    steps: Sequence[RoundTrip],
+    table: CommandTable,
+    *,
+    is_data: Callable[[str], bool] = _is_data,
+    no_reads: frozenset[str] | set[str] = frozenset(),
+    label: Callable[[str], str] = lambda key: key,
+    scripts_shown: bool = True,
+    debits: dict[str, set[str]] | None = None,
+) -> Judgement:
+    """The conflict graph of `steps` (in the server's order): its named cycle, and the commands the
+    table could not place that touched data. Operations in `no_reads` raised or crashed: only their
+    writes count. `debits`: the keys each operation takes money from (a transfer's source), the
+    balances an overdraft guard checks. A cycle stands whatever the unplaced commands did
+    (accesses only add edges)."""
+    found = conflicts(
+        steps, table, is_data=is_data, no_reads=no_reads, scripts_shown=scripts_shown, debits=debits
+    )
+    cycle = find_cycle(edges_of(found.accesses), found.read_write, found.guards)
     if cycle is not None:
         cycle.label = label
-    return Judgement(cycle, unplaced)
+    return Judgement(cycle, found.unplaced)
 
 
 def check_serializable(
