@@ -165,11 +165,11 @@ def judge_run(
             out.unjudged.append("the record shows no key written by the opening: serializability not judged")
         out.cuts = len(record.cuts)
         for op, call in op_ids(client).items():
-            ran = record.ops.get(op)
-            if not ran:
-                continue
             if _in_cut(call, record.cuts):
                 out.set_aside += 1
+                continue
+            ran = record.ops.get(op)
+            if not ran:
                 continue
             steps.append(
                 RoundTrip(

@@ -17,6 +17,7 @@ from contend.impl.catalog import IMPLEMENTATIONS, Implementation, by_name
 from contend.servers.keyspace import Namespace
 from contend.stress.workers import FAMILIES, catalog_fencing
 from contend.subject.multi_master import MULTI_MASTER_LOCKS
+from contend.subject.probe import is_async
 from contend.subject.resolve import load, trial
 from contend.subject.spec import Scope, SubjectSpec
 from contend.subject.subject import Subject
@@ -27,7 +28,7 @@ FAMILY_WORDS = ", ".join(FAMILIES[:-1]) + " and " + FAMILIES[-1]
 
 #: What stress runs of the user's code: the registry, lock and transaction families.
 STRESS_SCOPE = Scope(
-    named=" or ".join(family_label(f) for f in FAMILIES),
+    named=", ".join(family_label(f) for f in FAMILIES[:-1]) + " or " + family_label(FAMILIES[-1]),
     kinds=FAMILIES,
     other_kind=f"--kind {{label}}: stress runs the {FAMILY_WORDS} families; check a {{label}} with "
     "`contend check --impl {spec} --kind {label}`",
@@ -122,7 +123,7 @@ def user_workload(spec: SubjectSpec, ttl_ms: int) -> StressWorkload:
     """A user's `package.module:factory`, through the one door: imported, its signature checked
     and (on one server) one object of it checked before a server starts."""
     subject = load(spec, offline_object=True)
-    if subject.family == "transaction" and subject.asynchronous:
+    if subject.family == "transaction" and is_async(subject.factory, subject.family):
         raise ContendError(
             f"--impl {subject.name}: stress runs synchronous banks (redis.Redis); check a redis.asyncio "
             f"bank with `contend check --impl {subject.name} --kind transaction`"
