@@ -74,6 +74,8 @@ class TransactionJudgement:
     edges: int = 0
     set_aside: int = 0
     cuts: int = 0
+    #: Seconds into the load when the named cycle's operations had all ended (None: no cycle).
+    caught_at: float | None = None
     #: Why serializability (or applies-once) was not judged, or not wholly: the record refused,
     #: a command the server's table cannot place on a balance, the final read failed.
     unjudged: list[str] = field(default_factory=list)
@@ -91,6 +93,8 @@ class TransactionJudgement:
         """One line: what the graph judged."""
         if self.cycle is not None:
             text = f"not serializable: {self.cycle.describe()}"
+            if self.caught_at is not None:
+                text += f"; its operations had all ended {self.caught_at:.2f} s into the load"
         elif any("record" in u and "not judged" in u for u in self.unjudged):
             return "serializability not judged: " + self.unjudged[0]
         else:
@@ -110,6 +114,7 @@ class TransactionJudgement:
             "edges": self.edges,
             "set_aside": self.set_aside,
             "cuts": self.cuts,
+            "caught_at": None if self.caught_at is None else round(self.caught_at, 3),
             "unjudged": self.unjudged,
             "source": self.source,
             "seconds": round(self.seconds, 3),
@@ -195,6 +200,9 @@ def judge_run(
             cycle.label = _label(keys, namespace)
             out.cycle = cycle
             ops = sorted({e.src for e in cycle.edges}, key=lambda n: int(n[1:]))
+            ends = [label_of[n].end for n in ops]
+            if all(e is not None for e in ends):
+                out.caught_at = (max(e for e in ends if e is not None) - min(c.start for c in client)) / 1e9
             out.violations.append(
                 Violation(
                     SERIALIZABLE,
