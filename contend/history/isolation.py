@@ -274,20 +274,24 @@ def edges_of(all_accesses: Sequence[Access], reach: int | None = None) -> list[E
         by_key[acc.key].append(acc)
     found: dict[tuple[str, str, str, str], Edge] = {}
     for key, seq in by_key.items():
-        for n, x in enumerate(seq):
-            for y in seq[n + 1 : None if reach is None else n + 1 + reach]:
-                if x.op == y.op:
+        items = [(a.op, a.reads, a.writes, a.commutes, a.metadata) for a in seq]
+        count = len(items)
+        for n, (xop, x_reads, x_writes, x_commutes, x_metadata) in enumerate(items):
+            stop = count if reach is None else min(count, n + 1 + reach)
+            for m in range(n + 1, stop):
+                yop, y_reads, y_writes, y_commutes, y_metadata = items[m]
+                if xop == yop:
                     continue
-                if x.writes and y.writes:
-                    kind = "" if (x.commutes and y.commutes) else "ww"
-                elif x.writes and y.reads:
-                    kind = "" if (y.metadata and x.commutes) else "wr"
-                elif x.reads and y.writes:
-                    kind = "" if (x.metadata and y.commutes) else "rw"
+                if x_writes and y_writes:
+                    kind = "" if (x_commutes and y_commutes) else "ww"
+                elif x_writes and y_reads:
+                    kind = "" if (y_metadata and x_commutes) else "wr"
+                elif x_reads and y_writes:
+                    kind = "" if (x_metadata and y_commutes) else "rw"
                 else:
-                    kind = ""
-                if kind:
-                    found.setdefault((x.op, y.op, kind, key), Edge(x.op, y.op, kind, key))
+                    continue
+                if kind and (xop, yop, kind, key) not in found:
+                    found[(xop, yop, kind, key)] = Edge(xop, yop, kind, key)
     return list(found.values())
 
 

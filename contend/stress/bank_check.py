@@ -186,10 +186,10 @@ def judge_run(
                 )
             )
         out.judged = len(steps)
-    name_keys = lambda accounts: {k for k, a in keys.items() if a & accounts}  # noqa: E731
+    keys_of = {account: {k for k, a in keys.items() if account in a} for account in ACCOUNTS}
     if steps and table is not None:
         no_reads = {s.op for s in steps if label_of[s.op].status != "ok"}
-        debits = {f"T{c.id}": name_keys({c.value[0]}) for c in client if c.f == "transfer"}
+        debits = {f"T{c.id}": keys_of.get(c.value[0], set()) for c in client if c.f == "transfer"}
         found = conflicts(
             steps, table, is_data=keys.__contains__, no_reads=no_reads, scripts_shown=shown, debits=debits
         )
