@@ -96,9 +96,10 @@ def attribute(lines: Iterable[bytes]) -> Attribution:
             if marker.startswith(CONN_PREFIX):
                 process_of[ran.client] = int(marker[len(CONN_PREFIX) :])
             elif marker.startswith(OP_PREFIX):
-                who, n = marker[len(OP_PREFIX) :].split(":")
-                current[int(who)] = int(n)
-                process_of[ran.client] = int(who)
+                who, n = (int(x) for x in marker[len(OP_PREFIX) :].split(":"))
+                if n >= current.get(who, -1):  # a marker whose reply timed out may run late
+                    current[who] = n
+                process_of[ran.client] = who
             elif marker.startswith(OPEN_PREFIX):
                 opening = marker[len(OPEN_PREFIX) :] or None
                 if opening:

@@ -100,12 +100,14 @@ class TransactionWorker(Worker):
             self._renew()
 
     def _mark(self) -> None:
+        """The operation's marker: the process's n-th operation is n whether or not its marker
+        reached the server (the history counts every invocation)."""
+        n, self.ops = self.ops, self.ops + 1
         sent = self.trips.sent
         try:
-            self.client.echo(op_marker(self.process, self.ops))
+            self.client.echo(op_marker(self.process, n))
         finally:
             self.trips.sent = sent
-        self.ops += 1
 
     def step(self) -> None:
         self.board.set(self.index, Field.PHASE, WorkerPhase.BUSY)

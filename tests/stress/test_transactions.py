@@ -98,6 +98,18 @@ def test_each_command_goes_to_the_operation_of_its_process_and_marker():
     assert len(set(positions)) == len(positions)  # one place in the server's order each
 
 
+def test_a_marker_that_runs_late_does_not_take_the_next_operations_commands():
+    # Operation 0's marker timed out (the server was paused) and ran after operation 1's, which
+    # went on through a new connection: operation 1's GET stays operation 1's.
+    late = [
+        line(P0, "ECHO", "contend-op:0:1"),
+        line("127.0.0.1:1003", "ECHO", "contend-op:0:0"),
+        line(P0, "GET", A),
+    ]
+    record = attribute([*OPENING, *late])
+    assert [r.args for _, r in record.ops[(0, 1)]] == [("GET", A)] and (0, 0) not in record.ops
+
+
 def test_a_lost_update_in_the_record_is_named(table):
     calls = history((0, 10, 30), (1, 11, 31))
     judged = judge_run(calls, attribute([*OPENING, *LOST_UPDATE]), table, None, source="test", namespace=NS)
