@@ -38,7 +38,7 @@ still stands (an access can only add edges).
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -266,9 +266,13 @@ def op_accesses(
 
 
 def edges_of(all_accesses: Sequence[Access], reach: int | None = None) -> list[Edge]:
-    """Every conflict between two operations, from the earlier access to the later; with `reach`,
-    only between accesses of a key at most `reach` apart among that key's accesses (a stress run's
-    long history: a subset of the edges, so a cycle found is one of the whole graph)."""
+    """Every conflict between two operations, from the earlier access to the later.
+
+    With `reach` (a stress run's long history), only between accesses of a key at most `reach`
+    apart among that key's accesses, or farther apart where one operation was under way on the
+    key at the other's access (it had touched the key before it and touches it again after: a
+    paused worker's read and its late write). A subset of the edges: a cycle found is one of the
+    whole graph."""
     by_key: dict[str, list[Access]] = defaultdict(list)
     for acc in sorted(all_accesses, key=lambda a: a.at):
         by_key[acc.key].append(acc)
@@ -276,23 +280,53 @@ def edges_of(all_accesses: Sequence[Access], reach: int | None = None) -> list[E
     for key, seq in by_key.items():
         items = [(a.op, a.reads, a.writes, a.commutes, a.metadata) for a in seq]
         count = len(items)
-        for n, (xop, x_reads, x_writes, x_commutes, x_metadata) in enumerate(items):
-            stop = count if reach is None else min(count, n + 1 + reach)
-            for m in range(n + 1, stop):
-                yop, y_reads, y_writes, y_commutes, y_metadata = items[m]
-                if xop == yop:
-                    continue
-                if x_writes and y_writes:
-                    kind = "" if (x_commutes and y_commutes) else "ww"
-                elif x_writes and y_reads:
-                    kind = "" if (y_metadata and x_commutes) else "wr"
-                elif x_reads and y_writes:
-                    kind = "" if (x_metadata and y_commutes) else "rw"
-                else:
-                    continue
-                if kind and (xop, yop, kind, key) not in found:
-                    found[(xop, yop, kind, key)] = Edge(xop, yop, kind, key)
+        pairs: Iterable[tuple[int, int]] = (
+            ((n, m) for n in range(count) for m in range(n + 1, count))
+            if reach is None
+            else _near_pairs(items, reach)
+        )
+        for n, m in pairs:
+            xop, x_reads, x_writes, x_commutes, x_metadata = items[n]
+            yop, y_reads, y_writes, y_commutes, y_metadata = items[m]
+            if xop == yop:
+                continue
+            if x_writes and y_writes:
+                kind = "" if (x_commutes and y_commutes) else "ww"
+            elif x_writes and y_reads:
+                kind = "" if (y_metadata and x_commutes) else "wr"
+            elif x_reads and y_writes:
+                kind = "" if (x_metadata and y_commutes) else "rw"
+            else:
+                continue
+            if kind and (xop, yop, kind, key) not in found:
+                found[(xop, yop, kind, key)] = Edge(xop, yop, kind, key)
     return list(found.values())
+
+
+def _near_pairs(items: Sequence[tuple[Any, ...]], reach: int) -> Iterator[tuple[int, int]]:
+    """The index pairs (earlier, later) of one key's accesses that `edges_of` looks at under
+    `reach`: those at most `reach` apart, and those farther apart within the span of an operation
+    that touches the key at one end (its first access on the key before the other end, or its
+    last after it)."""
+    count = len(items)
+    for n in range(count):
+        for m in range(n + 1, min(count, n + 1 + reach)):
+            yield n, m
+    first: dict[Any, int] = {}
+    last: dict[Any, int] = {}
+    for n, item in enumerate(items):
+        first.setdefault(item[0], n)
+        last[item[0]] = n
+    far: set[tuple[int, int]] = set()
+    for n, item in enumerate(items):
+        op = item[0]
+        if last[op] - first[op] <= reach:
+            continue
+        # `op` is under way from first[op] to last[op]: pair this access with every access of its
+        # span beyond reach (the near ones are paired above).
+        far.update((n, m) for m in range(n + reach + 1, last[op] + 1))
+        far.update((i, n) for i in range(first[op], n - reach))
+    yield from sorted(far)
 
 
 def _shortest_path(adj: dict[str, list[Edge]], start: str, goal: str) -> list[Edge] | None:

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import re
 import time
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import defaultdict, deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,9 +259,18 @@ def _label(keys: dict[str, set[str]], namespace: str) -> Any:
     return label
 
 
+#: A component of at most this many operations is searched whole (find_cycle's shortest cycles);
+#: a larger one by its cycles of two and three operations first.
+WHOLE = 40
+
+
 def _first_cycle(edges: list[Edge], found: Any, deadline: float) -> Cycle | None:
     """The weakest named cycle found inside the graph's strongly connected components, the smallest
-    first, until `deadline` (perf_counter)."""
+    first, until `deadline` (perf_counter).
+
+    A large component (a paused worker's operation joins hundreds) is not searched whole, which
+    costs the square of its edges: its cycles through two operations, then three, each named on
+    the edges among its operations; failing those, one shortest cycle, named so."""
     components = sorted(_components(edges), key=lambda c: (len(c), min(int(op[1:]) for op in c)))
     where = {op: n for n, members in enumerate(components) for op in members}
     inside: dict[int, list[Edge]] = defaultdict(list)
@@ -269,15 +278,69 @@ def _first_cycle(edges: list[Edge], found: Any, deadline: float) -> Cycle | None
         if (n := where.get(e.src)) is not None and where.get(e.dst) == n:
             inside[n].append(e)
     best: Cycle | None = None
-    for n in range(len(components)):
-        cycle = find_cycle(inside[n], found.read_write, found.guards)
-        if cycle is not None and (
-            best is None or _WEAKEST.index(cycle.anomaly) < _WEAKEST.index(best.anomaly)
-        ):
-            best = cycle
-        if time.perf_counter() > deadline and best is not None:
-            break
+    for n, members in enumerate(components):
+        own = inside[n]
+        candidates = [own] if len(members) <= WHOLE else _short_cycles(own)
+        for subset in candidates:
+            cycle = find_cycle(subset, found.read_write, found.guards)
+            if cycle is not None and (
+                best is None or _WEAKEST.index(cycle.anomaly) < _WEAKEST.index(best.anomaly)
+            ):
+                best = cycle
+            if best is not None and (best.anomaly == G0 or time.perf_counter() > deadline):
+                return best
     return best
+
+
+def _short_cycles(edges: Sequence[Edge]) -> Iterator[list[Edge]]:
+    """The edges among the operations of each cycle of two operations, then of three; if there is
+    none, among those of one shortest cycle (a strongly connected component has one)."""
+    between: dict[tuple[str, str], list[Edge]] = defaultdict(list)
+    out: dict[str, set[str]] = defaultdict(set)
+    for e in edges:
+        between[(e.src, e.dst)].append(e)
+        out[e.src].add(e.dst)
+
+    def among(ops: Sequence[str]) -> list[Edge]:
+        return [e for a in ops for b in ops if a != b for e in between.get((a, b), [])]
+
+    seen: set[frozenset[str]] = set()
+    for u, v in list(between):
+        if u < v and (v, u) in between:
+            seen.add(frozenset((u, v)))
+            yield among((u, v))
+    if seen:
+        return
+    for u, v in list(between):
+        for w in out.get(v, ()):
+            if w != u and (w, u) in between and (trio := frozenset((u, v, w))) not in seen:
+                seen.add(trio)
+                yield among((u, v, w))
+    if seen:
+        return
+    first = edges[0]
+    back = _path(out, first.dst, first.src)
+    if back is not None:
+        yield among([first.src, *back])
+
+
+def _path(out: dict[str, set[str]], start: str, goal: str) -> list[str] | None:
+    """The operations of a shortest path from `start` to `goal` (breadth first), `goal` excluded."""
+    previous: dict[str, str | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        if node == goal:
+            path, at = [], previous[node]
+            while at is not None:
+                path.append(at)
+                at = previous[at]
+            return path[::-1]
+        for nxt in sorted(out.get(node, ())):
+            if nxt not in previous:
+                previous[nxt] = node
+                queue.append(nxt)
+    return None
 
 
 _WEAKEST = [G0, G1C, LOST_UPDATE, READ_SKEW, GUARDED_WRITE_SKEW, WRITE_SKEW]

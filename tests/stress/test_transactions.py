@@ -122,6 +122,24 @@ def test_a_lost_update_in_the_record_is_named(table):
     assert judged.exit_code == 1
 
 
+def test_a_paused_operations_lost_update_is_named_though_many_accesses_lie_between(table):
+    """Process 0 reads, stalls while process 1 runs 80 transfers (160 accesses of a: more than twice the
+    judge's reach), then writes what it read: still the two-edge cycle of a lost update."""
+
+    def transfer(process: int, n: int, client: str, balance: int) -> list[bytes]:
+        return [
+            line(client, "ECHO", f"contend-op:{process}:{n}"),
+            line(client, "MGET", A, B),
+            *(line(client, *c) for c in (("MULTI",), ("SET", A, str(balance)), ("SET", B, "0"), ("EXEC",))),
+        ]
+
+    stalled = transfer(0, 0, P0, 7)
+    stream = [*OPENING, *stalled[:2], *(c for n in range(80) for c in transfer(1, n, P1, 10)), *stalled[2:]]
+    ops = [(0, 10, 1000)] + [(1, 20 + 10 * n, 25 + 10 * n) for n in range(80)]
+    judged = judge_run(history(*ops), attribute(stream), table, None, source="test")
+    assert judged.cycle is not None and judged.cycle.anomaly == "lost update", judged.summary()
+
+
 def test_a_final_balance_no_serial_order_explains_is_applies_once(table):
     calls = history((0, 10, 30), (1, 11, 31))
     judged = judge_run(
@@ -170,6 +188,20 @@ def test_transfer_no_watch_is_caught_as_a_lost_update(tmp_path):
     assert {v.check for v in result.violations} >= {SERIALIZABLE, CONSISTENT_AUDIT}
     assert result.headline().startswith("VIOLATION — serializable: lost update (G-single)")
     assert (result.run_dir / "monitor.log").exists()
+
+
+@pytest.mark.slow
+def test_a_users_bank_with_keys_outside_the_namespace_is_judged(tmp_path):
+    """dotted_bank keeps its balances at `<namespace>.accounts.<account>`: they are the keys its
+    opening wrote, so the graph judges them (it is correct: valid, with conflicts judged)."""
+    spec = "tests.fixtures.foreign.dotted_bank:make"
+    options = StressOptions(impl=spec, kind="transaction", procs=2, duration=1.0, out=tmp_path, html=False)
+    result = run_stress(options)
+    assert_nothing_left(result.run_dir)
+    assert result.exit_code == 0, result.headline()
+    assert result.workload.user and result.workload.family == "transaction"
+    assert result.judgement is not None and result.judgement.edges > 0
+    assert result.judgement.judged == result.counts["ok"]
 
 
 @pytest.mark.slow
