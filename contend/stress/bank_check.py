@@ -20,8 +20,10 @@ many. A broken sum stands alone only where the graph has no cycle; a transfer of
 that the record shows writing one of its accounts and not the other names it a money-moving crash.
 
 A long run's graph is large: edges are drawn between accesses of a key at most REACH accesses
-apart (a subset of the edges, so a cycle found is one of the whole graph), and cycles are looked
-for only inside its strongly connected components, the smallest first.
+apart, and farther only within the span of an operation under way on the key (a subset of the
+edges, so a cycle found is one of the whole graph), and cycles are looked for only inside its
+strongly connected components, the smallest first; a large one by its cycles of two and three
+operations.
 """
 
 from __future__ import annotations
