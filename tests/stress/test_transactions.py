@@ -205,6 +205,27 @@ def test_a_users_bank_with_keys_outside_the_namespace_is_judged(tmp_path):
 
 
 @pytest.mark.slow
+def test_on_a_server_contend_did_not_start_the_stream_is_read_and_said_so(tmp_path, contend_target):
+    options = StressOptions(
+        impl="transfer_no_watch",
+        procs=3,
+        duration=1.0,
+        out=tmp_path,
+        html=False,
+        redis_url=contend_target.url,
+    )
+    result = run_stress(options)
+    assert result.exit_code == 1 and result.judgement is not None
+    assert result.judgement.cycle is not None and result.judgement.cycle.anomaly == "lost update"
+    assert "the MONITOR stream of the --redis-url server" in result.judgement.summary()
+    client = contend_target.client()
+    try:
+        assert not client.keys(f"contend:{result.run_dir.name.removeprefix('stress-')}*")  # cleaned up
+    finally:
+        client.close()
+
+
+@pytest.mark.slow
 def test_bank_lua_stays_valid_through_server_kills(tmp_path):
     """The record is cut at each kill: the operations in flight then are set aside, the rest
     judged (with AOF the accounts survive, so the final balances are judged too)."""
