@@ -37,7 +37,11 @@ def lines(result: StressResult) -> list[str]:
     out = [f"serializability: {judged.summary()}"]
     out += [f"not judged: {u}" for u in judged.unjudged]
     for v in result.violations:
-        out.append(f"{v.check}: {v.message}")
+        if v.check == "serializable" and judged.cycle is not None:
+            # The cycle is on the line above: the operations it joins.
+            out.append(f"{v.check}: the operations: {v.message.partition('; the operations: ')[2]}")
+        else:
+            out.append(f"{v.check}: {v.message}")
     if not result.violations:
         out.append(f"properties hold: {', '.join(result.invariants)}")
     return out
