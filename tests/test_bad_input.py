@@ -180,7 +180,7 @@ CASES: list[tuple[str, list[str], str]] = [
     (
         "stress: a queue",
         ["stress", "--impl", "tests.fixtures.foreign.lua_queue:make", "--kind", "queue", "--duration", "1"],
-        "stress runs the registry and lock families; check a queue with `contend check",
+        "stress runs the registry, lock and transaction families; check a queue with `contend check",
     ),
     (
         "load: a transfer strategy that does not exist",

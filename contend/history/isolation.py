@@ -38,7 +38,7 @@ still stands (an access can only add edges).
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +93,13 @@ class RoundTrip:
     #: What the server ran for it, in its order (its record: a script's commands included, a
     #: MULTI/EXEC block's only if EXEC ran it); None: no record, `commands` stand in.
     ran: Sequence[Executed] | None = None
+    #: The place in the server's order of each command of `ran` (a stress run's record, where one
+    #: operation's commands lie among other operations'); None: all at `position`, in turn.
+    order: Sequence[int] | None = None
+
+    def at(self, index: int) -> tuple[int, int]:
+        """Where command `index` of this round trip ran, in the server's order."""
+        return (self.order[index], 0) if self.order is not None else (self.position, index)
 
 
 @dataclass(frozen=True)
@@ -222,7 +229,7 @@ def op_accesses(
         while i < len(items):
             item = items[i]
             name = item.args[0].upper()
-            at = (step.position, item.index)
+            at = step.at(item.index)
             if item.by_script:
                 place(item, at, step.lost, bool(watched), shown)
             elif name == "WATCH":
@@ -241,12 +248,12 @@ def op_accesses(
                     ok = items[end].exec_ok
                     ran = ok if ok is not None else bool(block)
                 if ran and end is not None:
-                    at_exec = (step.position, items[end].index)
+                    at_exec = step.at(items[end].index)
                     for acc in pending:
                         vouched = at_exec if acc.key in watched else acc.at
                         out.append(Access(acc.op, acc.key, True, False, False, vouched, acc.metadata))
                     for inner in block:
-                        place(inner, (step.position, inner.index), step.lost, False, shown)
+                        place(inner, step.at(inner.index), step.lost, False, shown)
                 pending, watched = [], set()
                 i = len(items) if end is None else end + 1
                 continue
@@ -258,28 +265,68 @@ def op_accesses(
     return out  # reads still pending: a WATCH attempt given up on counts as nothing
 
 
-def edges_of(all_accesses: Sequence[Access]) -> list[Edge]:
-    """Every conflict between two operations, from the earlier access to the later."""
+def edges_of(all_accesses: Sequence[Access], reach: int | None = None) -> list[Edge]:
+    """Every conflict between two operations, from the earlier access to the later.
+
+    With `reach` (a stress run's long history), only between accesses of a key at most `reach`
+    apart among that key's accesses, or farther apart where one operation was under way on the
+    key at the other's access (it had touched the key before it and touches it again after: a
+    paused worker's read and its late write). A subset of the edges: a cycle found is one of the
+    whole graph."""
     by_key: dict[str, list[Access]] = defaultdict(list)
     for acc in sorted(all_accesses, key=lambda a: a.at):
         by_key[acc.key].append(acc)
     found: dict[tuple[str, str, str, str], Edge] = {}
     for key, seq in by_key.items():
-        for n, x in enumerate(seq):
-            for y in seq[n + 1 :]:
-                if x.op == y.op:
-                    continue
-                if x.writes and y.writes:
-                    kind = "" if (x.commutes and y.commutes) else "ww"
-                elif x.writes and y.reads:
-                    kind = "" if (y.metadata and x.commutes) else "wr"
-                elif x.reads and y.writes:
-                    kind = "" if (x.metadata and y.commutes) else "rw"
-                else:
-                    kind = ""
-                if kind:
-                    found.setdefault((x.op, y.op, kind, key), Edge(x.op, y.op, kind, key))
+        items = [(a.op, a.reads, a.writes, a.commutes, a.metadata) for a in seq]
+        count = len(items)
+        pairs: Iterable[tuple[int, int]] = (
+            ((n, m) for n in range(count) for m in range(n + 1, count))
+            if reach is None
+            else _near_pairs(items, reach)
+        )
+        for n, m in pairs:
+            xop, x_reads, x_writes, x_commutes, x_metadata = items[n]
+            yop, y_reads, y_writes, y_commutes, y_metadata = items[m]
+            if xop == yop:
+                continue
+            if x_writes and y_writes:
+                kind = "" if (x_commutes and y_commutes) else "ww"
+            elif x_writes and y_reads:
+                kind = "" if (y_metadata and x_commutes) else "wr"
+            elif x_reads and y_writes:
+                kind = "" if (x_metadata and y_commutes) else "rw"
+            else:
+                continue
+            if kind and (xop, yop, kind, key) not in found:
+                found[(xop, yop, kind, key)] = Edge(xop, yop, kind, key)
     return list(found.values())
+
+
+def _near_pairs(items: Sequence[tuple[Any, ...]], reach: int) -> Iterator[tuple[int, int]]:
+    """The index pairs (earlier, later) of one key's accesses that `edges_of` looks at under
+    `reach`: those at most `reach` apart, and those farther apart within the span of an operation
+    that touches the key at one end (its first access on the key before the other end, or its
+    last after it)."""
+    count = len(items)
+    for n in range(count):
+        for m in range(n + 1, min(count, n + 1 + reach)):
+            yield n, m
+    first: dict[Any, int] = {}
+    last: dict[Any, int] = {}
+    for n, item in enumerate(items):
+        first.setdefault(item[0], n)
+        last[item[0]] = n
+    far: set[tuple[int, int]] = set()
+    for n, item in enumerate(items):
+        op = item[0]
+        if last[op] - first[op] <= reach:
+            continue
+        # `op` is under way from first[op] to last[op]: pair this access with every access of its
+        # span beyond reach (the near ones are paired above).
+        far.update((n, m) for m in range(n + reach + 1, last[op] + 1))
+        far.update((i, n) for i in range(first[op], n - reach))
+    yield from sorted(far)
 
 
 def _shortest_path(adj: dict[str, list[Edge]], start: str, goal: str) -> list[Edge] | None:
@@ -362,21 +409,29 @@ def _adjacency(edges: Sequence[Edge]) -> dict[str, list[Edge]]:
     return adj
 
 
-def judge(
+@dataclass
+class Conflicts:
+    """What the graph is built from: every access that counts, for each operation the keys it read
+    and wrote (`read_write`) and those it read and then changed by increments only (`guards`), and
+    the commands the table could not place that touched data."""
+
+    accesses: list[Access]
+    read_write: dict[str, set[str]]
+    guards: dict[str, set[str]]
+    unplaced: list[UnknownCommand]
+
+
+def conflicts(
     steps: Sequence[RoundTrip],
     table: CommandTable,
     *,
     is_data: Callable[[str], bool] = _is_data,
     no_reads: frozenset[str] | set[str] = frozenset(),
-    label: Callable[[str], str] = lambda key: key,
     scripts_shown: bool = True,
     debits: dict[str, set[str]] | None = None,
-) -> Judgement:
-    """The conflict graph of `steps` (in the server's order): its named cycle, and the commands the
-    table could not place that touched data. Operations in `no_reads` raised or crashed: only their
-    writes count. `debits`: the keys each operation takes money from (a transfer's source), the
-    balances an overdraft guard checks. A cycle stands whatever the unplaced commands did
-    (accesses only add edges)."""
+) -> Conflicts:
+    """The accesses of `steps` (in the server's order) that count, per the rules above (`judge`
+    says what the arguments are)."""
     per_op: dict[str, list[RoundTrip]] = defaultdict(list)
     for step in steps:
         per_op[step.op].append(step)
@@ -401,10 +456,31 @@ def judge(
         changed = {a.key for a in found if a.writes}
         overwritten = {a.key for a in found if a.writes and not a.commutes}
         guards[op] = (read & changed & (debits or {}).get(op, set())) - overwritten
-    cycle = find_cycle(edges_of(every), read_write, guards)
+    return Conflicts(every, read_write, guards, unplaced)
+
+
+def judge(
+    steps: Sequence[RoundTrip],
+    table: CommandTable,
+    *,
+    is_data: Callable[[str], bool] = _is_data,
+    no_reads: frozenset[str] | set[str] = frozenset(),
+    label: Callable[[str], str] = lambda key: key,
+    scripts_shown: bool = True,
+    debits: dict[str, set[str]] | None = None,
+) -> Judgement:
+    """The conflict graph of `steps` (in the server's order): its named cycle, and the commands the
+    table could not place that touched data. Operations in `no_reads` raised or crashed: only their
+    writes count. `debits`: the keys each operation takes money from (a transfer's source), the
+    balances an overdraft guard checks. A cycle stands whatever the unplaced commands did
+    (accesses only add edges)."""
+    found = conflicts(
+        steps, table, is_data=is_data, no_reads=no_reads, scripts_shown=scripts_shown, debits=debits
+    )
+    cycle = find_cycle(edges_of(found.accesses), found.read_write, found.guards)
     if cycle is not None:
         cycle.label = label
-    return Judgement(cycle, unplaced)
+    return Judgement(cycle, found.unplaced)
 
 
 def check_serializable(

@@ -9,7 +9,7 @@ from pathlib import Path
 from contend.errors import ContendError
 from contend.impl.catalog import by_name
 from contend.servers.cluster import check_cluster_option
-from contend.servers.urls import is_cluster_url
+from contend.servers.urls import is_cluster_url, is_sentinel_url
 from contend.stress.nemesis import parse_nemeses, unreachable
 from contend.stress.workload import STRESS_SCOPE, StressWorkload, catalog_workload, user_workload
 from contend.subject.multi_master import (
@@ -107,6 +107,8 @@ def validate(options: StressOptions) -> StressWorkload:
             "--persistence configures the embedded server; a --redis-url server keeps its own settings"
         )
     _check_cluster(options, workload)
+    if workload.family == "transaction":
+        _check_transaction(options)
     workload = replace(workload, masters=spec.masters if spec is not None else _lock_masters(options))
     options.nemeses = parse_nemeses(
         options.nemeses,
@@ -138,6 +140,27 @@ def _check_cluster(options: StressOptions, workload: StressWorkload) -> None:
         impl = by_name(workload.name)
         if impl.single_node:
             raise ContendError(f"--only {impl.name} cannot run on a Redis Cluster: {impl.single_node}")
+
+
+#: The nemeses a transaction run takes: its verdict reads one server's MONITOR stream.
+TRANSACTION_NEMESES = ("client-pause", "server-pause", "server-kill")
+
+
+def _check_transaction(options: StressOptions) -> None:
+    """A bank runs on one server whose MONITOR stream the graph reads: no cluster, no Sentinel,
+    and the nemeses that keep that server."""
+    if options.on_cluster or (options.redis_url and is_sentinel_url(options.redis_url)):
+        raise ContendError(
+            "a transaction stress run reads one server's MONITOR stream: run it on one server "
+            "(no --cluster, no redis+cluster:// or redis+sentinel:// --redis-url)"
+        )
+    for name in options.nemeses:
+        for one in name.split(","):
+            if one.strip() and one.strip() not in TRANSACTION_NEMESES:
+                raise ContendError(
+                    f"--nemesis {one.strip()}: a transaction run takes {', '.join(TRANSACTION_NEMESES)} "
+                    "(the graph reads one server's MONITOR stream)"
+                )
 
 
 def _lock_masters(options: StressOptions) -> int:

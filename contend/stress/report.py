@@ -11,6 +11,10 @@ from contend.stress.result import StressResult
 def junit_cases(result: StressResult) -> list[Case]:
     """One testcase for linearizability and one per invariant, under the implementation's name, and
     with --nemesis one named nemesis: an error when a requested nemesis injected no fault."""
+    if result.verdict is None:  # a transaction run: judged from the server's record
+        from contend.stress.bank_report import transaction_cases
+
+        return transaction_cases(result)
     cls = f"contend.stress.{result.workload.family}.{result.options.impl}"
     verdict = result.verdict
     seconds = result.seconds
@@ -52,13 +56,14 @@ def summary_markdown(result: StressResult) -> str:
         ],
         ["nemesis events", str(len(result.nemesis))],
         *([["fencing", result.workload.fencing_note()]] if result.workload.family == "lock" else []),
-        ["linearizability", result.verdict.summary()],
+        ["linearizability", result.verdict.summary()]
+        if result.verdict
+        else ["serializability", result.judgement.summary() if result.judgement else ""],
         ["invariants", ", ".join(result.invariants) or "none"],
     ]
     parts = [f"## contend stress\n\n**{result.headline()}**", table(["", ""], rows)]
-    evidence = [
-        p.explain() for p in result.verdict.partitions[:5] if p.outcome is not Linearizability.LINEARIZABLE
-    ]
+    partitions = result.verdict.partitions[:5] if result.verdict else []
+    evidence = [p.explain() for p in partitions if p.outcome is not Linearizability.LINEARIZABLE]
     evidence += [str(v) for v in result.violations[:20]]
     evidence = [*result.no_fault, *evidence]
     if evidence:

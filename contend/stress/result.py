@@ -12,6 +12,7 @@ from contend.history.invariants import Violation
 from contend.history.models import exit_code
 from contend.history.records import Call, Record
 from contend.history.verdict import Linearizability, Verdict
+from contend.stress.bank_check import TransactionJudgement
 from contend.stress.options import StressOptions
 from contend.stress.workload import StressWorkload
 
@@ -38,7 +39,8 @@ class StressResult:
     target: str
     run_dir: Path
     history: Path
-    verdict: Verdict
+    #: The linearizability search (None for a transaction run, judged by `judgement`).
+    verdict: Verdict | None
     violations: list[Violation]
     calls: list[Call]
     nemesis: list[Record]
@@ -49,11 +51,16 @@ class StressResult:
     #: Why each requested nemesis that injected no fault did not (the run then exits 3, or 1 on a
     #: violation).
     no_fault: list[str] = field(default_factory=list)
+    #: A transaction run's verdict: the conflict graph of what the server ran, audits, final balances.
+    judgement: TransactionJudgement | None = None
 
     @property
     def history_exit_code(self) -> int:
         """The history's own verdict: 0 valid, 1 a violation, 3 unknown (the search budget ran
-        out before every partition was decided)."""
+        out before every partition was decided; for a transaction run, a property the server's
+        record could not judge)."""
+        if self.judgement is not None:
+            return self.judgement.exit_code
         return exit_code(self.verdict, self.violations)
 
     @property
@@ -82,6 +89,16 @@ class StressResult:
 
     def history_headline(self) -> str:
         """One line: the history's verdict and its first piece of evidence."""
+        if self.judgement is not None:
+            if self.violations:
+                v = self.violations[0]
+                return f"VIOLATION — {v.check}: {v.message}"
+            if self.judgement.unjudged:
+                return f"UNKNOWN — {self.judgement.unjudged[0]}"
+            return (
+                f"VALID — serializable: {self.judgement.summary()}; every audit and the final balances hold"
+            )
+        assert self.verdict is not None
         if self.verdict.outcome is Linearizability.NOT_LINEARIZABLE:
             culprit = self.verdict.culprit
             what = f": cannot linearize {culprit.describe()}" if culprit else ""
@@ -95,6 +112,11 @@ class StressResult:
 
     def recheck_command(self) -> str:
         """The `contend history check` command that re-checks the kept history."""
+        if self.judgement is not None:
+            return (
+                f"none: contend history check does not judge transactions; the server's record is kept "
+                f"beside the history ({self.run_dir / 'monitor.log'})"
+            )
         model, extra = self.workload.history_model, self.workload.recheck_options()
         return f"contend history check {self.history} --model {model}{extra}"
 
@@ -117,7 +139,8 @@ class StressResult:
             "seconds": round(self.seconds, 3),
             "history": str(self.history),
             "timeline": str(self.timeline) if self.timeline else None,
-            "linearizability": self.verdict.to_json(),
+            "linearizability": self.verdict.to_json() if self.verdict is not None else None,
+            "serializability": self.judgement.to_json() if self.judgement is not None else None,
             "invariants": self.invariants,
             "violations": [v.to_json() for v in self.violations],
             "nemesis_events": [{"time": r.time, "f": r.f, "value": r.value} for r in self.nemesis],

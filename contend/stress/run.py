@@ -15,7 +15,8 @@ once on the server before any worker starts (`contend.stress.workload.tried`),
 which finds out where its fencing token comes from, as `contend check` does. A
 requested nemesis that injected no fault (or none that took effect) makes the run exit 3
 (`StressResult.no_fault` says why); one that cannot fit in the run is refused
-by `validate`. The history is merged and checked in contend.stress.history.
+by `validate`. The history is merged and checked in contend.stress.history; a transaction run's (a bank's) is judged from what the server
+ran, as its MONITOR stream shows it (contend.stress.bank_run).
 
 Every process and server a run starts is resumed (SIGCONT) and stopped when it
 ends: normally, on an error and on Ctrl-C. Workers and servers also die with
@@ -44,10 +45,12 @@ from redis.crc import key_slot
 from contend.ci.document import document
 from contend.errors import ContendError
 from contend.history.formats import write_jsonl
-from contend.impl.catalog import SEED_LAYOUT_DBS
+from contend.history.records import pair
+from contend.impl.catalog import APPLIES_ONCE, CONSISTENT_AUDIT, SEED_LAYOUT_DBS, SERIALIZABLE
 from contend.servers.deployment import Deployment
 from contend.servers.keyspace import Namespace, new_run_id
 from contend.servers.signals import signal_process
+from contend.stress.bank_run import BankRun
 from contend.stress.board import Board, Field
 from contend.stress.history import check_records, final_read, merge
 from contend.stress.nemesis import Nemesis, NemesisContext
@@ -63,6 +66,8 @@ from contend.stress.workers import (
 )
 from contend.stress.workload import StressWorkload, tried
 
+#: What a transaction run judges (contend.stress.bank_check).
+TRANSACTION_PROPERTIES = (SERIALIZABLE, CONSISTENT_AUDIT, APPLIES_ONCE)
 #: How long workers may take to start (spawned interpreters import redis-py and the implementations).
 START_TIMEOUT = 60.0
 TICK = 0.01
@@ -101,6 +106,7 @@ def run_stress(
     finals: list[dict[str, Any]] = []
     paths = [raw_dir / f"w{k}.jsonl" for k in range(options.procs)]
     manifest = _Manifest(run_dir / "run.json", options, run_id, workload.masters)
+    bank: BankRun | None = None
 
     def record(f: str, text: str) -> None:
         events.append(
@@ -119,6 +125,10 @@ def run_stress(
                 namespace.add_db(db)
         namespace.ensure_empty()
         workload = tried(workload, namespace, [m.url for m in deployment.lock_masters])
+        if workload.family == "transaction":
+            # The server's record starts before anything of the run is written (the opening).
+            bank = BankRun(deployment.url, run_dir, deployment.owned)
+            bank.start(namespace.client, workload.factory, namespace.prefix)
         board = Board.create(ctx, options.procs, deployment.url)
         deployment.on_move = board.publish_url
         for k in range(options.procs):
@@ -189,11 +199,15 @@ def run_stress(
             progress(_progress(board, options.duration, options.duration, nemesis.status))
         if workload.family == "lock":
             finals.append(final_read(deployment.url, namespace.prefix, workload, options.op_timeout))
+        if bank is not None:
+            bank.read_final(workload.factory, namespace.prefix, options.op_timeout)
     finally:
         if nemesis is not None:
             nemesis.heal()
         deployment.heal()
         _stop_workers(workers)
+        if bank is not None:
+            bank.stop()
         if namespace is not None:
             with contextlib.suppress(Exception):
                 if not deployment.owned:
@@ -211,7 +225,14 @@ def run_stress(
 
     if progress is not None:
         progress(RunProgress(options.duration, options.duration, 0, 0, 0, "", checking=True))
-    verdict, violations, calls, check = check_records(records, workload, timeout=options.check_timeout)
+    judgement = None
+    if bank is not None:
+        verdict, calls = None, pair(records).calls
+        judgement = bank.judge(calls, options.check_timeout, namespace.prefix if namespace else "")
+        violations, invariants = judgement.violations, list(TRANSACTION_PROPERTIES)
+    else:
+        verdict, violations, calls, check = check_records(records, workload, timeout=options.check_timeout)
+        invariants = check.invariant_names
     nemesis_records = [r for r in records if r.process == "nemesis"]
     injected = {r.f for r in nemesis_records if str(r.value).startswith("start")}
     assert nemesis is not None
@@ -232,11 +253,12 @@ def run_stress(
         calls=calls,
         nemesis=nemesis_records,
         seconds=time.perf_counter() - started,
-        invariants=check.invariant_names,
+        invariants=invariants,
+        judgement=judgement,
         counts=counts,
         no_fault=no_fault,
     )
-    if options.html:
+    if options.html and verdict is not None:
         from contend.history.timeline import write_timeline
 
         title = f"contend stress {workload.name}"

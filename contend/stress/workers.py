@@ -15,6 +15,8 @@ lock      acquire (single attempts, each an operation, polled with backoff), hol
           for `hold_ms`, increment a counter the lock protects (read, then write:
           through FencedResource with the fencing token when the lock has one),
           release.
+transaction  transfers between three accounts and audits of them, each operation
+          marked in the server's MONITOR stream (contend.stress.bank_worker).
 
 The implementation is a catalog one (`WorkerSpec.impl` is its name) or the
 user's `package.module:factory` (`WorkerSpec.code`, its spec as the parent parsed
@@ -64,7 +66,7 @@ from contend.subject.spec import SubjectSpec
 from contend.subject.subject import catalog_implementation
 
 #: Families `contend stress` can drive.
-FAMILIES = ("registry", "lock")
+FAMILIES = ("registry", "lock", "transaction")
 
 #: Seconds a worker waits after an operation ended in info (a lost connection) before the next.
 RECONNECT_PAUSE = 0.05
@@ -122,7 +124,12 @@ def worker_main(spec: WorkerSpec, cells: Any, url_cells: Any) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     board = Board(spec.procs, cells, url_cells)
     family, factory = load_implementation(spec)
-    worker: Worker = (RegistryWorker if family == "registry" else LockWorker)(spec, board, factory)
+    if family == "transaction":
+        from contend.stress.bank_worker import TransactionWorker  # it builds on Worker
+
+        worker: Worker = TransactionWorker(spec, board, factory)
+    else:
+        worker = (RegistryWorker if family == "registry" else LockWorker)(spec, board, factory)
     try:
         board.set(spec.index, Field.PHASE, WorkerPhase.IDLE)
         board.set(spec.index, Field.READY, 1)

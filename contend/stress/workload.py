@@ -17,16 +17,20 @@ from contend.impl.catalog import IMPLEMENTATIONS, Implementation, by_name
 from contend.servers.keyspace import Namespace
 from contend.stress.workers import FAMILIES, catalog_fencing
 from contend.subject.multi_master import MULTI_MASTER_LOCKS
+from contend.subject.probe import is_async
 from contend.subject.resolve import load, trial
 from contend.subject.spec import Scope, SubjectSpec
 from contend.subject.subject import Subject
 from contend.values import family_label
 
-#: What stress runs of the user's code: the registry and lock families.
+#: The families stress runs, in words ("registry, lock and transaction").
+FAMILY_WORDS = ", ".join(FAMILIES[:-1]) + " and " + FAMILIES[-1]
+
+#: What stress runs of the user's code: the registry, lock and transaction families.
 STRESS_SCOPE = Scope(
-    named=" or ".join(family_label(f) for f in FAMILIES),
+    named=", ".join(family_label(f) for f in FAMILIES[:-1]) + " or " + family_label(FAMILIES[-1]),
     kinds=FAMILIES,
-    other_kind=f"--kind {{label}}: stress runs the {' and '.join(FAMILIES)} families; check a {{label}} with "
+    other_kind=f"--kind {{label}}: stress runs the {FAMILY_WORDS} families; check a {{label}} with "
     "`contend check --impl {spec} --kind {label}`",
 )
 
@@ -71,7 +75,7 @@ class StressWorkload:
     @property
     def history_model(self) -> str:
         """The `contend history check --model` that re-checks a kept history."""
-        return "registry" if self.family == "registry" else "mutex"
+        return {"registry": "registry", "lock": "mutex"}.get(self.family, self.family)
 
     def history_check(self, calls: Sequence[Call]) -> HistoryCheck:
         """The check of the run's history: `contend history check` builds the same one from the
@@ -109,7 +113,7 @@ def catalog_workload(name: str, ttl_ms: int) -> StressWorkload:
         raise ContendError(f"--only {name!r}: no such implementation; stress runs: {names}") from None
     if impl.family not in FAMILIES:
         raise ContendError(
-            f"--only {impl.name} is a {impl.family}; stress runs the {' and '.join(FAMILIES)} families "
+            f"--only {impl.name} is a {impl.family}; stress runs the {FAMILY_WORDS} families "
             f"({names}); use `contend check` for the others"
         )
     return StressWorkload(impl.name, impl.family, impl.factory, ttl_ms, fencing=catalog_fencing(impl))
@@ -119,6 +123,11 @@ def user_workload(spec: SubjectSpec, ttl_ms: int) -> StressWorkload:
     """A user's `package.module:factory`, through the one door: imported, its signature checked
     and (on one server) one object of it checked before a server starts."""
     subject = load(spec, offline_object=True)
+    if subject.family == "transaction" and is_async(subject.factory, subject.family):
+        raise ContendError(
+            f"--impl {subject.name}: stress runs synchronous banks (redis.Redis); check a redis.asyncio "
+            f"bank with `contend check --impl {subject.name} --kind transaction`"
+        )
     # A try-lock over several masters may lose a split vote: a refusal, not a fault.
     return StressWorkload(
         subject.name,

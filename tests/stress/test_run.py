@@ -181,7 +181,7 @@ def test_cli_prints_the_verdict_and_keeps_the_history(tmp_path, capsys):
     ("args", "message"),
     [
         (["--only", "nosuch"], "no such implementation; stress runs: naive"),
-        (["--only", "semaphore"], "is a semaphore; stress runs the registry and lock families"),
+        (["--only", "semaphore"], "is a semaphore; stress runs the registry, lock and transaction families"),
         (["--only", "lua", "--processes", "0"], "--processes must be between 1 and 256, got 0"),
         ([], "which implementation? give --only NAME"),
         (["--only", "lua", "--impl", "x:y"], "give one of them"),
@@ -502,16 +502,16 @@ def test_no_fault_reasons():
     [
         (
             ["--impl", "tests.fixtures.user_registry:make"],
-            "needs --kind: the protocol it follows (registry or lock)",
+            "needs --kind: the protocol it follows (registry, lock or transaction)",
         ),
         (
             ["--impl", "tests.fixtures.foreign.zset_semaphore:make", "--kind", "semaphore"],
-            "--kind semaphore: stress runs the registry and lock families; check a semaphore with "
+            "--kind semaphore: stress runs the registry, lock and transaction families; check a semaphore with "
             "`contend check --impl tests.fixtures.foreign.zset_semaphore:make --kind semaphore`",
         ),
         (
             ["--impl", "tests.fixtures.foreign.flight:make", "--kind", "single-flight"],
-            "--kind single-flight: stress runs the registry and lock families",
+            "--kind single-flight: stress runs the registry, lock and transaction families",
         ),
         (["--impl", "tests.fixtures.nosuch:make", "--kind", "lock"], "cannot import 'tests.fixtures.nosuch'"),
         (
