@@ -56,7 +56,7 @@ from contend.errors import Abandoned
 from contend.impl.catalog import CLUSTER_SLOTS, PROGRESS
 from contend.schedule import DrawChooser, Scheduler, Status
 from contend.schedule.gating import LostReply
-from contend.schedule.trace import schedule_expression
+from contend.schedule.trace import lost_replies_note, resends_note, schedule_expression
 from contend.servers.keyspace import Namespace, cluster_masters, new_run_id, placed_prefix
 from contend.servers.slot_refusals import refusals_count, refusals_since
 from contend.servers.tap import foreign_round_trip
@@ -385,7 +385,7 @@ class ScheduledMachine(RuleBasedStateMachine):
     def fail(self, prop: str, detail: str) -> None:
         """Report that property `prop` (a catalog name) broke, with `detail` as the evidence."""
         self.failed = True
-        detail += _resends(self.scheduler.trace) + _after_lost(self.scheduler.trace)
+        detail += resends_note(self.scheduler.trace) + lost_replies_note(self.scheduler.trace)
         self.violation = PropertyViolated(prop, detail)
         self.trace_at_failure = len(self.scheduler.trace)
         if self.first_violation is not None and not self.first_violation:
@@ -590,40 +590,3 @@ def _drawn(count: int) -> int:
     except InvalidArgument:
         return 0
     return int(data.draw(st.integers(0, count - 1)))
-
-
-def _resends(trace: list[Any]) -> str:
-    """What the evidence says of round trips sent again after their reply was lost."""
-    resent = [step for step in trace if getattr(step, "resend_of", None) is not None]
-    if not resent:
-        return ""
-    which = "; ".join(f"#{s.resend_of} resent as #{s.index} by {s.resent_by}" for s in resent)
-    return (
-        f" [after a lost reply, a round trip the server had already run was sent again ({which}): "
-        "the violation may come from that resend]"
-    )
-
-
-def _after_lost(trace: list[Any]) -> str:
-    """What the code sent in answer to each lost reply it did not resend: the next round trip of
-    the same client in the same operation, or nothing (the operation ended, or raised)."""
-    resent = {step.resend_of for step in trace if getattr(step, "resend_of", None) is not None}
-    said = []
-    for at, step in enumerate(trace):
-        if not getattr(step, "lost", "") or step.index in resent:
-            continue
-        answer = "nothing more in that operation"
-        for later in trace[at + 1 :]:
-            if later.client != step.client:
-                continue
-            if later.note:
-                if "starts" in later.note:
-                    break
-                continue
-            if later.sent:
-                answer = f"#{later.index} {later.sent_text()}"
-                break
-        said.append(
-            f"{step.client}'s reply to #{step.index} was lost ({step.lost}); its code then sent {answer}"
-        )
-    return f" [{'; '.join(said[:3])}]" if said else ""

@@ -111,3 +111,40 @@ def _short(text: str, limit: int = 60, head: int = 16) -> str:
     the part that tells keys apart (`contend:3f2a…:{bank}:acct:a`, not `contend:3f2a…`)."""
     text = " ".join(text.split())  # a script's source on one line
     return text if len(text) <= limit else text[:head] + "…" + text[len(text) - (limit - head - 1) :]
+
+
+def resends_note(trace: list[Any]) -> str:
+    """What the evidence says of round trips sent again after their reply was lost."""
+    resent = [step for step in trace if getattr(step, "resend_of", None) is not None]
+    if not resent:
+        return ""
+    which = "; ".join(f"#{s.resend_of} resent as #{s.index} by {s.resent_by}" for s in resent)
+    return (
+        f" [after a lost reply, a round trip the server had already run was sent again ({which}): "
+        "the violation may come from that resend]"
+    )
+
+
+def lost_replies_note(trace: list[Any]) -> str:
+    """What the code sent in answer to each lost reply it did not resend: the next round trip of
+    the same client in the same operation, or nothing (the operation ended, or raised)."""
+    resent = {step.resend_of for step in trace if getattr(step, "resend_of", None) is not None}
+    said = []
+    for at, step in enumerate(trace):
+        if not getattr(step, "lost", "") or step.index in resent:
+            continue
+        answer = "nothing more in that operation"
+        for later in trace[at + 1 :]:
+            if later.client != step.client:
+                continue
+            if later.note:
+                if "starts" in later.note:
+                    break
+                continue
+            if later.sent:
+                answer = f"#{later.index} {later.sent_text()}"
+                break
+        said.append(
+            f"{step.client}'s reply to #{step.index} was lost ({step.lost}); its code then sent {answer}"
+        )
+    return f" [{'; '.join(said[:3])}]" if said else ""

@@ -56,12 +56,12 @@ from contend.stress.history import check_records, final_read, merge
 from contend.stress.nemesis import Nemesis, NemesisContext
 from contend.stress.options import StressOptions, validate
 from contend.stress.result import RunProgress, StressResult
+from contend.stress.worker_main import worker_main
 from contend.stress.workers import (
     COUNTER_KEY,
     LOCK_KEY,
     WorkerSpec,
     acquire_timeout,
-    worker_main,
     workload_key,
 )
 from contend.stress.workload import StressWorkload, tried

@@ -34,12 +34,9 @@ stop, and where the server is now.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import random
-import signal
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,11 +56,8 @@ from contend.servers.tap import tap
 from contend.servers.urls import is_cluster_url, is_sentinel_url, node_url, sentinel_master
 from contend.stress.board import Board, Field, WorkerPhase
 from contend.stress.masters import master_clients
-from contend.subject.multi_master import MULTI_MASTER_LOCKS
 from contend.subject.protocols import TOKEN_ATTRIBUTE, fencing_token, granted
-from contend.subject.resolve import load
 from contend.subject.spec import SubjectSpec
-from contend.subject.subject import catalog_implementation
 
 #: Families `contend stress` can drive.
 FAMILIES = ("registry", "lock", "transaction")
@@ -104,53 +98,6 @@ class WorkerSpec:
     #: The user's code as the parent parsed it (None: `impl` is a catalog name): each worker
     #: takes it through the same door (contend.subject.resolve.load).
     code: SubjectSpec | None = None
-
-
-def load_implementation(spec: WorkerSpec) -> tuple[str, Callable[..., Any]]:
-    """(family, factory) of the implementation a worker runs: a catalog entry, or the user's
-    `package.module:factory` imported in this process."""
-    if spec.master_urls and spec.kind is None:
-        return "lock", MULTI_MASTER_LOCKS[spec.impl].build
-    if spec.code is None:
-        impl = catalog_implementation(spec.impl)
-        return impl.family, impl.factory
-    subject = load(spec.code)
-    return subject.family, subject.factory
-
-
-def worker_main(spec: WorkerSpec, cells: Any, url_cells: Any) -> None:
-    """A worker process's entry point: wait for the start, run until the deadline or a stop."""
-    _die_with_parent(spec.parent_pid)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
-    board = Board(spec.procs, cells, url_cells)
-    family, factory = load_implementation(spec)
-    if family == "transaction":
-        from contend.stress.bank_worker import TransactionWorker  # it builds on Worker
-
-        worker: Worker = TransactionWorker(spec, board, factory)
-    else:
-        worker = (RegistryWorker if family == "registry" else LockWorker)(spec, board, factory)
-    try:
-        board.set(spec.index, Field.PHASE, WorkerPhase.IDLE)
-        board.set(spec.index, Field.READY, 1)
-        while not board.go and not board.stopped:
-            time.sleep(0.002)
-        deadline = worker.deadline = board.go + int(spec.duration * 1e9)
-        while not board.stopped and time.monotonic_ns() < deadline:
-            worker.follow_server()
-            worker.step()
-    finally:
-        board.set(spec.index, Field.PHASE, WorkerPhase.DONE)
-        worker.close()
-
-
-def _die_with_parent(parent_pid: int) -> None:
-    """Linux: SIGKILL this process when the parent dies, even by SIGKILL."""
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    if os.getppid() != parent_pid:
-        os._exit(1)  # the parent died before we asked
 
 
 def connect(url: str, op_timeout: float) -> redis.Redis:
