@@ -190,8 +190,11 @@ class StaleLeases(LeaseBook):
         if last.client != names[index]:
             return
         after = self.key_ttls()
+        holders = self.valid_holders() - {index}
+        if not holders:
+            return  # the successor's lease ran out in the round trip itself: nobody's to take
         self.met[SAFE_RELEASE] += 1
-        holder = names[min(self.valid_holders() - {index})]
+        holder = names[min(holders)]
         mine, theirs = self.arguments_of(names[index]), self.arguments_of(holder)
         taken = [
             key
