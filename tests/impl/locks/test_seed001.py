@@ -176,8 +176,9 @@ def test_exclusive_access_waiters_get_nothing_when_the_leader_raises(new_client,
     """The flaw kept on purpose: the leader's DEL is skipped, waiters leave when the TTL ends, empty-handed."""
     key = ns.key("api")
     started = threading.Event()
-    leader = SharedMemoryFlight(new_client(), key, 200, poll_sec=0.02)
-    waiter = SharedMemoryFlight(new_client(), key, 200, poll_sec=0.02)
+    # A 1 s lease: the waiter must call while the leader's lock is still there, on a busy machine too.
+    leader = SharedMemoryFlight(new_client(), key, 1_000, poll_sec=0.02)
+    waiter = SharedMemoryFlight(new_client(), key, 1_000, poll_sec=0.02)
 
     def fails():
         started.set()

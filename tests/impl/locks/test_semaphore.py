@@ -92,8 +92,9 @@ def test_the_keys_expire_when_everyone_is_gone(make, client, key):
     assert keys and all(0 < client.pttl(k) <= 200 for k in keys)
 
 
-def _queue(client_factory, key, n, ttl_ms=5_000):
-    """Start n waiters one after another; each is in line before the next starts. Returns (threads, order)."""
+def _queue(client_factory, key, n, ttl_ms=5_000, hold=None):
+    """Start n waiters one after another; each is in line before the next starts; each holds its
+    slot 10 ms (or, with `hold`, until that event is set). Returns (threads, order)."""
     order = []
     guard = threading.Lock()
     threads = []
@@ -104,7 +105,10 @@ def _queue(client_factory, key, n, ttl_ms=5_000):
             if sem.acquire(timeout=10):
                 with guard:
                     order.append(i)
-                time.sleep(0.01)
+                if hold is None:
+                    time.sleep(0.01)
+                else:
+                    hold.wait(10)
                 sem.release()
 
         t = threading.Thread(target=wait)
@@ -142,10 +146,12 @@ def test_fair_semaphore_grants_in_request_order(client, key, new_client):
 def test_fair_semaphore_a_newcomer_does_not_overtake_the_line(client, key, new_client):
     holder = FairSemaphore(client, key, 1, 5_000)
     holder.acquire()
-    threads, order = _queue(new_client, key, 1)
+    hold = threading.Event()  # the waiter keeps the slot until the newcomer has tried
+    threads, order = _queue(new_client, key, 1, hold=hold)
     holder.release()
     newcomer = FairSemaphore(new_client(), key, 1, 5_000)
     assert not newcomer.acquire(blocking=False), "the slot belongs to the first in line"
+    hold.set()
     for t in threads:
         t.join(10)
     assert order == [0]
