@@ -380,6 +380,43 @@ LIMITATIONS: dict[str, tuple[tuple[str, bool], ...]] = {
             False,
         ),
     ),
+    "django-redis": (("no fencing token: it is redis-py's Lock", True),),
+    "dogpile-cache": (
+        ("no fencing token, no extend (its mutex wrapper has acquire and release only)", True),
+        ("leases are whole seconds (`lock_timeout: integer`)", True),
+    ),
+    "valkey": (
+        ('no fencing token: "It\'s left to the user to resolve deadlock issues" (valkey/lock.py)', True),
+        ("judged over redis-py's connections: valkey's own connection classes are not driven", False),
+    ),
+    "tooz": (
+        ("no fencing token; `heartbeat()` renews for a full `lock_timeout` only, not judged as extend", True),
+        ("leases are whole seconds (`int(lock_timeout)`)", False),
+    ),
+    "celery-redbeat": (
+        ("no fencing token", True),
+        (
+            "`acquire_distributed_beat_lock` blocks until it holds the lock (no try, no timeout): the "
+            "row's tries and timeouts are redis-py's, on the lock built the same way",
+            False,
+        ),
+    ),
+    "huey-lock": (
+        ("no fencing token, no extend, no blocking acquire (a held lock raises TaskLockedException)", True),
+        (
+            "without `ttl` the lock never expires: a worker that dies holding it leaves it until "
+            "`flush_locks()` (the consumer runs it when it starts)",
+            True,
+        ),
+        ("`release` is `clear`: an HDEL of the lock, whoever holds it", False),
+    ),
+    "huey-queue": (
+        (
+            "no acknowledgement, no visibility lease: a task popped by a consumer that dies is lost "
+            "(so no-loss is not claimed)",
+            False,
+        ),
+    ),
     "dramatiq": (
         ("no fencing token, no extend, no blocking acquire (the actor is retried)", True),
         ("every acquire and release resets the counter's TTL: one busy key never expires", False),

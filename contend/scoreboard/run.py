@@ -141,7 +141,7 @@ def checks_for(library: Library, replay: str | None) -> list[str]:
         return [SCHEDULE.name]
     return [
         c.name
-        for c in (*BATTERIES[library.family], *ASYNC_BATTERIES[library.family])
+        for c in (*BATTERIES[library.family], *ASYNC_BATTERIES.get(library.family, []))
         if c.name not in SKIPPED_CHECKS and c.prop != BAD_INPUT
     ]
 
