@@ -23,6 +23,25 @@ RECORDED_WITH: dict[str, str] = {"redis": "8.1.0"}
 NOT_IN_TRACKER = "not found in the tracker"
 
 
+#: Whose promise a finding breaks: the library's own (its documentation, quoted), or only
+#: contend's protocol (docs/protocol.md), which is stricter than what the library says.
+LIBRARY, CONTEND = "library", "contend"
+#: What the library's tracker knows of a finding: nothing, something related, or this very defect.
+TRACKER_NOT_FOUND, TRACKER_RELATED, TRACKER_KNOWN = "not-found", "related", "known"
+PROTOCOL = "docs/protocol.md"
+
+
+@dataclass(frozen=True)
+class Promise:
+    """The promise a finding breaks: whose, in what words, and where they are written."""
+
+    whose: str  # LIBRARY or CONTEND
+    #: The library's own words, quoted; or contend's rule, named ("safe release: ...").
+    text: str
+    #: Where: the library's README, docs or docstring (a URL), or the section of docs/protocol.md.
+    link: str
+
+
 @dataclass(frozen=True)
 class Finding:
     """A property a row is expected to break."""
@@ -37,6 +56,25 @@ class Finding:
     tracker: str = NOT_IN_TRACKER
     #: Why a run may not meet it (what it depends on that no seed fixes), or "" when every run must.
     sometimes: str = ""
+    #: Whose promise it breaks, quoted or named, with where (required: tests/scoreboard checks it).
+    promise: Promise | None = None
+    #: The tracker's issues and pull requests it cites (URLs), related or the same.
+    refs: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        """documented (a limitation its users were told of), protocol (breaks only contend's
+        stricter protocol), or bug (breaks the library's own promise)."""
+        if self.documented:
+            return "documented"
+        return "protocol" if self.promise is not None and self.promise.whose == CONTEND else "bug"
+
+    @property
+    def tracker_status(self) -> str:
+        """TRACKER_NOT_FOUND, TRACKER_RELATED or TRACKER_KNOWN, read off `tracker`."""
+        if self.tracker.startswith(NOT_IN_TRACKER):
+            return TRACKER_NOT_FOUND
+        return TRACKER_RELATED if self.tracker.startswith("related") else TRACKER_KNOWN
 
     @property
     def anchor(self) -> str:
@@ -60,6 +98,12 @@ FINDINGS: tuple[Finding, ...] = (
         reproduction="tests/scoreboard/reproductions/sherlock_no_expiry.py",
         tracker=f"{NOT_IN_TRACKER} (the never-expiring path came with "
         "https://github.com/py-sherlock/sherlock/pull/37, which meant locks without expiry to last)",
+        promise=Promise(
+            LIBRARY,
+            "Distributed inter-process locks with a choice of backend ... never expire locks (expire=None)",
+            "https://github.com/py-sherlock/sherlock/blob/master/README.rst",
+        ),
+        refs=("https://github.com/py-sherlock/sherlock/pull/37",),
     ),
     Finding(
         "sherlock-no-expiry",
@@ -74,6 +118,12 @@ FINDINGS: tuple[Finding, ...] = (
         tracker=f"{NOT_IN_TRACKER} (see its mutual-exclusion finding)",
         sometimes="the state machine's search is bounded in real time and meets this shape of the "
         "defect after the mutual-exclusion one only in some runs",
+        promise=Promise(
+            LIBRARY,
+            "Distributed inter-process locks with a choice of backend ... never expire locks (expire=None)",
+            "https://github.com/py-sherlock/sherlock/blob/master/README.rst",
+        ),
+        refs=("https://github.com/py-sherlock/sherlock/pull/37",),
     ),
     Finding(
         "celery-once",
@@ -90,6 +140,12 @@ FINDINGS: tuple[Finding, ...] = (
         reproduction="tests/scoreboard/reproductions/celery_once_clear_lock.py",
         tracker=f"{NOT_IN_TRACKER} (cameronmaske/celery-once; the same pattern in Celery's own "
         "cookbook is https://github.com/celery/celery/issues/2926)",
+        promise=Promise(
+            LIBRARY,
+            "Once the task completes (or ends due to an exception) the lock will clear. If an attempt is made to run the task again before it completes an AlreadyQueued exception will be raised.",
+            "https://github.com/cameronmaske/celery-once/blob/master/README.rst",
+        ),
+        refs=("https://github.com/celery/celery/issues/2926",),
     ),
     Finding(
         "celery-singleton",
@@ -103,7 +159,15 @@ FINDINGS: tuple[Finding, ...] = (
         "compare-and-delete script) would leave the successor's lock alone.",
         documented=False,
         reproduction="tests/scoreboard/reproductions/celery_singleton_unlock.py",
-        tracker=f"{NOT_IN_TRACKER} (steinitzu/celery-singleton)",
+        tracker="related: https://github.com/steinitzu/celery-singleton/pull/51 (open: keep the lock "
+        "while lock_expiry is valid after a task ends) touches the same unlock, but no issue or PR "
+        "makes it check whose lock it deletes",
+        promise=Promise(
+            LIBRARY,
+            "Prevent duplicate celery tasks",
+            "https://github.com/steinitzu/celery-singleton/blob/master/README.md",
+        ),
+        refs=("https://github.com/steinitzu/celery-singleton/pull/51",),
     ),
     Finding(
         "cashews",
@@ -119,6 +183,12 @@ FINDINGS: tuple[Finding, ...] = (
         documented=False,
         reproduction="tests/scoreboard/reproductions/cashews_cancelled_unlock.py",
         tracker=f"{NOT_IN_TRACKER} (Krukov/cashews)",
+        promise=Promise(
+            CONTEND,
+            "the cancel check: a holder whose release() was cancelled and that calls release() again leaves the lock free at once (stricter than crash liveness, which allows the lease's TTL)",
+            "docs/protocol.md#async-code",
+        ),
+        refs=("https://github.com/redis/redis-py/issues/3847",),
     ),
     Finding(
         "redis-semaphore",
@@ -137,6 +207,16 @@ FINDINGS: tuple[Finding, ...] = (
         "(open: after a crash a new process cannot acquire although stale_client_timeout "
         "passed); the Ruby original's https://github.com/dv/redis-semaphore/issues/49 shows the "
         "same state (EXISTS, no AVAILABLE)",
+        promise=Promise(
+            LIBRARY,
+            "A distributed semaphore and mutex built on Redis. (stale_client_timeout: a crashed client's token comes back)",
+            "https://github.com/bluele/redis-semaphore/blob/master/README.md",
+        ),
+        refs=(
+            "https://github.com/bluele/redis-semaphore/issues/15",
+            "https://github.com/dv/redis-semaphore/pull/39",
+            "https://github.com/dv/redis-semaphore/pull/66",
+        ),
     ),
     Finding(
         "pottery-nextid",
@@ -154,6 +234,11 @@ FINDINGS: tuple[Finding, ...] = (
         documented=False,
         reproduction="tests/scoreboard/reproductions/pottery_nextid_contention.py",
         tracker=f"{NOT_IN_TRACKER} (brainix/pottery)",
+        promise=Promise(
+            CONTEND,
+            "no spurious errors: an operation on a healthy server does not raise (pottery documents QuorumNotAchieved as a quorum of masters not reached, and retries do not raise it here by design)",
+            "docs/protocol.md#what-a-factory-must-do",
+        ),
     ),
     Finding(
         "redis-semaphore",
@@ -167,9 +252,16 @@ FINDINGS: tuple[Finding, ...] = (
         "takes it while the second still holds it.",
         documented=False,
         reproduction="tests/scoreboard/reproductions/redis_semaphore_token_reuse.py",
-        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
+        tracker="related: https://github.com/bluele/redis-semaphore/issues/14 (open: `signal` of a "
+        "token not held adds a slot), the same want of an owner check on release",
         sometimes="whether a stalled holder counts as stale depends on the microseconds of the server's "
         "clock (`current_time` reads 5123 µs as 0.5123 s), so the model check meets it in some runs",
+        promise=Promise(
+            LIBRARY,
+            "A distributed semaphore and mutex built on Redis.",
+            "https://github.com/bluele/redis-semaphore/blob/master/README.md",
+        ),
+        refs=("https://github.com/bluele/redis-semaphore/issues/14",),
     ),
     Finding(
         "redis-semaphore",
@@ -180,9 +272,16 @@ FINDINGS: tuple[Finding, ...] = (
         "takes it while the successor still holds it.",
         documented=False,
         reproduction="tests/scoreboard/reproductions/redis_semaphore_token_reuse.py",
-        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
+        tracker="related: https://github.com/bluele/redis-semaphore/issues/14 (open: `signal` of a "
+        "token not held adds a slot), the same want of an owner check on release",
         sometimes="whether a stalled holder counts as stale depends on the microseconds of the server's "
         "clock (its progress finding), so the model check meets it in some runs",
+        promise=Promise(
+            LIBRARY,
+            "A distributed semaphore and mutex built on Redis.",
+            "https://github.com/bluele/redis-semaphore/blob/master/README.md",
+        ),
+        refs=("https://github.com/bluele/redis-semaphore/issues/14",),
     ),
     Finding(
         "redis-semaphore",
@@ -199,6 +298,11 @@ FINDINGS: tuple[Finding, ...] = (
         tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
         sometimes="it depends on the microseconds of the server's clock when a grab is recorded and "
         "when it is judged stale, which no seed fixes",
+        promise=Promise(
+            CONTEND,
+            "progress: an acquire of a free permit is granted (the semaphore's clock runs fast, which its documentation does not speak of)",
+            "docs/protocol.md#what-a-factory-must-do",
+        ),
     ),
     Finding(
         "redis-lock-py",
@@ -218,6 +322,15 @@ FINDINGS: tuple[Finding, ...] = (
         "growing wait; neither discusses a lease that expires",
         sometimes="the state machine meets it when it draws an expiry while a waiter's wait has grown; "
         "its search is bounded in real time, so not every run gets there",
+        promise=Promise(
+            CONTEND,
+            "crash liveness: a lease whose holder died is taken within a few TTLs (the README documents the growing wait, `delay_interval`, not how late an expired lease is noticed)",
+            "docs/protocol.md#what-a-factory-must-do",
+        ),
+        refs=(
+            "https://github.com/miintto/redis-lock-py/issues/3",
+            "https://github.com/miintto/redis-lock-py/pull/4",
+        ),
     ),
     Finding(
         "dramatiq",
@@ -232,6 +345,11 @@ FINDINGS: tuple[Finding, ...] = (
         tracker=f"{NOT_IN_TRACKER} (Bogdanp/dramatiq)",
         sometimes="the many-permit model check meets it in the full board's 150 operations, seldom in "
         "--quick's 100",
+        promise=Promise(
+            LIBRARY,
+            "A rate limiter that ensures that only `limit` concurrent operations may happen at the same time. ... You can use a concurrent rate limiter of size 1 to get a distributed mutex.",
+            "https://github.com/Bogdanp/dramatiq/blob/master/dramatiq/rate_limits/concurrent.py",
+        ),
     ),
     Finding(
         "dramatiq",
@@ -246,6 +364,36 @@ FINDINGS: tuple[Finding, ...] = (
         documented=False,
         reproduction="tests/scoreboard/reproductions/dramatiq_late_release.py",
         tracker=f"{NOT_IN_TRACKER} (Bogdanp/dramatiq)",
+        promise=Promise(
+            LIBRARY,
+            "A rate limiter that ensures that only `limit` concurrent operations may happen at the same time. ... You can use a concurrent rate limiter of size 1 to get a distributed mutex.",
+            "https://github.com/Bogdanp/dramatiq/blob/master/dramatiq/rate_limits/concurrent.py",
+        ),
+    ),
+    Finding(
+        "huey-lock",
+        SAFE_RELEASE,
+        "huey/api.py: `TaskLock.release` (`release = clear`: `self._huey.delete(self._key)`, an HDEL "
+        "of the lock's field whoever set it)",
+        "The lock is one field of huey's result hash, set with HSETNX to the same value by every "
+        "acquirer, and released by deleting the field: a `release()` by a client that does not hold "
+        "the lock (its acquire was refused, or it released already) frees the holder's lock, and a "
+        "third client acquires while the holder still runs. huey uses the lock as a context manager "
+        "around a task, which releases only what it acquired, and documents no more: this breaks "
+        "contend's protocol (a release is judged by its effect on other holders), not huey's promise.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/huey_lock_release.py",
+        tracker=f"{NOT_IN_TRACKER}: related https://github.com/coleifer/huey/issues/555 (the maintainer: "
+        'the lock is "essentially a wrapper around put_if_empty() and delete()") and '
+        "https://github.com/coleifer/huey/pull/858 (clear() as the way to let go)",
+        promise=Promise(
+            CONTEND,
+            "safe release: a release() of a lock not held may refuse or return, and must leave another "
+            "holder's lock alone (huey promises: \"This lock is designed to be used to prevent multiple "
+            'invocations of a task from running concurrently")',
+            "docs/protocol.md#what-a-factory-must-do",
+        ),
+        refs=("https://github.com/coleifer/huey/issues/555", "https://github.com/coleifer/huey/pull/858"),
     ),
 )
 

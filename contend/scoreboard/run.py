@@ -93,6 +93,18 @@ class LibraryResult:
         finding = self.finding(prop)
         return finding is not None and bool(finding.sometimes) and self.verdict(prop) == PASS_V
 
+    def not_met(self) -> list[str]:
+        """Every recorded finding this run did not meet (one whose search may miss it, and did), in
+        words: a failure of the run of its own (contend.commands.scoreboard, exit 3)."""
+        if self.row is None or self.fidelity_error:
+            return []
+        return [
+            f"{self.library.key} · {prop}: pass, recorded as a finding that some runs miss "
+            f"({finding.sometimes})"
+            for prop in self.properties
+            if (finding := self.finding(prop)) is not None and self.unmet(prop)
+        ]
+
     def surprises(self) -> list[str]:
         """Every verdict that differs from the recorded expectation, in words."""
         if self.fidelity_error:
@@ -119,6 +131,11 @@ class Scoreboard:
     @property
     def surprises(self) -> list[str]:
         return [s for r in self.results for s in r.surprises()]
+
+    @property
+    def not_met(self) -> list[str]:
+        """The recorded findings no row met this run (see LibraryResult.not_met)."""
+        return [s for r in self.results for s in r.not_met()]
 
 
 def subject_for(library: Library, factory: Callable[..., object]) -> Subject:
