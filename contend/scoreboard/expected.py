@@ -565,6 +565,14 @@ LIMITATIONS: dict[str, tuple[tuple[str, bool], ...]] = {
             False,
         ),
     ),
+    "rq": (
+        (
+            "no visibility lease: a job whose worker dies is failed by RQ's maintenance (its "
+            "abandoned-job handling), not run again, so no-loss is not claimed",
+            True,
+        ),
+        ("every queue is added to RQ's global set `rq:queues`, outside contend's namespace", False),
+    ),
     "dramatiq": (
         ("no fencing token, no extend, no blocking acquire (the actor is retried)", True),
         ("every acquire and release resets the counter's TTL: one busy key never expires", False),

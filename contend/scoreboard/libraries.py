@@ -569,6 +569,29 @@ LIBRARIES: tuple[Library, ...] = (
         ),
     ),
     Library(
+        "rq",
+        "RQ queue, SimpleWorker",
+        "rq",
+        "contend.adapters.rq_queue:factory",
+        claims=frozenset({NO_DOUBLE_DELIVERY, ACK_FINAL, NO_PHANTOM}),
+        family="queue",
+        configuration="`Queue(name, connection=client).enqueue(job, item, result_ttl=0)`; `take` is "
+        "`Queue.dequeue_any([queue], timeout)`, `ack` the `SimpleWorker`'s `execute_job` (timer death "
+        "penalty); no lease",
+        requirements=("rq==2.12.0",),
+        quotes=(
+            Quote(
+                "RQ (Redis Queue) is a simple Python library for queueing jobs and processing them in "
+                "the background with workers.",
+                "README.md",
+            ),
+            Quote(
+                "Class method returning the job_class instance at the front of the given set of Queues",
+                "rq/queue.py (Queue.dequeue_any)",
+            ),
+        ),
+    ),
+    Library(
         "aiocache",
         "aiocache RedLock, OptimisticLock (asyncio)",
         "aiocache",
