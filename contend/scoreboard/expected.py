@@ -395,6 +395,32 @@ FINDINGS: tuple[Finding, ...] = (
         ),
         refs=("https://github.com/coleifer/huey/issues/555", "https://github.com/coleifer/huey/pull/858"),
     ),
+    Finding(
+        "beaker",
+        SAFE_RELEASE,
+        "beaker/ext/redisnm.py: `RedisSynchronizer.do_release_write_lock` (`client.transaction("
+        "execute_release, identifier)`, whose `execute_release` GETs and DELs with no `pipe.multi()`)",
+        "The release WATCHes the lock's key, GETs it and, when it holds this thread's owner id, DELs "
+        "it; it never calls `multi()`, so the DEL runs at once in the pipeline's immediate mode and "
+        "the WATCH guards nothing. A holder that stalls between its GET and its DEL past its lease "
+        "(LOCK_EXPIRATION) deletes the lock its successor has taken since, and a third client takes "
+        "it while the successor still holds it: two writers, which the synchronizer exists to "
+        "prevent. redis-py's own Lock had the same bug until its PR #1031; a Lua compare-and-delete "
+        "(or the DEL queued after `multi()`) would leave the successor's lock alone. (The model "
+        "check fails safe-release for another reason too, which is contend's: its three clients "
+        "run in one thread, and Beaker's owner id is the thread.)",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/beaker_release_race.py",
+        tracker=f"{NOT_IN_TRACKER} (bbangert/beaker; https://github.com/bbangert/beaker/pull/164 made "
+        "the acquire atomic, the release was left as it was; the same bug in redis-py was "
+        "https://github.com/redis/redis-py/pull/1031)",
+        promise=Promise(
+            LIBRARY,
+            "This Synchronizer only supports 1 reader or 1 writer at time, not concurrent readers.",
+            "https://github.com/bbangert/beaker/blob/master/beaker/ext/redisnm.py",
+        ),
+        refs=("https://github.com/bbangert/beaker/pull/164", "https://github.com/redis/redis-py/pull/1031"),
+    ),
 )
 
 
@@ -548,6 +574,15 @@ LIMITATIONS: dict[str, tuple[tuple[str, bool], ...]] = {
             "row's tries and timeouts are redis-py's, on the lock built the same way",
             False,
         ),
+    ),
+    "beaker": (
+        ("no fencing token, no extend", True),
+        (
+            "the owner is the machine, process and thread (`_get_owner_id`): two holders in one thread "
+            "are one owner, and a thread that reuses a dead thread's id owns its lock",
+            False,
+        ),
+        ("a waiting acquire has no timeout (`acquire_write_lock(wait=True)` retries every 0.2 s)", False),
     ),
     "huey-lock": (
         ("no fencing token, no extend, no blocking acquire (a held lock raises TaskLockedException)", True),

@@ -532,6 +532,22 @@ LIBRARIES: tuple[Library, ...] = (
         ),
     ),
     Library(
+        "beaker",
+        "Beaker RedisSynchronizer",
+        "beaker",
+        "contend.adapters.beaker_lock:factory",
+        configuration="`RedisSynchronizer(key, client)`'s write lock, `LOCK_EXPIRATION` = ttl (whole "
+        "seconds; 900 by default)",
+        requirements=("beaker==1.14.1",),
+        quotes=(
+            Quote(
+                "Synchronizer based on redis. ... This Synchronizer only supports 1 reader or 1 writer at "
+                "time, not concurrent readers.",
+                "beaker/ext/redisnm.py (RedisSynchronizer)",
+            ),
+        ),
+    ),
+    Library(
         "huey-lock",
         "huey lock_task",
         "huey",

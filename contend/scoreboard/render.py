@@ -21,8 +21,8 @@ from contend.check.framework import FAIL, INCONCLUSIVE, CheckResult
 from contend.check.schedule import SCHEDULE
 from contend.impl.catalog import PROPERTY_DESCRIPTIONS, PROPERTY_KINDS
 from contend.report.render import Block, Code, Heading, Para, Table, html_page, markdown
+from contend.scoreboard import expected
 from contend.scoreboard.expected import (
-    FINDINGS,
     LIBRARY,
     LIMITATIONS,
     RECORDED_WITH,
@@ -328,7 +328,7 @@ def findings_count(board: Scoreboard | None = None) -> dict[str, int]:
     and how many `board` met."""
     keys = {r.library.key for r in board.results} if board is not None else {lib.key for lib in LIBRARIES}
     rows = [lib for lib in LIBRARIES if lib.key in keys]
-    findings = [f for f in FINDINGS if f.library in keys]
+    findings = [f for f in expected.FINDINGS if f.library in keys]
     own = [f for f in findings if f.promise is not None and f.promise.whose == LIBRARY]
     counts = {
         "rows": len(rows),
