@@ -1,9 +1,9 @@
 """celery-redbeat's beat lock (redbeat/schedulers.py): the lock that keeps a second `celery beat`
 from running the schedule while one runs.
 
-What it claims (README): "the RedBeatScheduler acquires a distributed lock on startup (by
-default a redis key, `redbeat::lock`) ... to prevent multiple beat instances from running
-at once". `acquire_distributed_beat_lock` (on `beat_init`) takes redis-py's
+What it claims (README): "RedBeat uses a distributed lock to prevent multiple instances
+running"; `redbeat_lock_timeout`: "Unless refreshed the lock will expire after this time, in
+seconds". `acquire_distributed_beat_lock` (on `beat_init`) takes redis-py's
 `lock(lock_key, timeout=lock_timeout, sleep=max_interval)`, replaces its extend script by
 `LUA_EXTEND_TO_SCRIPT` (the TTL is set to the new time, not added to), and blocks in
 `acquire()`; every `tick` calls `lock.extend(int(lock_timeout))`; `close()` releases it

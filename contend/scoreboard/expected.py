@@ -421,6 +421,30 @@ FINDINGS: tuple[Finding, ...] = (
         ),
         refs=("https://github.com/bbangert/beaker/pull/164", "https://github.com/redis/redis-py/pull/1031"),
     ),
+    Finding(
+        "beaker",
+        MUTUAL_EXCLUSION,
+        "beaker/synchronization.py: `SynchronizerImpl.release_write_lock` and `acquire_write_lock` "
+        "(the thread-local `state.writing` and `reentrantcount`)",
+        "The synchronizer keeps, per thread, whether it is writing and how often it re-entered; "
+        "`release_write_lock` clears that only after `do_release_write_lock` returns. A release that "
+        "raises (a lost reply, a connection reset) leaves the thread marked as writing, and that "
+        "thread's next `acquire_write_lock` returns True at once, re-entrant, without asking Redis, "
+        "even after its lease ran out and another client took the lock: two writers. Clearing the "
+        "local state whatever the release did (or re-acquiring on the server when re-entering) "
+        "would keep the thread out.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/beaker_reentrant_after_failed_release.py",
+        tracker=f"{NOT_IN_TRACKER} (bbangert/beaker)",
+        sometimes="the schedule check meets it when it draws a lost reply in a release and a stall "
+        "past the lease before the same client acquires again: in the full board's 200 "
+        "interleavings, seldom in --quick's 25",
+        promise=Promise(
+            LIBRARY,
+            "This Synchronizer only supports 1 reader or 1 writer at time, not concurrent readers.",
+            "https://github.com/bbangert/beaker/blob/master/beaker/ext/redisnm.py",
+        ),
+    ),
 )
 
 

@@ -520,14 +520,10 @@ LIBRARIES: tuple[Library, ...] = (
         "released as `close()` does",
         requirements=("celery-redbeat==2.4.2",),
         quotes=(
+            Quote("RedBeat uses a distributed lock to prevent multiple instances running.", "README.rst"),
             Quote(
-                "Attempt to acquire lock on startup",
-                "redbeat/schedulers.py (acquire_distributed_beat_lock)",
-            ),
-            Quote(
-                "overwrite redis-py's extend script which will add additional timeout instead of extend "
-                "to a new timeout",
-                "redbeat/schedulers.py (acquire_distributed_beat_lock)",
+                "redbeat_lock_timeout: Unless refreshed the lock will expire after this time, in seconds.",
+                "README.rst (Configuration)",
             ),
         ),
     ),

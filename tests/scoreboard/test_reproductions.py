@@ -61,6 +61,12 @@ SEEN = {
         "b_acquired_after_a_expired": True,
         "c_acquired_while_b_holds": True,
     },
+    "beaker_reentrant_after_failed_release": {
+        "a_acquired": True,
+        "a_release_failed": True,
+        "b_acquired": True,
+        "a_acquired_again_while_b_holds": True,
+    },
     "huey_lock_release": {"a_acquired": True, "b_refused": True, "c_acquired_while_a_holds": True},
 }
 
