@@ -186,6 +186,11 @@ def seed002_check(ctx: CheckContext) -> str:
 # --- mutual exclusion under a burst ---------------------------------------------------------------
 
 
+def _claims(ctx: CheckContext, prop: str) -> bool:
+    """Does the row claim `prop` (True for a context without a subject)?"""
+    return ctx.subject is None or prop in ctx.subject.claims
+
+
 def burst_check(ctx: CheckContext) -> str:
     """Clients released together try to take one lock, round after round; every other round the
     lock is held by an expired lease of a crashed holder. At most one may win; when none does, a
@@ -201,7 +206,8 @@ def burst_check(ctx: CheckContext) -> str:
         for r in range(rounds):
             ctx.note(f"burst: round {r + 1} of {rounds}")
             key = ctx.namespace.key("burst", r)
-            stale = r % 2 == 1 and not together.asynchronous
+            # A crashed holder's lock is only free again for a lock that claims crash liveness.
+            stale = r % 2 == 1 and not together.asynchronous and _claims(ctx, CRASH_LIVENESS)
             if stale:
                 _crashed_holder(ctx, key, r)
             locks = [ctx.factory(c, key, ctx.ttl(LONG_TTL)) for c in together.clients]

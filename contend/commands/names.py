@@ -10,7 +10,7 @@ from __future__ import annotations
 #: Command name → its line in `contend --help`.
 COMMANDS: dict[str, str] = {
     "check": "run the correctness battery over every implementation, or over yours (--impl)",
-    "scoreboard": "judge 16 Python libraries' Redis locks, semaphores and ID allocators, each in its own environment",
+    "scoreboard": "judge Python libraries' Redis locks, semaphores, queues and ID allocators, each in its own environment",
     "bench": "measure throughput as ratios to raw Redis round trips",
     "server": "run the embedded redis-server in the foreground, or show which binary is used",
     "history": "check a recorded history (JSONL, Jepsen EDN or log) for linearizability",

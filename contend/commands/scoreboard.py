@@ -52,7 +52,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "its cache folder ($CONTEND_CACHE_DIR, else ~/.cache/contend): nothing is installed into "
         "yours, and libraries that install the same import name never meet. Exit 0 when every "
         "verdict matches the expectations recorded in contend/scoreboard/expected.py, 1 when one "
-        "does not, 2 on bad input; 130/143 when interrupted (the rows so far are printed).",
+        "does not, 3 when every verdict does but a recorded finding was not met this run (its "
+        "search is bounded), 2 on bad input; 130/143 when interrupted (the rows so far are printed).",
         formatter_class=HelpFormatter,
         epilog=exitcodes.epilog(),
     )
@@ -260,6 +261,10 @@ def _summary(
         out.print("[bold red]not as recorded in contend/scoreboard/expected.py[/]:")
         for line in board.surprises:
             out.print(f"  {escape(line)}", soft_wrap=True)
+    elif code == ExitCode.INCONCLUSIVE:
+        out.print(f"[bold yellow]{escape(headline)}[/] (recorded in contend/scoreboard/expected.py):")
+        for line in board.not_met:
+            out.print(f"  {escape(line)}", soft_wrap=True)
     else:
         out.print(f"[bold green]{escape(headline)}[/]", soft_wrap=True)
     write_document(
@@ -274,6 +279,8 @@ def _summary(
             seconds=round(board.seconds, 3),
             libraries=[_row_json(r) for r in board.results],
             surprises=board.surprises,
+            not_met=board.not_met,
+            findings=render.findings_count(board),
         ),
     )
     append_summary(render.markdown_summary(board, headline))
@@ -286,6 +293,13 @@ def _verdict(board: Scoreboard, args: argparse.Namespace) -> tuple[ExitCode, str
         return ExitCode.OK, "replayed", "replayed"
     if board.surprises:
         return ExitCode.FAILED, "not-as-recorded", f"{len(board.surprises)} verdict(s) not as recorded"
+    if board.not_met:
+        return (
+            ExitCode.INCONCLUSIVE,
+            "findings-not-met",
+            f"{len(board.not_met)} recorded finding(s) not met this run: the board did not reach its "
+            "verdicts (run it again, or without --quick)",
+        )
     ran = [r for r in board.results if not r.skipped]
     skipped = len(board.results) - len(ran)
     also = f", {skipped} not run (each says why)" if skipped else ""
@@ -313,4 +327,6 @@ def _row_json(result: LibraryResult) -> dict[str, Any]:
             p: {"verdict": result.verdict(p), "expected": result.expected(p)} for p in result.properties
         },
         "surprises": result.surprises(),
+        "not_met": result.not_met(),
+        "findings": [render.finding_json(result, prop) for prop in result.properties if result.finding(prop)],
     }

@@ -23,6 +23,25 @@ RECORDED_WITH: dict[str, str] = {"redis": "8.1.0"}
 NOT_IN_TRACKER = "not found in the tracker"
 
 
+#: Whose promise a finding breaks: the library's own (its documentation, quoted), or only
+#: contend's protocol (docs/protocol.md), which is stricter than what the library says.
+LIBRARY, CONTEND = "library", "contend"
+#: What the library's tracker knows of a finding: nothing, something related, or this very defect.
+TRACKER_NOT_FOUND, TRACKER_RELATED, TRACKER_KNOWN = "not-found", "related", "known"
+PROTOCOL = "docs/protocol.md"
+
+
+@dataclass(frozen=True)
+class Promise:
+    """The promise a finding breaks: whose, in what words, and where they are written."""
+
+    whose: str  # LIBRARY or CONTEND
+    #: The library's own words, quoted; or contend's rule, named ("safe release: ...").
+    text: str
+    #: Where: the library's README, docs or docstring (a URL), or the section of docs/protocol.md.
+    link: str
+
+
 @dataclass(frozen=True)
 class Finding:
     """A property a row is expected to break."""
@@ -37,6 +56,25 @@ class Finding:
     tracker: str = NOT_IN_TRACKER
     #: Why a run may not meet it (what it depends on that no seed fixes), or "" when every run must.
     sometimes: str = ""
+    #: Whose promise it breaks, quoted or named, with where (required: tests/scoreboard checks it).
+    promise: Promise | None = None
+    #: The tracker's issues and pull requests it cites (URLs), related or the same.
+    refs: tuple[str, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        """documented (a limitation its users were told of), protocol (breaks only contend's
+        stricter protocol), or bug (breaks the library's own promise)."""
+        if self.documented:
+            return "documented"
+        return "protocol" if self.promise is not None and self.promise.whose == CONTEND else "bug"
+
+    @property
+    def tracker_status(self) -> str:
+        """TRACKER_NOT_FOUND, TRACKER_RELATED or TRACKER_KNOWN, read off `tracker`."""
+        if self.tracker.startswith(NOT_IN_TRACKER):
+            return TRACKER_NOT_FOUND
+        return TRACKER_RELATED if self.tracker.startswith("related") else TRACKER_KNOWN
 
     @property
     def anchor(self) -> str:
@@ -60,6 +98,12 @@ FINDINGS: tuple[Finding, ...] = (
         reproduction="tests/scoreboard/reproductions/sherlock_no_expiry.py",
         tracker=f"{NOT_IN_TRACKER} (the never-expiring path came with "
         "https://github.com/py-sherlock/sherlock/pull/37, which meant locks without expiry to last)",
+        promise=Promise(
+            LIBRARY,
+            "Distributed inter-process locks with a choice of backend ... never expire locks (expire=None)",
+            "https://github.com/py-sherlock/sherlock/blob/master/README.rst",
+        ),
+        refs=("https://github.com/py-sherlock/sherlock/pull/37",),
     ),
     Finding(
         "sherlock-no-expiry",
@@ -74,6 +118,12 @@ FINDINGS: tuple[Finding, ...] = (
         tracker=f"{NOT_IN_TRACKER} (see its mutual-exclusion finding)",
         sometimes="the state machine's search is bounded in real time and meets this shape of the "
         "defect after the mutual-exclusion one only in some runs",
+        promise=Promise(
+            LIBRARY,
+            "Distributed inter-process locks with a choice of backend ... never expire locks (expire=None)",
+            "https://github.com/py-sherlock/sherlock/blob/master/README.rst",
+        ),
+        refs=("https://github.com/py-sherlock/sherlock/pull/37",),
     ),
     Finding(
         "celery-once",
@@ -90,6 +140,12 @@ FINDINGS: tuple[Finding, ...] = (
         reproduction="tests/scoreboard/reproductions/celery_once_clear_lock.py",
         tracker=f"{NOT_IN_TRACKER} (cameronmaske/celery-once; the same pattern in Celery's own "
         "cookbook is https://github.com/celery/celery/issues/2926)",
+        promise=Promise(
+            LIBRARY,
+            "Once the task completes (or ends due to an exception) the lock will clear. If an attempt is made to run the task again before it completes an AlreadyQueued exception will be raised.",
+            "https://github.com/cameronmaske/celery-once/blob/master/README.rst",
+        ),
+        refs=("https://github.com/celery/celery/issues/2926",),
     ),
     Finding(
         "celery-singleton",
@@ -103,7 +159,15 @@ FINDINGS: tuple[Finding, ...] = (
         "compare-and-delete script) would leave the successor's lock alone.",
         documented=False,
         reproduction="tests/scoreboard/reproductions/celery_singleton_unlock.py",
-        tracker=f"{NOT_IN_TRACKER} (steinitzu/celery-singleton)",
+        tracker="related: https://github.com/steinitzu/celery-singleton/pull/51 (open: keep the lock "
+        "while lock_expiry is valid after a task ends) touches the same unlock, but no issue or PR "
+        "makes it check whose lock it deletes",
+        promise=Promise(
+            LIBRARY,
+            "Prevent duplicate celery tasks",
+            "https://github.com/steinitzu/celery-singleton/blob/master/README.md",
+        ),
+        refs=("https://github.com/steinitzu/celery-singleton/pull/51",),
     ),
     Finding(
         "cashews",
@@ -119,6 +183,12 @@ FINDINGS: tuple[Finding, ...] = (
         documented=False,
         reproduction="tests/scoreboard/reproductions/cashews_cancelled_unlock.py",
         tracker=f"{NOT_IN_TRACKER} (Krukov/cashews)",
+        promise=Promise(
+            CONTEND,
+            "the cancel check: a holder whose release() was cancelled and that calls release() again leaves the lock free at once (stricter than crash liveness, which allows the lease's TTL)",
+            "docs/protocol.md#async-code",
+        ),
+        refs=("https://github.com/redis/redis-py/issues/3847",),
     ),
     Finding(
         "redis-semaphore",
@@ -137,6 +207,16 @@ FINDINGS: tuple[Finding, ...] = (
         "(open: after a crash a new process cannot acquire although stale_client_timeout "
         "passed); the Ruby original's https://github.com/dv/redis-semaphore/issues/49 shows the "
         "same state (EXISTS, no AVAILABLE)",
+        promise=Promise(
+            LIBRARY,
+            "A distributed semaphore and mutex built on Redis. (stale_client_timeout: a crashed client's token comes back)",
+            "https://github.com/bluele/redis-semaphore/blob/master/README.md",
+        ),
+        refs=(
+            "https://github.com/bluele/redis-semaphore/issues/15",
+            "https://github.com/dv/redis-semaphore/pull/39",
+            "https://github.com/dv/redis-semaphore/pull/66",
+        ),
     ),
     Finding(
         "pottery-nextid",
@@ -154,6 +234,11 @@ FINDINGS: tuple[Finding, ...] = (
         documented=False,
         reproduction="tests/scoreboard/reproductions/pottery_nextid_contention.py",
         tracker=f"{NOT_IN_TRACKER} (brainix/pottery)",
+        promise=Promise(
+            CONTEND,
+            "no spurious errors: an operation on a healthy server does not raise (pottery documents QuorumNotAchieved as a quorum of masters not reached, and retries do not raise it here by design)",
+            "docs/protocol.md#what-a-factory-must-do",
+        ),
     ),
     Finding(
         "redis-semaphore",
@@ -167,9 +252,16 @@ FINDINGS: tuple[Finding, ...] = (
         "takes it while the second still holds it.",
         documented=False,
         reproduction="tests/scoreboard/reproductions/redis_semaphore_token_reuse.py",
-        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
+        tracker="related: https://github.com/bluele/redis-semaphore/issues/14 (open: `signal` of a "
+        "token not held adds a slot), the same want of an owner check on release",
         sometimes="whether a stalled holder counts as stale depends on the microseconds of the server's "
         "clock (`current_time` reads 5123 µs as 0.5123 s), so the model check meets it in some runs",
+        promise=Promise(
+            LIBRARY,
+            "A distributed semaphore and mutex built on Redis.",
+            "https://github.com/bluele/redis-semaphore/blob/master/README.md",
+        ),
+        refs=("https://github.com/bluele/redis-semaphore/issues/14",),
     ),
     Finding(
         "redis-semaphore",
@@ -180,9 +272,16 @@ FINDINGS: tuple[Finding, ...] = (
         "takes it while the successor still holds it.",
         documented=False,
         reproduction="tests/scoreboard/reproductions/redis_semaphore_token_reuse.py",
-        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
+        tracker="related: https://github.com/bluele/redis-semaphore/issues/14 (open: `signal` of a "
+        "token not held adds a slot), the same want of an owner check on release",
         sometimes="whether a stalled holder counts as stale depends on the microseconds of the server's "
         "clock (its progress finding), so the model check meets it in some runs",
+        promise=Promise(
+            LIBRARY,
+            "A distributed semaphore and mutex built on Redis.",
+            "https://github.com/bluele/redis-semaphore/blob/master/README.md",
+        ),
+        refs=("https://github.com/bluele/redis-semaphore/issues/14",),
     ),
     Finding(
         "redis-semaphore",
@@ -199,6 +298,11 @@ FINDINGS: tuple[Finding, ...] = (
         tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
         sometimes="it depends on the microseconds of the server's clock when a grab is recorded and "
         "when it is judged stale, which no seed fixes",
+        promise=Promise(
+            CONTEND,
+            "progress: an acquire of a free permit is granted (the semaphore's clock runs fast, which its documentation does not speak of)",
+            "docs/protocol.md#what-a-factory-must-do",
+        ),
     ),
     Finding(
         "redis-lock-py",
@@ -218,6 +322,15 @@ FINDINGS: tuple[Finding, ...] = (
         "growing wait; neither discusses a lease that expires",
         sometimes="the state machine meets it when it draws an expiry while a waiter's wait has grown; "
         "its search is bounded in real time, so not every run gets there",
+        promise=Promise(
+            CONTEND,
+            "crash liveness: a lease whose holder died is taken within a few TTLs (the README documents the growing wait, `delay_interval`, not how late an expired lease is noticed)",
+            "docs/protocol.md#what-a-factory-must-do",
+        ),
+        refs=(
+            "https://github.com/miintto/redis-lock-py/issues/3",
+            "https://github.com/miintto/redis-lock-py/pull/4",
+        ),
     ),
     Finding(
         "dramatiq",
@@ -232,6 +345,11 @@ FINDINGS: tuple[Finding, ...] = (
         tracker=f"{NOT_IN_TRACKER} (Bogdanp/dramatiq)",
         sometimes="the many-permit model check meets it in the full board's 150 operations, seldom in "
         "--quick's 100",
+        promise=Promise(
+            LIBRARY,
+            "A rate limiter that ensures that only `limit` concurrent operations may happen at the same time. ... You can use a concurrent rate limiter of size 1 to get a distributed mutex.",
+            "https://github.com/Bogdanp/dramatiq/blob/master/dramatiq/rate_limits/concurrent.py",
+        ),
     ),
     Finding(
         "dramatiq",
@@ -246,6 +364,86 @@ FINDINGS: tuple[Finding, ...] = (
         documented=False,
         reproduction="tests/scoreboard/reproductions/dramatiq_late_release.py",
         tracker=f"{NOT_IN_TRACKER} (Bogdanp/dramatiq)",
+        promise=Promise(
+            LIBRARY,
+            "A rate limiter that ensures that only `limit` concurrent operations may happen at the same time. ... You can use a concurrent rate limiter of size 1 to get a distributed mutex.",
+            "https://github.com/Bogdanp/dramatiq/blob/master/dramatiq/rate_limits/concurrent.py",
+        ),
+    ),
+    Finding(
+        "huey-lock",
+        SAFE_RELEASE,
+        "huey/api.py: `TaskLock.release` (`release = clear`: `self._huey.delete(self._key)`, an HDEL "
+        "of the lock's field whoever set it)",
+        "The lock is one field of huey's result hash, set with HSETNX to the same value by every "
+        "acquirer, and released by deleting the field: a `release()` by a client that does not hold "
+        "the lock (its acquire was refused, or it released already) frees the holder's lock, and a "
+        "third client acquires while the holder still runs. huey uses the lock as a context manager "
+        "around a task, which releases only what it acquired, and documents no more: this breaks "
+        "contend's protocol (a release is judged by its effect on other holders), not huey's promise.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/huey_lock_release.py",
+        tracker=f"{NOT_IN_TRACKER}: related https://github.com/coleifer/huey/issues/555 (the maintainer: "
+        'the lock is "essentially a wrapper around put_if_empty() and delete()") and '
+        "https://github.com/coleifer/huey/pull/858 (clear() as the way to let go)",
+        promise=Promise(
+            CONTEND,
+            "safe release: a release() of a lock not held may refuse or return, and must leave another "
+            "holder's lock alone (huey promises: \"This lock is designed to be used to prevent multiple "
+            'invocations of a task from running concurrently")',
+            "docs/protocol.md#what-a-factory-must-do",
+        ),
+        refs=("https://github.com/coleifer/huey/issues/555", "https://github.com/coleifer/huey/pull/858"),
+    ),
+    Finding(
+        "beaker",
+        SAFE_RELEASE,
+        "beaker/ext/redisnm.py: `RedisSynchronizer.do_release_write_lock` (`client.transaction("
+        "execute_release, identifier)`, whose `execute_release` GETs and DELs with no `pipe.multi()`)",
+        "The release WATCHes the lock's key, GETs it and, when it holds this thread's owner id, DELs "
+        "it; it never calls `multi()`, so the DEL runs at once in the pipeline's immediate mode and "
+        "the WATCH guards nothing. A holder that stalls between its GET and its DEL past its lease "
+        "(LOCK_EXPIRATION) deletes the lock its successor has taken since, and a third client takes "
+        "it while the successor still holds it: two writers, which the synchronizer exists to "
+        "prevent. redis-py's own Lock had the same bug until its PR #1031; a Lua compare-and-delete "
+        "(or the DEL queued after `multi()`) would leave the successor's lock alone. (The model "
+        "check fails safe-release for another reason too, which is contend's: its three clients "
+        "run in one thread, and Beaker's owner id is the thread.)",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/beaker_release_race.py",
+        tracker=f"{NOT_IN_TRACKER} (bbangert/beaker; https://github.com/bbangert/beaker/pull/164 made "
+        "the acquire atomic, the release was left as it was; the same bug in redis-py was "
+        "https://github.com/redis/redis-py/pull/1031)",
+        promise=Promise(
+            LIBRARY,
+            "This Synchronizer only supports 1 reader or 1 writer at time, not concurrent readers.",
+            "https://github.com/bbangert/beaker/blob/master/beaker/ext/redisnm.py",
+        ),
+        refs=("https://github.com/bbangert/beaker/pull/164", "https://github.com/redis/redis-py/pull/1031"),
+    ),
+    Finding(
+        "beaker",
+        MUTUAL_EXCLUSION,
+        "beaker/synchronization.py: `SynchronizerImpl.release_write_lock` and `acquire_write_lock` "
+        "(the thread-local `state.writing` and `reentrantcount`)",
+        "The synchronizer keeps, per thread, whether it is writing and how often it re-entered; "
+        "`release_write_lock` clears that only after `do_release_write_lock` returns. A release that "
+        "raises (a lost reply, a connection reset) leaves the thread marked as writing, and that "
+        "thread's next `acquire_write_lock` returns True at once, re-entrant, without asking Redis, "
+        "even after its lease ran out and another client took the lock: two writers. Clearing the "
+        "local state whatever the release did (or re-acquiring on the server when re-entering) "
+        "would keep the thread out.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/beaker_reentrant_after_failed_release.py",
+        tracker=f"{NOT_IN_TRACKER} (bbangert/beaker)",
+        sometimes="the schedule check meets it when it draws a lost reply in a release and a stall "
+        "past the lease before the same client acquires again: in the full board's 200 "
+        "interleavings, seldom in --quick's 25",
+        promise=Promise(
+            LIBRARY,
+            "This Synchronizer only supports 1 reader or 1 writer at time, not concurrent readers.",
+            "https://github.com/bbangert/beaker/blob/master/beaker/ext/redisnm.py",
+        ),
     ),
 )
 
@@ -379,6 +577,60 @@ LIMITATIONS: dict[str, tuple[tuple[str, bool], ...]] = {
             "does (`release_stale_locks`)",
             False,
         ),
+    ),
+    "django-redis": (("no fencing token: it is redis-py's Lock", True),),
+    "dogpile-cache": (
+        ("no fencing token, no extend (its mutex wrapper has acquire and release only)", True),
+        ("leases are whole seconds (`lock_timeout: integer`)", True),
+    ),
+    "valkey": (
+        ('no fencing token: "It\'s left to the user to resolve deadlock issues" (valkey/lock.py)', True),
+        ("judged over redis-py's connections: valkey's own connection classes are not driven", False),
+    ),
+    "tooz": (
+        ("no fencing token; `heartbeat()` renews for a full `lock_timeout` only, not judged as extend", True),
+        ("leases are whole seconds (`int(lock_timeout)`)", False),
+    ),
+    "celery-redbeat": (
+        ("no fencing token", True),
+        (
+            "`acquire_distributed_beat_lock` blocks until it holds the lock (no try, no timeout): the "
+            "row's tries and timeouts are redis-py's, on the lock built the same way",
+            False,
+        ),
+    ),
+    "beaker": (
+        ("no fencing token, no extend", True),
+        (
+            "the owner is the machine, process and thread (`_get_owner_id`): two holders in one thread "
+            "are one owner, and a thread that reuses a dead thread's id owns its lock",
+            False,
+        ),
+        ("a waiting acquire has no timeout (`acquire_write_lock(wait=True)` retries every 0.2 s)", False),
+    ),
+    "huey-lock": (
+        ("no fencing token, no extend, no blocking acquire (a held lock raises TaskLockedException)", True),
+        (
+            "without `ttl` the lock never expires: a worker that dies holding it leaves it until "
+            "`flush_locks()` (the consumer runs it when it starts)",
+            True,
+        ),
+        ("`release` is `clear`: an HDEL of the lock, whoever holds it", False),
+    ),
+    "huey-queue": (
+        (
+            "no acknowledgement, no visibility lease: a task popped by a consumer that dies is lost "
+            "(so no-loss is not claimed)",
+            False,
+        ),
+    ),
+    "rq": (
+        (
+            "no visibility lease: a job whose worker dies is failed by RQ's maintenance (its "
+            "abandoned-job handling), not run again, so no-loss is not claimed",
+            True,
+        ),
+        ("every queue is added to RQ's global set `rq:queues`, outside contend's namespace", False),
     ),
     "dramatiq": (
         ("no fencing token, no extend, no blocking acquire (the actor is retried)", True),

@@ -114,8 +114,10 @@ class Runner:
             "options": dataclasses.asdict(self.options),
             "redis_server": self.redis_server,
             "namespace": f"{self.namespace}:{library.key}" if self.namespace else None,
-            # A row over several masters starts its own when contend started the board's server.
+            # A row over several masters starts its own when contend started the board's server,
+            # and so does every row: its own server and virtual clock, whatever runs beside it.
             "own_masters": started_here(self.target),
+            "own_server": started_here(self.target),
             # The servers' clock, which the worker's scheduler drives (contend.servers.clock).
             "clock": (
                 {"path": str(self.target.clock.path), "epoch": self.target.clock.epoch}

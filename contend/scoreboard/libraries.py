@@ -17,8 +17,11 @@ from typing import Any
 
 from contend.errors import ContendError
 from contend.impl.catalog import (
+    ACK_FINAL,
     CLOCK_SKEW_SAFE,
     MUTUAL_EXCLUSION,
+    NO_DOUBLE_DELIVERY,
+    NO_PHANTOM,
     NO_SPURIOUS_ERRORS,
     SAFE_RELEASE,
     UNIQUE_IDS,
@@ -436,6 +439,189 @@ LIBRARIES: tuple[Library, ...] = (
                 "dramatiq/rate_limits/concurrent.py",
             ),
         ),
+    ),
+    Library(
+        "django-redis",
+        "django-redis cache.lock",
+        "django-redis",
+        "contend.adapters.django_redis:factory",
+        configuration="`cache.lock(key, timeout=ttl, client=client)` of django-redis's `RedisCache` "
+        "(its default `sleep`, 0.1 s)",
+        requirements=("django-redis==7.0.0", "django==5.2.8"),
+        quotes=(
+            Quote(
+                "It also supports the Redis ability to create Redis distributed named locks. The Lock "
+                "interface is identical to the ``threading.Lock`` so you can use it as replacement.",
+                "README.rst (Locks)",
+            ),
+        ),
+    ),
+    Library(
+        "dogpile-cache",
+        "dogpile.cache Redis distributed lock",
+        "dogpile.cache",
+        "contend.adapters.dogpile_cache:factory",
+        configuration="`RedisBackend({'distributed_lock': True, 'thread_local_lock': False, "
+        "'lock_timeout': ttl, ...}).get_mutex(key)`, whole seconds, its default `lock_sleep` (0.1 s)",
+        requirements=("dogpile.cache==1.5.0",),
+        quotes=(
+            Quote(
+                "distributed_lock: boolean, when True, will use a redis-lock as the dogpile lock. Use "
+                "this when multiple processes will be talking to the same redis instance.",
+                "dogpile/cache/backends/redis.py (RedisBackend)",
+            ),
+            Quote(
+                "lock_timeout: integer, number of seconds after acquiring a lock that Redis should "
+                "expire it.",
+                "dogpile/cache/backends/redis.py (RedisBackend)",
+            ),
+        ),
+    ),
+    Library(
+        "valkey",
+        "valkey Lock (over redis-py's client)",
+        "valkey",
+        "contend.adapters.valkey_lock:factory",
+        configuration="`valkey.lock.Lock(client, name, timeout=ttl, sleep=0.005)`, its round trips sent "
+        "through a redis-py client (contend's scheduler drives redis-py's connections)",
+        requirements=("valkey==6.2.0",),
+        quotes=(
+            Quote(
+                "A shared, distributed Lock. Using Valkey for locking allows the Lock to be shared "
+                "across processes and/or machines.",
+                "valkey/lock.py (Lock)",
+            ),
+            Quote("``timeout`` indicates a maximum life for the lock in seconds.", "valkey/lock.py (Lock)"),
+        ),
+    ),
+    Library(
+        "tooz",
+        "tooz Redis driver lock",
+        "tooz",
+        "contend.adapters.tooz_lock:factory",
+        configuration="`RedisLock(coordinator, client, name, lock_timeout)` as `get_lock` builds it, whole "
+        "seconds",
+        requirements=("tooz==9.1.0",),
+        quotes=(
+            Quote(
+                "Redis provides a few nice benefits that act as a poormans zookeeper. It **is** fully "
+                "functional and implements all of the coordination driver API(s).",
+                "tooz/drivers/redis.py (RedisDriver)",
+            ),
+        ),
+    ),
+    Library(
+        "celery-redbeat",
+        "celery-redbeat beat lock",
+        "celery-redbeat",
+        "contend.adapters.redbeat:factory",
+        configuration="`acquire_distributed_beat_lock` (redis-py's lock with redbeat's extend-to script, "
+        "`lock_timeout`=ttl in whole seconds, `max_interval` a fifth of it), extended as a tick does, "
+        "released as `close()` does",
+        requirements=("celery-redbeat==2.4.2",),
+        quotes=(
+            Quote("RedBeat uses a distributed lock to prevent multiple instances running.", "README.rst"),
+            Quote(
+                "redbeat_lock_timeout: Unless refreshed the lock will expire after this time, in seconds.",
+                "README.rst (Configuration)",
+            ),
+        ),
+    ),
+    Library(
+        "beaker",
+        "Beaker RedisSynchronizer",
+        "beaker",
+        "contend.adapters.beaker_lock:factory",
+        configuration="`RedisSynchronizer(key, client)`'s write lock, `LOCK_EXPIRATION` = ttl (whole "
+        "seconds; 900 by default)",
+        requirements=("beaker==1.14.1",),
+        quotes=(
+            Quote(
+                "Synchronizer based on redis. ... This Synchronizer only supports 1 reader or 1 writer at "
+                "time, not concurrent readers.",
+                "beaker/ext/redisnm.py (RedisSynchronizer)",
+            ),
+        ),
+    ),
+    Library(
+        "huey-lock",
+        "huey lock_task",
+        "huey",
+        "contend.adapters.huey_lock:factory",
+        claims=frozenset({MUTUAL_EXCLUSION, SAFE_RELEASE}),
+        configuration="`RedisHuey(name, connection_pool=...).lock_task(name)`, no `ttl` (the default: it "
+        "never expires); a held lock raises TaskLockedException, retried every 5 ms for a blocking acquire",
+        requirements=("huey==3.5.4",),
+        quotes=(
+            Quote(
+                "Utilize the Storage key/value APIs to implement simple locking.", "huey/api.py (TaskLock)"
+            ),
+            Quote(
+                "Atomically write data only if the key is not already set.",
+                "huey/storage.py (BaseStorage.put_if_empty)",
+            ),
+        ),
+    ),
+    Library(
+        "huey-queue",
+        "huey task queue",
+        "huey",
+        "contend.adapters.huey_queue:factory",
+        claims=frozenset({NO_DOUBLE_DELIVERY, ACK_FINAL, NO_PHANTOM}),
+        family="queue",
+        configuration="`RedisHuey(name, connection_pool=...)`: `put` calls a task, `take` is "
+        "`huey.dequeue()` (BRPOP for at most the timeout), `ack` is `huey.execute(task)`; no lease",
+        requirements=("huey==3.5.4",),
+        quotes=(
+            Quote("a little task queue", "setup.py (description)"),
+            Quote(
+                "self.conn.brpop(self.queue_key, timeout=self.read_timeout)",
+                "huey/storage.py (RedisStorage.dequeue: a popped task is the consumer's, with no ack)",
+            ),
+        ),
+    ),
+    Library(
+        "rq",
+        "RQ queue, SimpleWorker",
+        "rq",
+        "contend.adapters.rq_queue:factory",
+        claims=frozenset({NO_DOUBLE_DELIVERY, ACK_FINAL, NO_PHANTOM}),
+        family="queue",
+        configuration="`Queue(name, connection=client).enqueue(job, item, result_ttl=0)`; `take` is "
+        "`Queue.dequeue_any([queue], timeout)`, `ack` the `SimpleWorker`'s `execute_job` (timer death "
+        "penalty); no lease",
+        requirements=("rq==2.12.0",),
+        quotes=(
+            Quote(
+                "RQ (Redis Queue) is a simple Python library for queueing jobs and processing them in "
+                "the background with workers.",
+                "README.md",
+            ),
+            Quote(
+                "Class method returning the job_class instance at the front of the given set of Queues",
+                "rq/queue.py (Queue.dequeue_any)",
+            ),
+        ),
+    ),
+    Library(
+        "aiocache",
+        "aiocache RedLock, OptimisticLock (asyncio)",
+        "aiocache",
+        "",
+        requirements=("aiocache[redis]==0.12.3",),
+        quotes=(
+            Quote(
+                "This locking has some limitations and shouldn't be used in situations where consistency "
+                "is critical. Those locks are aimed for performance reasons where failing on locking from "
+                "time to time is acceptable. TLDR: do NOT use this if you need real resource exclusion.",
+                "aiocache/lock.py (RedLock)",
+            ),
+        ),
+        not_run="not judged: `RedLock` does not say whether it holds the lock (`async with RedLock(...)` "
+        'waits at most the lease for a holder, then goes on, held or not: "If the lease expires and '
+        "there are calls waiting, all of them will pass\"), so contend's lock protocol (an acquire that "
+        "answers whether it holds) has nothing to judge; `OptimisticLock` is a compare-and-set on one "
+        "cache key, which no family of contend's judges yet",
     ),
 )
 

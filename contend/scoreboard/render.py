@@ -21,9 +21,16 @@ from contend.check.framework import FAIL, INCONCLUSIVE, CheckResult
 from contend.check.schedule import SCHEDULE
 from contend.impl.catalog import PROPERTY_DESCRIPTIONS, PROPERTY_KINDS
 from contend.report.render import Block, Code, Heading, Para, Table, html_page, markdown
-from contend.scoreboard.expected import LIMITATIONS, RECORDED_WITH, Finding
+from contend.scoreboard import expected
+from contend.scoreboard.expected import (
+    LIBRARY,
+    LIMITATIONS,
+    RECORDED_WITH,
+    TRACKER_NOT_FOUND,
+    Finding,
+)
 from contend.scoreboard.ids import CHECK_PROPS
-from contend.scoreboard.libraries import ID_FAMILY
+from contend.scoreboard.libraries import ID_FAMILY, LIBRARIES
 from contend.scoreboard.run import FAIL_V, INCONCLUSIVE_V, NOT_CLAIMED, PASS_V, LibraryResult, Scoreboard
 
 
@@ -34,7 +41,7 @@ def columns(board: Scoreboard) -> list[str]:
 
 
 def cell(result: LibraryResult, prop: str, *, links: bool = False) -> str:
-    """A property's verdict in words: pass, FAIL (bug or documented), inconclusive, or — (not claimed).
+    """A property's verdict in words: pass, FAIL (bug, protocol or documented), inconclusive, or — (not claimed).
     With `links`, a FAIL that has a finding links to it (Markdown)."""
     if result.skipped:
         return "not run"
@@ -44,7 +51,7 @@ def cell(result: LibraryResult, prop: str, *, links: bool = False) -> str:
     text = {PASS_V: "pass", INCONCLUSIVE_V: "inconclusive"}.get(verdict, "FAIL")
     finding = result.finding(prop)
     if verdict == FAIL_V and finding is not None:
-        label = "FAIL (documented)" if finding.documented else "FAIL (bug)"
+        label = f"FAIL ({finding.kind})"
         text = f"[{label}](#{finding.anchor})" if links else label
     if result.unmet(prop):
         text += " (finding not met this run)"
@@ -117,6 +124,7 @@ def blocks(board: Scoreboard, command: str) -> list[Block]:
             "shrank; each one is reproduced by a standalone script (plain redis-py and threads) "
             "named below."
         ),
+        Para(counts_line(board)),
         headline(board, links=True),
         Para(
             "Properties: "
@@ -137,6 +145,17 @@ def blocks(board: Scoreboard, command: str) -> list[Block]:
     return out
 
 
+def counts_line(board: Scoreboard) -> str:
+    """The board's counts in words, from the data (findings_count)."""
+    c = findings_count(board)
+    return (
+        f"{c['rows']} rows, {c['distributions']} distributions; {c['findings']} findings recorded in "
+        f"`contend/scoreboard/expected.py`: {c['library_promise']} break the library's own documented "
+        f"promise ({c['library_promise_not_in_tracker']} of them not found in its tracker), "
+        f"{c['contend_protocol_only']} only contend's stricter protocol; this run met {c['met']}."
+    )
+
+
 def findings_summary(board: Scoreboard) -> list[Block]:
     """One line per finding: row, property, whether the tracker knows it."""
     found = [
@@ -151,7 +170,8 @@ def findings_summary(board: Scoreboard) -> list[Block]:
         (
             f"[{r.library.title}](#{f.anchor})" if f and not r.unmet(prop) else r.library.title,
             prop,
-            ("documented" if f.documented else "bug") if f else "not examined",
+            f.kind if f else "not examined",
+            whose(f) if f else "",
             f"not met this run ({f.sometimes})" if f and r.unmet(prop) else "met",
             f.tracker if f else "",
         )
@@ -159,7 +179,9 @@ def findings_summary(board: Scoreboard) -> list[Block]:
     )
     return [
         Heading("Findings", 2),
-        Table(("row", "property", "kind", "this run", "the library's tracker"), rows, "lllll"),
+        Table(
+            ("row", "property", "kind", "whose promise", "this run", "the library's tracker"), rows, "llllll"
+        ),
     ]
 
 
@@ -221,7 +243,7 @@ def library_blocks(result: LibraryResult) -> list[Block]:
 
 def violation_blocks(result: LibraryResult, prop: str, failures: Sequence[CheckResult]) -> list[Block]:
     finding = result.finding(prop)
-    label = "" if finding is None else (" (documented)" if finding.documented else " (bug)")
+    label = "" if finding is None else f" ({finding.kind})"
     title = f"Finding: {result.library.key}, {prop}" if finding else f"{prop}: FAIL"
     out: list[Block] = [Heading(title, 3), Para(f"**{prop}: FAIL{label}**")]
     for r in failures:
@@ -247,16 +269,80 @@ def violation_blocks(result: LibraryResult, prop: str, failures: Sequence[CheckR
     return out
 
 
+def whose(finding: Finding) -> str:
+    """Whose promise the finding breaks, in a few words."""
+    if finding.promise is None:
+        return "not said"
+    return "the library's own" if finding.promise.whose == LIBRARY else "contend's protocol only"
+
+
+def promise_line(finding: Finding) -> str:
+    """Whose promise, in whose words, and where they are written."""
+    if finding.promise is None:
+        return "Whose promise it breaks: not recorded."
+    if finding.promise.whose == LIBRARY:
+        return f"It breaks the library's own promise: “{finding.promise.text}” ({finding.promise.link})."
+    return f"It breaks contend's protocol, not the library's documented promise: {finding.promise.text} ({finding.promise.link})."
+
+
 def finding_blocks(finding: Finding) -> list[Block]:
-    """Where the defect is, how to see it without contend, what the tracker knows."""
+    """Where the defect is, whose promise it breaks, how to see it without contend, what the tracker knows."""
     return [
         Para(f"In the library: {finding.source}. {finding.explanation}"),
+        Para(promise_line(finding)),
         Para(
             f"Standalone reproduction (plain redis-py and the library, any Redis): "
             f"`python {finding.reproduction} redis://HOST:PORT/DB`."
         ),
         Para(f"The library's tracker: {finding.tracker}."),
     ]
+
+
+def finding_json(result: LibraryResult, prop: str) -> dict[str, Any]:
+    """A row's finding for `--json` (the schema: docs/commands/scoreboard.md)."""
+    finding = result.finding(prop)
+    assert finding is not None
+    verdict = result.verdict(prop)
+    return {
+        "property": prop,
+        "met": verdict == FAIL_V,
+        "verdict": verdict,
+        "kind": finding.kind,
+        "source": finding.source,
+        "promise": {
+            "whose": finding.promise.whose if finding.promise else None,
+            "text": finding.promise.text if finding.promise else None,
+            "link": finding.promise.link if finding.promise else None,
+        },
+        "tracker": {"status": finding.tracker_status, "refs": list(finding.refs), "note": finding.tracker},
+        "reproduction": finding.reproduction,
+        "sometimes": finding.sometimes or None,
+        "anchor": finding.anchor,
+    }
+
+
+def findings_count(board: Scoreboard | None = None) -> dict[str, int]:
+    """The counts README, docs and report quote, from the data: rows, distributions and recorded
+    findings (of the rows on `board`, or of every row), how many break the library's own promise,
+    how many only contend's protocol, how many of the first the library's tracker does not know,
+    and how many `board` met."""
+    keys = {r.library.key for r in board.results} if board is not None else {lib.key for lib in LIBRARIES}
+    rows = [lib for lib in LIBRARIES if lib.key in keys]
+    findings = [f for f in expected.FINDINGS if f.library in keys]
+    own = [f for f in findings if f.promise is not None and f.promise.whose == LIBRARY]
+    counts = {
+        "rows": len(rows),
+        "distributions": len({lib.distribution for lib in rows}),
+        "findings": len(findings),
+        "library_promise": len(own),
+        "contend_protocol_only": len(findings) - len(own),
+        "library_promise_not_in_tracker": sum(f.tracker_status == TRACKER_NOT_FOUND for f in own),
+    }
+    if board is not None:
+        counts["met"] = sum(
+            r.verdict(f.prop) == FAIL_V for r in board.results for f in findings if f.library == r.library.key
+        )
+    return counts
 
 
 def _judges(check: str, family: str) -> str:

@@ -93,6 +93,18 @@ class LibraryResult:
         finding = self.finding(prop)
         return finding is not None and bool(finding.sometimes) and self.verdict(prop) == PASS_V
 
+    def not_met(self) -> list[str]:
+        """Every recorded finding this run did not meet (one whose search may miss it, and did), in
+        words: a failure of the run of its own (contend.commands.scoreboard, exit 3)."""
+        if self.row is None or self.fidelity_error:
+            return []
+        return [
+            f"{self.library.key} · {prop}: pass, recorded as a finding that some runs miss "
+            f"({finding.sometimes})"
+            for prop in self.properties
+            if (finding := self.finding(prop)) is not None and self.unmet(prop)
+        ]
+
     def surprises(self) -> list[str]:
         """Every verdict that differs from the recorded expectation, in words."""
         if self.fidelity_error:
@@ -120,6 +132,11 @@ class Scoreboard:
     def surprises(self) -> list[str]:
         return [s for r in self.results for s in r.surprises()]
 
+    @property
+    def not_met(self) -> list[str]:
+        """The recorded findings no row met this run (see LibraryResult.not_met)."""
+        return [s for r in self.results for s in r.not_met()]
+
 
 def subject_for(library: Library, factory: Callable[..., object]) -> Subject:
     """The battery's row for a library: its claims, and how `contend scoreboard` replays it."""
@@ -141,7 +158,7 @@ def checks_for(library: Library, replay: str | None) -> list[str]:
         return [SCHEDULE.name]
     return [
         c.name
-        for c in (*BATTERIES[library.family], *ASYNC_BATTERIES[library.family])
+        for c in (*BATTERIES[library.family], *ASYNC_BATTERIES.get(library.family, []))
         if c.name not in SKIPPED_CHECKS and c.prop != BAD_INPUT
     ]
 

@@ -1,7 +1,8 @@
 """The process that runs scoreboard rows inside a library's own environment.
 
 `python -m contend.scoreboard.worker` reads one request (JSON on stdin: the rows, the server's
-URL, the battery's options), runs each row as `contend.scoreboard.run.run_library` would in
+URL, the battery's options), starts a server of its own when the board's is one contend started
+(`own_server`: rows at once never share a server's virtual clock), runs each row as `contend.scoreboard.run.run_library` would in
 contend's own process, and writes one JSON line per event on its standard output: `start` when
 a row starts, `result` per check, `row` when a row is done. Whatever the library prints goes to
 standard error instead, so it cannot break the stream.
@@ -60,10 +61,18 @@ def serve(request: dict[str, Any], events: IO[str]) -> None:
         events.flush()
 
     options = CheckOptions(**request["options"])
-    with open_target(request["url"]) as served:
+    own_server = bool(request.get("own_server"))
+    # A server of its own (when contend started the board's): rows running at once would otherwise
+    # share one server and its virtual clock, and one row's time jumps would expire another's leases.
+    opened = (
+        open_target(redis_server=request.get("redis_server")) if own_server else open_target(request["url"])
+    )
+    with opened as served:
         clock = request.get("clock")
         target = (
-            served if not clock else replace(served, clock=ServerClock.attach(clock["path"], clock["epoch"]))
+            served
+            if own_server or not clock
+            else replace(served, clock=ServerClock.attach(clock["path"], clock["epoch"]))
         )
         for library in by_key(request["rows"]):
             emit("start", row=library.key)

@@ -56,6 +56,18 @@ SEEN = {
     "cashews_cancelled_unlock": {"ttl_left": 60, "b_acquired": False},
     "pottery_nextid_contention": {"all_ids_distinct": True, "some_draws_raised": True},
     "redis_lock_py_backoff": {"b_acquired": True, "b_noticed_2_s_late": True},
+    "beaker_release_race": {
+        "a_acquired": True,
+        "b_acquired_after_a_expired": True,
+        "c_acquired_while_b_holds": True,
+    },
+    "beaker_reentrant_after_failed_release": {
+        "a_acquired": True,
+        "a_release_failed": True,
+        "b_acquired": True,
+        "a_acquired_again_while_b_holds": True,
+    },
+    "huey_lock_release": {"a_acquired": True, "b_refused": True, "c_acquired_while_a_holds": True},
 }
 
 

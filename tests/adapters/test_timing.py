@@ -1,0 +1,98 @@
+"""Each adapter's acquire keeps the library's own timing: a try of a held lock is one try, and a
+blocking acquire with a timeout returns when the library returns, never later than the timeout
+plus what the library itself is documented (or seen in its source) to take past it.
+
+A row's probe (tests/adapters/timing_probe.py) runs here when its library is installed (the libs
+extra), else in the row's own environment (slow: made with pip when it is not cached).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from contend.impl.catalog import MUTUAL_EXCLUSION
+from contend.scoreboard.environments import Environment, EnvironmentFailed, cache_root, worker_environ
+from contend.scoreboard.expected import expected_failures
+from contend.scoreboard.libraries import LIBRARIES, Library, LibraryMissing
+from tests.adapters import timing_probe
+
+PROBE = Path(timing_probe.__file__)
+TIMEOUT = 0.5
+#: Past the timeout, what any row may take: one try's round trips on a busy machine.
+SLACK = 0.3
+#: What a library itself takes past a timeout, and why (its own code, not its adapter's).
+OWN_OVERRUN = {
+    # acquire(timeout=t) waits up to t per BLPOP, whose timeout is whole seconds (LIMITATIONS).
+    "python-redis-lock": 1.0,
+    "python-redis-lock-renewal": 1.0,
+}
+#: Locks and semaphores over one server (a multi-master row needs masters of its own).
+ROWS = [lib for lib in LIBRARIES if lib.adapter and lib.family in ("lock", "semaphore") and lib.masters == 1]
+
+
+def installed_here(lib: Library) -> bool:
+    try:
+        lib.version()
+        lib.adapter_module()
+    except (LibraryMissing, ValueError):
+        return False
+    return True
+
+
+def measured(lib: Library, url: str, key: str) -> dict[str, object]:
+    if installed_here(lib):
+        return timing_probe.measure(lib.adapter, url, key, TIMEOUT)
+    try:
+        path = Environment(lib.requirements, cache_root()).ensure() if lib.requirements else None
+    except EnvironmentFailed as exc:
+        pytest.skip(f"no package index answers here: {exc}")
+    done = subprocess.run(
+        [sys.executable, str(PROBE), lib.adapter, url, key, str(TIMEOUT)],
+        capture_output=True,
+        text=True,
+        env=worker_environ(path),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize(
+    "lib",
+    [pytest.param(lib, marks=() if installed_here(lib) else pytest.mark.slow, id=lib.key) for lib in ROWS],
+)
+def test_the_adapter_adds_no_time_of_its_own(lib, contend_target, ns):
+    seen = measured(lib, contend_target.url, ns.key(lib.key))
+    if MUTUAL_EXCLUSION not in expected_failures(
+        lib.key
+    ):  # a lock that keeps a holder's lock (sherlock with expire=None does not)
+        assert seen["tried"] is False and seen["waited"] is False, seen
+    assert seen["try_s"] < SLACK, f"a try of a held lock took {seen['try_s']:.2f} s: more than one try"
+    bound = TIMEOUT + OWN_OVERRUN.get(lib.key, 0.0) + SLACK
+    assert seen["wait_s"] <= bound, (
+        f"acquire(timeout={TIMEOUT}) took {seen['wait_s']:.2f} s (> {bound:.2f} s)"
+    )
+
+
+def test_a_probe_catches_an_adapter_that_retries_past_the_timeout(contend_target, ns, monkeypatch):
+    """An adapter that retried on its own past the timeout (redlock-py's first adapter, whose
+    deadline started after its first 0.6 s lock()) is caught: its acquire overruns the bound."""
+    from contend.adapters import polling
+
+    real = polling.poll
+
+    def late(try_once, blocking, timeout, interval=polling.INTERVAL):  # type: ignore[no-untyped-def]
+        got = real(try_once, blocking, timeout, interval)
+        return got or real(try_once, blocking, timeout, interval)  # tries a second round
+
+    monkeypatch.setattr("contend.adapters.dramatiq.poll", late, raising=False)
+    lib = next(lib for lib in ROWS if lib.key == "dramatiq")
+    if not installed_here(lib):
+        pytest.skip("dramatiq is not installed here (pip install 'contend[libs]')")
+    seen = timing_probe.measure(lib.adapter, contend_target.url, ns.key("late"), TIMEOUT)
+    assert seen["wait_s"] > TIMEOUT * 2 - 0.05
