@@ -17,7 +17,7 @@ from contend.impl.catalog import (
     SAFE_RELEASE,
     SHARED_RESULT,
 )
-from contend.machines.base import next_in_turn
+from contend.machines.base import PropertyViolated, next_in_turn
 from contend.machines.family import family_machine
 from contend.schedule.client import Status
 from tests.fixtures.async_foreign import watch_lock
@@ -113,3 +113,29 @@ def test_a_client_run_alone_wakes_while_a_paused_one_is_ready(contend_target):
         assert m.scheduler.clients[1].children[0].status is Status.ENDED
         assert paused.status is Status.READY  # paused all along
         assert m.scheduler.waited == waited  # the paused client did not wait: the harness held it
+
+
+def test_a_client_that_spins_is_still_a_livelock(contend_target):
+    """The rule still bites: a client that sends for ever without sleeping is failed for
+    progress once `max_steps` round trips pass with no client waking from a sleep."""
+    impl = SimpleNamespace(
+        name="under-test",
+        family="single_flight",
+        factory=self_serving_flight.make,
+        claims=frozenset({RUNS_ONCE, SHARED_RESULT, LEADER_FAILURE}),
+    )
+    m = family_machine(impl)(contend_target)
+    conn = m.connections[0]
+
+    def spin() -> None:
+        while True:
+            conn.ping()
+
+    try:
+        m.start(0, spin, "spin()")
+        with pytest.raises(PropertyViolated) as info:
+            m.finish_all(max_steps=50)
+        assert info.value.property == "progress"
+        assert "50 round trips in a row with no client waking from a sleep" in info.value.detail
+    finally:
+        m.teardown()
