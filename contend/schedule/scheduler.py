@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from contend.schedule import async_gate, gate
@@ -139,16 +139,24 @@ class Scheduler:
         client._submit(operation)
         self._run(client, note=None)
 
-    def runnable(self) -> list[int]:
-        """Clients that can take a step now, after waking sleepers whose time has come."""
-        live = [c for c in self.clients if c.status in (Status.READY, Status.SLEEPING)]
+    def runnable(self, among: Collection[int] | None = None) -> list[int]:
+        """Clients that can take a step now, after waking sleepers whose time has come. With
+        `among`, only those clients count and the others are paused: when none of them is ready,
+        the clock jumps to the first one's wake-up even if a paused client is ready to send
+        (one client run alone must not wait for ever on a client that is not let run)."""
+        live = [
+            c
+            for c in self.clients
+            if c.status in (Status.READY, Status.SLEEPING) and (among is None or c.index in among)
+        ]
         # Within a nanosecond counts as due: a clock moved by sums of floats (a pause, then the
         # gap to a sleeper's wake-up) can stop a hair short of it, and no jump would close that.
         due = self.vclock + _DUE
         ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= due]
         if not ready and live:
             gap = min(c.wake_at for c in live) - self.vclock
-            self.waited += max(0.0, gap)
+            if among is None:  # else the paused clients did not wait: the harness held them
+                self.waited += max(0.0, gap)
             self._jump(gap)
             due = self.vclock + _DUE
             ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= due]
