@@ -6,7 +6,7 @@
         check_lock(make_lock, contend_target)
 
 `check_lock`, `check_semaphore`, `check_registry`, `check_single_flight`,
-`check_transaction` and `check_queue` run the family's
+`check_transaction`, `check_queue` and `check_rate_limiter` run the family's
 battery (the same checks, claims, seeds and budgets as `contend check --impl M:F --kind
 KIND`) against the factory, on the server of the `contend_target` fixture (or on an
 embedded one started for the call). A broken property raises `ContendCheckFailed`, an
@@ -66,6 +66,7 @@ __all__ = [
     "check",
     "check_lock",
     "check_queue",
+    "check_rate_limiter",
     "check_registry",
     "check_semaphore",
     "check_single_flight",
@@ -227,6 +228,16 @@ def check_queue(
     put(item) -> id, take(timeout) -> (id, item) | None and ack(id), its lease in `lease_ms`."""
     __tracebackhide__ = True
     return check(factory, target, kind="queue", **options)
+
+
+def check_rate_limiter(
+    factory: Callable[..., Any] | str, target: Target | None = None, **options: Unpack[CheckKwargs]
+) -> list[ResultRow]:
+    """`check(factory, target, kind="rate-limiter", ...)`: factory(client, key, limit, window_ms) ->
+    a limiter with hit(cost=1) -> bool. It is held to a fixed window unless told otherwise:
+    `claim=["token-bucket"], no_claim=["fixed-window"]` for a token bucket or GCRA."""
+    __tracebackhide__ = True
+    return check(factory, target, kind="rate_limiter", **options)
 
 
 def report(rows: Sequence[ResultRow], noise: str = "", *, replay_call: str = "") -> str:

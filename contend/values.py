@@ -77,6 +77,7 @@ FAMILIES = {
     "single_flight": "single-flight",
     "transaction": "transaction",
     "queue": "queue",
+    "rate_limiter": "rate-limiter",
 }
 FAMILY_CHOICES = ", ".join(FAMILIES.values())
 

@@ -22,6 +22,11 @@ SINGLE_FLIGHT_CLAIMS = catalog.SINGLE_FLIGHT_PROPERTIES
 TRANSACTION_CLAIMS = catalog.TRANSACTION_PROPERTIES
 #: A queue's defaults; add FIFO for one that hands items out in the order they were put.
 QUEUE_CLAIMS = catalog.QUEUE_PROPERTIES - {catalog.FIFO}
+#: A rate limiter's defaults: a fixed window. A sliding log adds sliding-log; a token bucket or
+#: GCRA claims token-bucket instead (--claim token-bucket --no-claim fixed-window).
+RATE_LIMITER_CLAIMS = frozenset(
+    {catalog.FIXED_WINDOW, catalog.NO_STUCK_KEY, catalog.NO_FALSE_REFUSAL, catalog.CLOCK_SKEW_SAFE}
+)
 
 #: What a user's implementation is taken to claim, per kind (fencing: when it has a token).
 DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
@@ -31,6 +36,7 @@ DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
     "single_flight": SINGLE_FLIGHT_CLAIMS,
     "transaction": TRANSACTION_CLAIMS,
     "queue": QUEUE_CLAIMS,
+    "rate_limiter": RATE_LIMITER_CLAIMS,
 }
 
 
