@@ -491,10 +491,12 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         "token bucket: TIME and HMGET, compute the refill, HSET and PEXPIRE in a MULTI, no WATCH",
         "", _LIMITER | {TOKEN_BUCKET}, frozenset({TOKEN_BUCKET}),
     ),
+    # Its window is chosen by the client's clock before the round trip: a client whose clock is
+    # skewed, or that stalls between reading it and its MULTI, counts in a window not the server's.
     Implementation(
         "client_clock_window", "rate_limiter", fixed_window.client_clock_factory, "rate-limiter",
         "a counter per window numbered by the client's clock (time() // window), INCRBY and PEXPIRE in a MULTI",
-        "", _LIMITER | {FIXED_WINDOW}, frozenset({CLOCK_SKEW_SAFE}),
+        "", _LIMITER | {FIXED_WINDOW}, frozenset({CLOCK_SKEW_SAFE, FIXED_WINDOW}),
     ),
 )  # fmt: skip
 

@@ -139,6 +139,38 @@ CASES: list[tuple[str, list[str], str]] = [
         "a queue factory is called as factory(client: redis.Redis, name: str)",
     ),
     (
+        "check: a rate limiter claiming what a limiter cannot",
+        [
+            "check",
+            "--impl",
+            "tests.fixtures.foreign.list_log:make",
+            "--kind",
+            "rate-limiter",
+            "--claim",
+            "fifo",
+        ],
+        "a rate-limiter can claim clock-skew-safe, fixed-window, no-false-refusal, no-stuck-key, sliding-log, "
+        "token-bucket",
+    ),
+    (
+        "check: a lock given as a rate limiter",
+        ["check", "--impl", "tests.fixtures.foreign.raising_lock:make", "--kind", "rate-limiter"],
+        "a rate-limiter factory is called as factory(client: redis.Redis, key: str, limit: int, window_ms: int)",
+    ),
+    (
+        "stress: a rate limiter",
+        [
+            "stress",
+            "--impl",
+            "tests.fixtures.foreign.list_log:make",
+            "--kind",
+            "rate-limiter",
+            "--duration",
+            "1",
+        ],
+        "stress runs the registry and lock families; check a rate-limiter with `contend check",
+    ),
+    (
         "stress: a queue",
         ["stress", "--impl", "tests.fixtures.foreign.lua_queue:make", "--kind", "queue", "--duration", "1"],
         "stress runs the registry and lock families; check a queue with `contend check",

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from contend.impl import catalog
 from contend.subject.protocols import ProtocolError
+from contend.values import family_label
 
 #: A lock's or semaphore's defaults: one holder, a release that frees only its own lease, a dead
 #: holder's lease running out, leases kept by the server's clock (plus fencing once it has a token).
@@ -45,4 +46,6 @@ def check_claim_names(kind: str, names: Iterable[str], option: str) -> None:
     known = catalog.properties_of(kind)
     for name in names:
         if name not in known:
-            raise ProtocolError(f"{option} {name!r}: a {kind} can claim {', '.join(sorted(known))}")
+            raise ProtocolError(
+                f"{option} {name!r}: a {family_label(kind)} can claim {', '.join(sorted(known))}"
+            )

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contend.errors import ContendError
+from contend.values import family_label
 
 #: kind -> (factory signature in words, {method: what it must do})
 PROTOCOLS: dict[str, tuple[str, dict[str, str]]] = {
@@ -161,7 +162,9 @@ def check_factory_signature(factory: Callable[..., Any], kind: str, spec: str) -
     try:
         inspect.signature(factory).bind(*range(wanted))
     except TypeError as exc:
-        raise ProtocolError(f"--impl {spec!r}: a {kind} factory is called as {signature}; {exc}") from None
+        raise ProtocolError(
+            f"--impl {spec!r}: a {family_label(kind)} factory is called as {signature}; {exc}"
+        ) from None
     except ValueError:
         pass  # builtins without a signature: find out when it is called
 
