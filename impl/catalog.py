@@ -95,6 +95,11 @@ TOKEN_BUCKET = "token-bucket"  # a bucket of limit tokens refilled at limit per 
 NO_STUCK_KEY = "no-stuck-key"  # no key is left without an expiry after a crash or a lost reply
 NO_FALSE_REFUSAL = "no-false-refusal"  # a hit is admitted when the window before it leaves room
 OVER_ADMISSION_PROPERTIES = frozenset({FIXED_WINDOW, SLIDING_LOG, TOKEN_BUCKET})
+#: Said after a fixed-window finding on a limiter that does not claim token-bucket.
+BUCKET_HINT = (
+    " (a token bucket or GCRA may admit this: if this limiter is one, declare it with "
+    "--claim token-bucket --no-claim fixed-window)"
+)
 RATE_LIMITER_PROPERTIES = OVER_ADMISSION_PROPERTIES | {NO_STUCK_KEY, NO_FALSE_REFUSAL, CLOCK_SKEW_SAFE}
 
 # Every implementation: bad input (ttl_ms <= 0, an empty key or name) raises before anything is written.

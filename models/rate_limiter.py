@@ -174,7 +174,8 @@ def refused_with_room(hit: Hit, hits: Sequence[Hit], lim: Limits) -> str | None:
     """Evidence that `hit` (refused, or raising with no reply lost) was refused with room for it."""
     since = hit.began - lim.window - lim.slack
     counted = [h for h in hits if h.number != hit.number and h.ended > since and h.began < hit.ended]
-    used = sum(h.cost * h.weight for h in counted)
+    # The hit itself may have been applied before the try that answered (a command resent).
+    used = sum(h.cost * h.weight for h in counted) + hit.cost * (hit.weight - 1)
     if hit.cost > lim.limit or used + hit.cost > lim.limit:
         return None
     what = f"raised {hit.error}" if hit.error else "was refused"

@@ -19,9 +19,11 @@ from contend.check.burst import burst
 from contend.check.framework import Check, CheckContext, CheckFailed, expect, expect_rejected
 from contend.impl.catalog import (
     BAD_INPUT,
+    BUCKET_HINT,
     FIXED_WINDOW,
     NO_FALSE_REFUSAL,
     OVER_ADMISSION_PROPERTIES,
+    TOKEN_BUCKET,
 )
 from contend.models.rate_limiter import Hit, Limits, over_admitted, refused_with_room
 
@@ -48,6 +50,8 @@ def _judge(ctx: CheckContext, hits: list[Hit], lim: Limits, hit: Hit, what: str)
     if hit.outcome is True:
         for algorithm in _algorithms(ctx):
             if (evidence := over_admitted(hits, lim, algorithm, new=hit)) is not None:
+                if algorithm == FIXED_WINDOW and TOKEN_BUCKET not in ctx.subject.claims:
+                    evidence += BUCKET_HINT
                 raise CheckFailed(f"{what}: {evidence}", prop=algorithm)
     elif (
         NO_FALSE_REFUSAL in ctx.subject.claims and (evidence := refused_with_room(hit, hits, lim)) is not None

@@ -26,10 +26,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from contend.impl.catalog import (
+    BUCKET_HINT,
     CLOCK_SKEW_SAFE,
+    FIXED_WINDOW,
     NO_FALSE_REFUSAL,
     NO_STUCK_KEY,
     OVER_ADMISSION_PROPERTIES,
+    TOKEN_BUCKET,
 )
 from contend.machines.base import ScheduledMachine
 from contend.models.rate_limiter import Hit, Limits, over_admitted, refused_with_room
@@ -152,7 +155,9 @@ class RateLimiterMachine(ScheduledMachine):
         )
 
     def completed(self, index: int) -> None:
-        cost, began = self.running.pop(index, (1, self.last_op_started))
+        if index not in self.running:
+            return  # not a hit (the probe's remaining())
+        cost, began = self.running.pop(index)
         outcome = self.scheduler.clients[index].outcome
         name = self.scheduler.clients[index].name
         lost = index in self.lost_reply_in
@@ -181,6 +186,8 @@ class RateLimiterMachine(ScheduledMachine):
             evidence = over_admitted(every, self.limits, prop, new=hit)
             if evidence is None:
                 continue
+            if prop == FIXED_WINDOW and TOKEN_BUCKET not in self.claims:
+                evidence += BUCKET_HINT
             skewed = self._skewed()
             if skewed:
                 if CLOCK_SKEW_SAFE not in self.claims:
@@ -212,9 +219,17 @@ class RateLimiterMachine(ScheduledMachine):
             return
         seconds = self.window + 2 * SLACK
         self.scheduler.advance(seconds, note=f"{seconds:g} s pass (a whole window, nobody hitting)")
-        began = self.scheduler.vclock
-        self.running[self.probe] = (1, began)
         limiter = self.limiters[self.probe]
+        if callable(getattr(limiter, "remaining", None)):
+            # After a whole quiet window every algorithm has all of `limit` back.
+            outcome = self.run_alone(self.probe, limiter.remaining, "remaining() (after a quiet window)")
+            left = outcome.value
+            if outcome.error is None and isinstance(left, int) and left < LIMIT:
+                self.fail(
+                    NO_FALSE_REFUSAL,
+                    f"remaining() said {left} after a whole {self.window:g} s window with no hit (limit {LIMIT})",
+                )
+        self.running[self.probe] = (1, self.scheduler.vclock)
         self.run_alone(self.probe, lambda: limiter.hit(1), "hit() (after a quiet window)")
 
     def check_stuck_keys(self) -> None:

@@ -64,6 +64,7 @@ def test_a_token_bucket_held_to_a_fixed_window_is_told_so(contend_target, ns):
     (row,) = run_battery(contend_target, [gcra], CheckOptions(shrink=False, schedule_examples=200), ns,
                          only_checks=["schedule"])  # fmt: skip
     assert {r.prop for r in row.failed} == {catalog.FIXED_WINDOW}
+    assert "--claim token-bucket --no-claim fixed-window" in row.failed[0].detail
 
 
 @pytest.mark.soak

@@ -77,6 +77,8 @@ def test_a_refusal_with_room_is_false_and_one_after_busy_time_is_not():
     resent = [Hit(1, "c0", 1, 0.0, 0.01, True, weight=2), *hits((0.5, 0.51, False))[:0]]
     late = Hit(2, "c1", 1, 0.5, 0.51, False)
     assert refused_with_room(late, [*resent, late], LIM) is None  # the resend may have counted twice
+    itself = Hit(2, "c0", 1, 0.5, 0.52, False, weight=2)  # its first try counted before the resend refused
+    assert refused_with_room(itself, [Hit(1, "c0", 1, 0.0, 0.01, True), itself], LIM) is None
     after = hits((0.0, 0.01, True), (0.0, 0.01, True), (1.1, 1.11, False))
     assert refused_with_room(after[-1], after, LIM) is not None
 
