@@ -476,10 +476,11 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         "GCRA in one script on TIME: the theoretical arrival time moves on by cost * window/limit",
         "", _LIMITER | {TOKEN_BUCKET},
     ),
+    # The counter left without an expiry refuses every hit once it is full, windows later too.
     Implementation(
         "incr_then_expire", "rate_limiter", fixed_window.incr_then_expire_factory, "rate-limiter",
         "INCRBY, then PEXPIRE in a second round trip when the count shows a new window",
-        "", _LIMITER | {FIXED_WINDOW}, frozenset({NO_STUCK_KEY}),
+        "", _LIMITER | {FIXED_WINDOW}, frozenset({NO_STUCK_KEY, NO_FALSE_REFUSAL}),
     ),
     Implementation(
         "get_then_incr", "rate_limiter", fixed_window.get_then_incr_factory, "rate-limiter",

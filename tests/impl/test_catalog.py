@@ -108,7 +108,7 @@ def test_queues_claim_the_queue_properties_and_the_known_bad_ones_name_one_defec
 def test_rate_limiters_declare_one_algorithm_and_the_known_bad_ones_name_their_defect():
     limiters = catalog.family("rate_limiter")
     assert {i.name: set(i.violates) for i in limiters if i.known_bad} == {
-        "incr_then_expire": {catalog.NO_STUCK_KEY},
+        "incr_then_expire": {catalog.NO_STUCK_KEY, catalog.NO_FALSE_REFUSAL},
         "get_then_incr": {catalog.FIXED_WINDOW},
         "separate_count_log": {catalog.SLIDING_LOG, catalog.FIXED_WINDOW},
         "unwatched_bucket": {catalog.TOKEN_BUCKET},
