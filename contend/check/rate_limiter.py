@@ -91,7 +91,9 @@ def limiter_model_check(ctx: CheckContext) -> str:
                 raise CheckFailed(
                     f"remaining() said {left!r} after {min(step, CHECK_LIMIT)} admitted hit(s) of {CHECK_LIMIT} "
                     f"(and {max(0, step - CHECK_LIMIT)} refused) on a fresh key: {want} left",
-                    prop=NO_FALSE_REFUSAL if isinstance(left, int) and left < want else FIXED_WINDOW,
+                    prop=NO_FALSE_REFUSAL
+                    if isinstance(left, int) and left < want
+                    else next(iter(_algorithms(ctx)), FIXED_WINDOW),
                 )
             counted.append(left)
         hit = _timed_hit(limiter, 1, len(hits) + 1, "c0")

@@ -12,7 +12,8 @@ has read it). Each hit's outcome is judged when it returns, by the envelope of m
 * no-false-refusal when a hit is refused (or raises, its reply not lost) with room for it;
 * no-stuck-key at the end: every operation is run to its end, and no key of the limiter's is left
   without an expiry (PTTL -1): a counter that never expires refuses that key for ever;
-* at the end too, a window passes and a fresh client's hit(1) must be admitted (no-false-refusal).
+* at the end too, a window passes; a fresh client's remaining() (if the limiter has one) must say
+  the whole limit, and its hit(1) must be admitted (no-false-refusal).
 
 A hit that lost a reply and raised, or whose client crashed, has an unknown outcome: it is never
 counted as admitted, and it counts against a refusal (twice, if its command may have been resent).
