@@ -55,6 +55,7 @@ from contend.subject.loader import factory_name
 from contend.subject.protocols import protocol
 from contend.subject.resolve import load, on_target
 from contend.subject.spec import EVERY_KIND, SubjectSpec, parse_spec
+from contend.values import family_label
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -247,7 +248,8 @@ def report(rows: Sequence[ResultRow], noise: str = "", *, replay_call: str = "")
     lines = []
     for row in rows:
         cells = " · ".join(f"{r.check} {r.kind or r.status}" for r in row.results) or "no check ran"
-        lines.append(f"contend check · {row.subject.family} · {row.subject.name}: {row.verdict} ({cells})")
+        family = family_label(row.subject.family)  # as the command line spells it
+        lines.append(f"contend check · {family} · {row.subject.name}: {row.verdict} ({cells})")
         importable = _imports_back(row.subject.factory, row.subject.name)
         evidence = evidence_lines([row])
         if not importable and replay_call:
