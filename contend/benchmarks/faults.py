@@ -59,6 +59,7 @@ MUTANTS = (
     Case("foreign.double_free_semaphore", "semaphore", "schedule", frozenset({"mutual-exclusion"})),
     Case("foreign.rerun_flight", "single_flight", "schedule", frozenset({"runs-once"})),
     Case("foreign.retry_log", "rate_limiter", "schedule", frozenset({"no-false-refusal"})),
+    Case("foreign.transaction_bucket", "rate_limiter", "schedule", frozenset({"no-false-refusal"})),
     Case(
         "foreign.client_clock_log",
         "rate_limiter",

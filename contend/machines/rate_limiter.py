@@ -107,10 +107,11 @@ class RateLimiterMachine(ScheduledMachine):
             seconds = 0.6 * self.window
             self.scheduler.advance(seconds, note=f"{seconds:g} s pass (a stall between round trips)")
 
-    @precondition(lambda self: self.server_keeps_time)
+    @precondition(lambda self: self.server_keeps_time and not self.busy_clients())
     @rule(share=st.sampled_from(WAITS))
     def wait(self, share: float) -> None:
-        """A share of the window passes, wherever the clients are."""
+        """A share of the window passes between hits (time passing in the middle of one is
+        `advance`'s stall)."""
         seconds = share * self.window
         self.scheduler.advance(seconds, note=f"{seconds:g} s pass")
 

@@ -78,6 +78,9 @@ MUTANTS = [
     ("retry_log", "rate_limiter", {NO_FALSE_REFUSAL}),
     # Times from the client's clock; a stall between reading it and the script ages them too.
     ("client_clock_log", "rate_limiter", {CLOCK_SKEW_SAFE, SLIDING_LOG, FIXED_WINDOW}),
+    # (transaction_bucket, watch_bucket as first written with client.transaction(), which retries
+    # an EXEC whose connection dropped, is not caught at this budget: it needs a lost reply at
+    # EXEC on a hit that empties the bucket. The faults benchmark measures it.)
 ]
 
 #: 50 schedule examples for a correct one (the schedule check was two thirds of each test's time at
