@@ -7,6 +7,7 @@
 
 `check_lock`, `check_semaphore`, `check_registry`, `check_single_flight`,
 `check_transaction`, `check_queue` and `check_operations` (your own primitive) run the family's
+`check_transaction`, `check_queue` and `check_rate_limiter` run the family's
 battery (the same checks, claims, seeds and budgets as `contend check --impl M:F --kind
 KIND`) against the factory, on the server of the `contend_target` fixture (or on an
 embedded one started for the call). A broken property raises `ContendCheckFailed`, an
@@ -55,6 +56,7 @@ from contend.subject.loader import factory_name
 from contend.subject.protocols import protocol
 from contend.subject.resolve import load, on_target
 from contend.subject.spec import EVERY_KIND, SubjectSpec, parse_spec
+from contend.values import family_label
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -67,6 +69,7 @@ __all__ = [
     "check_lock",
     "check_operations",
     "check_queue",
+    "check_rate_limiter",
     "check_registry",
     "check_semaphore",
     "check_single_flight",
@@ -249,6 +252,16 @@ def check_operations(
     return check(factory, target, kind="operations", **options)
 
 
+def check_rate_limiter(
+    factory: Callable[..., Any] | str, target: Target | None = None, **options: Unpack[CheckKwargs]
+) -> list[ResultRow]:
+    """`check(factory, target, kind="rate-limiter", ...)`: factory(client, key, limit, window_ms) ->
+    a limiter with hit(cost=1) -> bool. It is held to a fixed window unless told otherwise:
+    `claim=["token-bucket"], no_claim=["fixed-window"]` for a token bucket or GCRA."""
+    __tracebackhide__ = True
+    return check(factory, target, kind="rate_limiter", **options)
+
+
 def report(rows: Sequence[ResultRow], noise: str = "", *, replay_call: str = "") -> str:
     """What a failed `check` says: the verdict and each check's status, the claims, and the
     evidence lines `contend check` prints. A replay command naming a factory that cannot be
@@ -256,7 +269,8 @@ def report(rows: Sequence[ResultRow], noise: str = "", *, replay_call: str = "")
     lines = []
     for row in rows:
         cells = " · ".join(f"{r.check} {r.kind or r.status}" for r in row.results) or "no check ran"
-        lines.append(f"contend check · {row.subject.family} · {row.subject.name}: {row.verdict} ({cells})")
+        family = family_label(row.subject.family)  # as the command line spells it
+        lines.append(f"contend check · {family} · {row.subject.name}: {row.verdict} ({cells})")
         importable = _imports_back(row.subject.factory, row.subject.name)
         evidence = evidence_lines([row])
         if not importable and replay_call:

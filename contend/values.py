@@ -78,6 +78,7 @@ FAMILIES = {
     "transaction": "transaction",
     "queue": "queue",
     "operations": "operations",
+    "rate_limiter": "rate-limiter",
 }
 FAMILY_CHOICES = ", ".join(FAMILIES.values())
 

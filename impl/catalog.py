@@ -31,6 +31,7 @@ from contend.impl.locks import (
     token,
 )
 from contend.impl.queue import lease_list, pop, stream, value_list
+from contend.impl.rate_limiter import fixed_window, gcra, sliding_log
 from contend.impl.registry import async_check_then_set, async_lua
 from contend.impl.transactions import (
     LockFirstBank,
@@ -89,6 +90,20 @@ QUEUE_PROPERTIES = frozenset({NO_LOSS, NO_DOUBLE_DELIVERY, ACK_FINAL, NO_PHANTOM
 # A user's own primitive (--kind operations, issue 43): its operations and a sequential specification.
 LINEARIZABLE = "linearizable"  # some order consistent with real time gives every observed result
 OPERATIONS_PROPERTIES = frozenset({LINEARIZABLE, NO_SPURIOUS_ERRORS})
+# Properties a rate limiter can claim (issue 43): hit(cost) admits at most `limit` per `window_ms`.
+# Never over-admits, by the algorithm it declares (one of the first three):
+FIXED_WINDOW = "fixed-window"  # at most limit in each window (from its first hit, or epoch-aligned)
+SLIDING_LOG = "sliding-log"  # at most limit in any interval of window_ms
+TOKEN_BUCKET = "token-bucket"  # a bucket of limit tokens refilled at limit per window_ms (GCRA too)
+NO_STUCK_KEY = "no-stuck-key"  # no key is left without an expiry after a crash or a lost reply
+NO_FALSE_REFUSAL = "no-false-refusal"  # a hit is admitted when the window before it leaves room
+OVER_ADMISSION_PROPERTIES = frozenset({FIXED_WINDOW, SLIDING_LOG, TOKEN_BUCKET})
+#: Said after a fixed-window finding on a limiter that does not claim token-bucket.
+BUCKET_HINT = (
+    " (a token bucket or GCRA may admit this: if this limiter is one, declare it with "
+    "--claim token-bucket --no-claim fixed-window)"
+)
+RATE_LIMITER_PROPERTIES = OVER_ADMISSION_PROPERTIES | {NO_STUCK_KEY, NO_FALSE_REFUSAL, CLOCK_SKEW_SAFE}
 
 # Every implementation: bad input (ttl_ms <= 0, an empty key or name) raises before anything is written.
 BAD_INPUT = "bad-input"
@@ -125,6 +140,12 @@ PROPERTY_KINDS: dict[str, str] = {
     ACK_FINAL: SAFETY,
     NO_PHANTOM: SAFETY,
     LINEARIZABLE: SAFETY,
+    FIXED_WINDOW: SAFETY,
+    SLIDING_LOG: SAFETY,
+    TOKEN_BUCKET: SAFETY,
+    # A key without an expiry is a state, not a wait (it refuses for ever once full).
+    NO_STUCK_KEY: SAFETY,
+    NO_FALSE_REFUSAL: LIVENESS,
     BAD_INPUT: HYGIENE,
     CLUSTER_SLOTS: HYGIENE,
 }
@@ -136,7 +157,10 @@ PROPERTY_DESCRIPTIONS: dict[str, str] = {
     TABLES_AGREE: "reverse(id) and count() agree with what registration returned",
     NO_SPURIOUS_ERRORS: "operations on valid input do not fail under concurrency",
     MUTUAL_EXCLUSION: "at most one holder (at most `limit` for a semaphore) while leases are valid",
-    CLOCK_SKEW_SAFE: "mutual exclusion holds when the clients' clocks disagree",
+    CLOCK_SKEW_SAFE: (
+        "mutual exclusion holds when the clients' clocks disagree; a rate limiter neither over-admits nor "
+        "refuses with room when they do"
+    ),
     SAFE_RELEASE: "a release or extend after the lease expired never frees or prolongs another holder's lease",
     CRASH_LIVENESS: "a holder that dies at any round trip blocks the others for about one TTL, not for ever",
     FENCING: "every grant carries a larger fencing token than every grant before it",
@@ -172,10 +196,24 @@ PROPERTY_DESCRIPTIONS: dict[str, str] = {
         "some order of the operations consistent with real time gives every result observed, run one at "
         "a time by the specification (the model, or the implementation itself on a fresh namespace)"
     ),
+    FIXED_WINDOW: (
+        "at most `limit` admitted in each window of window_ms (a window starting at its first hit, or at a "
+        "multiple of window_ms on the clock)"
+    ),
+    SLIDING_LOG: "at most `limit` admitted in any interval of window_ms",
+    TOKEN_BUCKET: (
+        "at most `limit + d * limit / window_ms` admitted in any span d (a bucket of `limit` tokens "
+        "refilled at `limit` per window_ms; GCRA too)"
+    ),
+    NO_STUCK_KEY: "no key of the limiter's is left without an expiry, whoever crashed or lost a reply",
+    NO_FALSE_REFUSAL: (
+        "a hit is admitted when every hit that could count against it in the window before it leaves room "
+        "for its cost"
+    ),
     BAD_INPUT: (
         "ttl_ms <= 0, an empty key or an empty name (for a bank: an amount <= 0, an unknown account, a "
-        "transfer to the same account; for a queue: a take timeout < 0, an item it cannot serialise) "
-        "raises before anything is written"
+        "transfer to the same account; for a queue: a take timeout < 0, an item it cannot serialise; for a "
+        "rate limiter: limit < 1, window_ms <= 0) raises before anything is written"
     ),
     CLUSTER_SLOTS: "on a Redis Cluster, each command, script or transaction names keys of one hash slot",
 }
@@ -191,6 +229,7 @@ def properties_of(family: str) -> frozenset[str]:
         "transaction": TRANSACTION_PROPERTIES,
         "queue": QUEUE_PROPERTIES,
         "operations": OPERATIONS_PROPERTIES,
+        "rate_limiter": RATE_LIMITER_PROPERTIES,
     }[family]
 
 
@@ -246,6 +285,7 @@ _RACY = frozenset({NO_SPURIOUS_ERRORS, GAP_FREE, TABLES_AGREE})
 _FLIGHT = SINGLE_FLIGHT_PROPERTIES
 _BANK = TRANSACTION_PROPERTIES
 _QUEUE = QUEUE_PROPERTIES
+_LIMITER = frozenset({NO_STUCK_KEY, NO_FALSE_REFUSAL, CLOCK_SKEW_SAFE})
 
 # The expiry-time locks (SETNX/GETSET) compute the expiry they write before a round trip that may
 # come after a stall: a grant then carries a lease that had already run out (stale-grant).
@@ -428,6 +468,50 @@ IMPLEMENTATIONS: tuple[Implementation, ...] = (
         "list_queue whose take reads the next id (LRANGE), then LREMs and leases it in a second round "
         "trip, whatever LREM removed",
         "", _QUEUE, frozenset({NO_DOUBLE_DELIVERY}),
+    ),
+    Implementation(
+        "fixed_window", "rate_limiter", fixed_window.factory, "rate-limiter",
+        "one script: GET the window's counter; if the hit fits, INCRBY, and PEXPIRE a new counter",
+        "", _LIMITER | {FIXED_WINDOW},
+    ),
+    # A log admits at most `limit` in any window_ms, so in each fixed window too.
+    Implementation(
+        "sliding_log", "rate_limiter", sliding_log.factory, "rate-limiter",
+        "one script on a sorted set scored by TIME: ZREMRANGEBYSCORE, ZCARD, ZADD, PEXPIRE",
+        "", _LIMITER | {SLIDING_LOG, FIXED_WINDOW},
+    ),
+    Implementation(
+        "gcra", "rate_limiter", gcra.factory, "rate-limiter",
+        "GCRA in one script on TIME: the theoretical arrival time moves on by cost * window/limit",
+        "", _LIMITER | {TOKEN_BUCKET},
+    ),
+    # The counter left without an expiry refuses every hit once it is full, windows later too.
+    Implementation(
+        "incr_then_expire", "rate_limiter", fixed_window.incr_then_expire_factory, "rate-limiter",
+        "INCRBY, then PEXPIRE in a second round trip when the count shows a new window",
+        "", _LIMITER | {FIXED_WINDOW}, frozenset({NO_STUCK_KEY, NO_FALSE_REFUSAL}),
+    ),
+    Implementation(
+        "get_then_incr", "rate_limiter", fixed_window.get_then_incr_factory, "rate-limiter",
+        "GET the counter, decide, then SET NX PX and INCRBY in a MULTI",
+        "", _LIMITER | {FIXED_WINDOW}, frozenset({FIXED_WINDOW}),
+    ),
+    Implementation(
+        "separate_count_log", "rate_limiter", sliding_log.separate_count_factory, "rate-limiter",
+        "sliding log in three round trips: TIME; ZREMRANGEBYSCORE and ZCARD; ZADD and PEXPIRE",
+        "", _LIMITER | {SLIDING_LOG, FIXED_WINDOW}, frozenset({SLIDING_LOG, FIXED_WINDOW}),
+    ),
+    Implementation(
+        "unwatched_bucket", "rate_limiter", gcra.unwatched_factory, "rate-limiter",
+        "token bucket: TIME and HMGET, compute the refill, HSET and PEXPIRE in a MULTI, no WATCH",
+        "", _LIMITER | {TOKEN_BUCKET}, frozenset({TOKEN_BUCKET}),
+    ),
+    # Its window is chosen by the client's clock before the round trip: a client whose clock is
+    # skewed, or that stalls between reading it and its MULTI, counts in a window not the server's.
+    Implementation(
+        "client_clock_window", "rate_limiter", fixed_window.client_clock_factory, "rate-limiter",
+        "a counter per window numbered by the client's clock (time() // window), INCRBY and PEXPIRE in a MULTI",
+        "", _LIMITER | {FIXED_WINDOW}, frozenset({CLOCK_SKEW_SAFE, FIXED_WINDOW}),
     ),
 )  # fmt: skip
 

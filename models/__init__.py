@@ -11,6 +11,7 @@ from contend.models.cas_register import CasRegisterModel
 from contend.models.kv import KvModel
 from contend.models.lease import LeaseModel, LeaseState
 from contend.models.queue import QueueModel, QueueState
+from contend.models.rate_limiter import RateLimiterModel, RateLimiterState
 from contend.models.registry import RegistryModel, RegistryState
 from contend.models.registry_by_name import RegistryByNameModel
 from contend.models.semaphore import SemaphoreModel, SemaphoreState
@@ -28,6 +29,8 @@ __all__ = [
     "Op",
     "QueueModel",
     "QueueState",
+    "RateLimiterModel",
+    "RateLimiterState",
     "RegistryByNameModel",
     "RegistryModel",
     "RegistryState",

@@ -22,7 +22,7 @@ from contend.machines.settings import machine_settings
 #: the quick tier (`pytest -m "not slow"`) does not.
 pytestmark = pytest.mark.slow
 
-FAMILIES = ("registry", "lock", "semaphore", "single_flight", "transaction", "queue")
+FAMILIES = ("registry", "lock", "semaphore", "single_flight", "transaction", "queue", "rate_limiter")
 #: In the soak tier only (`pytest -m soak`): bank_lock_first takes the most round trips of the banks
 #: (about 15 s for the gate's 50 examples) and bank_audit_multi is bank_lua with another summary.
 SOAK = {"bank_lock_first", "bank_audit_multi"}

@@ -176,6 +176,36 @@ CASES: list[tuple[str, list[str], str]] = [
             "tests.fixtures.operations.bad_inputs:CANNOT_DRAW",
         ],
         "cannot draw",
+        "check: a rate limiter claiming what a limiter cannot",
+        [
+            "check",
+            "--impl",
+            "tests.fixtures.foreign.list_log:make",
+            "--kind",
+            "rate-limiter",
+            "--claim",
+            "fifo",
+        ],
+        "a rate-limiter can claim clock-skew-safe, fixed-window, no-false-refusal, no-stuck-key, sliding-log, "
+        "token-bucket",
+    ),
+    (
+        "check: a lock given as a rate limiter",
+        ["check", "--impl", "tests.fixtures.foreign.raising_lock:make", "--kind", "rate-limiter"],
+        "a rate-limiter factory is called as factory(client: redis.Redis, key: str, limit: int, window_ms: int)",
+    ),
+    (
+        "stress: a rate limiter",
+        [
+            "stress",
+            "--impl",
+            "tests.fixtures.foreign.list_log:make",
+            "--kind",
+            "rate-limiter",
+            "--duration",
+            "1",
+        ],
+        "stress runs the registry and lock families; check a rate-limiter with `contend check",
     ),
     (
         "stress: a queue",

@@ -23,6 +23,7 @@ from contend.testing import (
     check,
     check_lock,
     check_queue,
+    check_rate_limiter,
     check_registry,
     check_semaphore,
     check_single_flight,
@@ -34,6 +35,7 @@ from tests.fixtures.foreign import (
     check_then_set_lock,
     flight,
     hash_bank,
+    list_log,
     lua_queue,
     lua_registry,
     raising_lock,
@@ -69,6 +71,7 @@ def test_each_kind_has_its_wrapper(contend_target):
         (check_single_flight, flight.make, "single_flight"),
         (check_transaction, hash_bank.make, "transaction"),
         (check_queue, lua_queue.make, "queue"),
+        (check_rate_limiter, list_log.make, "rate_limiter"),
     ]:
         (row,) = wrapper(factory, contend_target, checks=["bad-input"])
         assert (row.subject.family, row.verdict, [r.check for r in row.results]) == (

@@ -59,6 +59,14 @@ MUTANTS = (
     Case("foreign.wall_deadline_lock", "lock", "schedule", frozenset({"progress"})),
     Case("foreign.double_free_semaphore", "semaphore", "lost-reply", frozenset({"mutual-exclusion"})),
     Case("foreign.rerun_flight", "single_flight", "schedule", frozenset({"runs-once"})),
+    Case("foreign.retry_log", "rate_limiter", "schedule", frozenset({"no-false-refusal"})),
+    Case("foreign.transaction_bucket", "rate_limiter", "schedule", frozenset({"no-false-refusal"})),
+    Case(
+        "foreign.client_clock_log",
+        "rate_limiter",
+        "schedule",
+        frozenset({"clock-skew-safe", "sliding-log", "fixed-window"}),
+    ),
     Case(
         "masters.half_quorum_lock",
         "lock",
@@ -150,7 +158,13 @@ def _subject(case: Case, target: Target) -> Subject:
     if case.module.startswith(CATALOG):
         (subject,) = catalog_subjects([case.kind], [case.module.removeprefix(CATALOG)])
         return subject
-    return user_subject(f"tests.fixtures.{case.module}:make", case.kind, target)
+    from tests.fixtures import foreign
+
+    # What a foreign rate limiter declares beyond the default fixed window (a bucket, a log).
+    claim, no_claim = foreign.LIMITER_CLAIMS.get(case.module.removeprefix("foreign."), ((), ()))
+    return user_subject(
+        f"tests.fixtures.{case.module}:make", case.kind, target, claim=claim, no_claim=no_claim
+    )
 
 
 def measure(

@@ -40,6 +40,7 @@ from contend.check.lost_reply import (
     TRANSACTION_LOST_REPLY,
 )
 from contend.check.queue import QUEUE_CHECKS
+from contend.check.rate_limiter import RATE_LIMITER_CHECKS
 from contend.check.registry import ASYNC_BURST_ONE_NAME
 from contend.check.registry import CHECKS as REGISTRY_CHECKS
 from contend.check.schedule import SCHEDULE
@@ -62,6 +63,8 @@ BATTERIES: dict[str, list[Check]] = {
     "queue": [*QUEUE_CHECKS, SCHEDULE],
     # A user's own primitive: the scheduler's faults, judged against its sequential specification.
     "operations": [SCHEDULE],
+    # Crashes, lost replies, stalls, windows running out and skewed clocks: the state machine's.
+    "rate_limiter": [*RATE_LIMITER_CHECKS, SCHEDULE],
 }
 #: The checks of async implementations (coroutine methods on redis.asyncio clients): bursts of tasks,
 #: cancellation, bad input, and the family's state machine with async clients (which cancels

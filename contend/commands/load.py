@@ -36,6 +36,7 @@ from contend.report.data import SweepData, load_sweep, process_comparison_table
 from contend.servers.keyspace import Namespace, new_run_id
 from contend.servers.target import open_target
 from contend.subject.resolve import trial
+from contend.values import family_label
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -55,8 +56,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         f"{sw.FULL_SECONDS:g} s each. Exit 0 when every run kept its invariant and committed, 1 when "
         "one broke its invariant, crashed, committed nothing or failed more than --max-failed-share of "
         f"its operations, 2 on bad input. Strategies: {strategies}. With --impl MODULE:FACTORY --kind "
-        f"{' or '.join(USER_WORKLOADS)}, your own implementation is the one strategy: a lock protects the "
-        "counter and transfer read-modify-writes, a registry takes the registry workload's registrations.",
+        f"{' or '.join(family_label(k) for k in USER_WORKLOADS)}, your own implementation is the one "
+        "strategy: a lock protects the counter and transfer read-modify-writes, a registry takes the "
+        "registry workload's registrations, a rate limiter takes the limiter workload's hits.",
         formatter_class=HelpFormatter,
         epilog=exitcodes.epilog(),
     )

@@ -20,7 +20,7 @@ from contend.load.metrics import OperationMetrics, Tally
 from contend.subject.resolve import load
 from contend.subject.spec import Scope, parse_spec
 from contend.subject.subject import Subject
-from contend.values import positive_whole
+from contend.values import family_label, positive_whole
 
 #: Environment variable that adds known-bad strategies (for tests that show a broken run fails).
 KNOWN_BAD_ENV = "CONTEND_LOAD_KNOWN_BAD"
@@ -33,7 +33,11 @@ UNSAFE = "unsafe"  # no protection at all (known-bad, tests only)
 USER = "user"  # a user's own registry (--impl): how it protects itself is its own business
 
 #: The kinds of user implementation a load run drives (--impl M:F --kind K), and the workloads each runs in.
-USER_WORKLOADS: dict[str, tuple[str, ...]] = {"lock": ("counter", "transfer"), "registry": ("registry",)}
+USER_WORKLOADS: dict[str, tuple[str, ...]] = {
+    "lock": ("counter", "transfer"),
+    "registry": ("registry",),
+    "rate_limiter": ("limiter",),
+}
 
 #: A blocking lock acquire gives up after this many seconds (the operation then fails, with no effect).
 LOCK_TIMEOUT = 30.0
@@ -44,7 +48,7 @@ WATCH_BACKOFF_CAP = 0.02
 
 
 #: The kinds of --impl contend load runs, as `--impl needs --kind` names them.
-LOAD_KINDS = "lock or registry: what contend load runs"
+LOAD_KINDS = "lock, registry or rate-limiter: what contend load runs"
 
 
 class LoadInputError(ContendError):
@@ -88,7 +92,8 @@ def _workloads_text(names: tuple[str, ...]) -> str:
     return f"{' and '.join(names)} workload{'s' if len(names) > 1 else ''}"
 
 
-_RUNS = " or ".join(f"{k} (the {_workloads_text(w)})" for k, w in USER_WORKLOADS.items())
+_EACH = [f"{family_label(k)} (the {_workloads_text(w)})" for k, w in USER_WORKLOADS.items()]
+_RUNS = f"{', '.join(_EACH[:-1])} or {_EACH[-1]}"
 #: What contend load runs of the user's code (--impl M:F --kind K), and how it refuses the rest.
 LOAD_SCOPE = Scope(
     named=LOAD_KINDS,

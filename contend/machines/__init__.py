@@ -31,6 +31,7 @@ from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
 from contend.machines.locks import LockMachine
 from contend.machines.queue import QueueMachine
+from contend.machines.rate_limiter import RateLimiterMachine
 from contend.machines.registry import RegistryMachine
 from contend.machines.settings import machine_settings
 from contend.machines.single_flight import SingleFlightMachine
@@ -56,6 +57,7 @@ __all__ = [
     "LockMachine",
     "PropertyViolated",
     "QueueMachine",
+    "RateLimiterMachine",
     "RegistryMachine",
     "ScheduledMachine",
     "SingleFlightMachine",

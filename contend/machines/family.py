@@ -3,7 +3,7 @@
 from typing import Any
 
 from contend.impl.catalog import SEED_LAYOUT_DBS
-from contend.machines import locks, operations, queue, registry, single_flight, transactions
+from contend.machines import locks, operations, queue, rate_limiter, registry, single_flight, transactions
 from contend.machines.base import ScheduledMachine
 from contend.machines.cancelling import CANCEL_RULES, REGISTRY_CANCEL_RULES
 from contend.machines.masters import masters_machine
@@ -45,4 +45,6 @@ def _family_machine(impl: Any) -> type[ScheduledMachine]:
         return queue.machine_for(impl)
     if impl.family == "operations":
         return operations.machine_for(impl)
+    if impl.family == "rate_limiter":
+        return rate_limiter.machine_for(impl)
     raise ValueError(f"no state machine for the {impl.family!r} family yet")

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from contend.impl import catalog
 from contend.subject.protocols import ProtocolError
+from contend.values import family_label
 
 #: A lock's or semaphore's defaults: one holder, a release that frees only its own lease, a dead
 #: holder's lease running out, leases kept by the server's clock (plus fencing once it has a token).
@@ -22,6 +23,11 @@ SINGLE_FLIGHT_CLAIMS = catalog.SINGLE_FLIGHT_PROPERTIES
 TRANSACTION_CLAIMS = catalog.TRANSACTION_PROPERTIES
 #: A queue's defaults; add FIFO for one that hands items out in the order they were put.
 QUEUE_CLAIMS = catalog.QUEUE_PROPERTIES - {catalog.FIFO}
+#: A rate limiter's defaults: a fixed window. A sliding log adds sliding-log; a token bucket or
+#: GCRA claims token-bucket instead (--claim token-bucket --no-claim fixed-window).
+RATE_LIMITER_CLAIMS = frozenset(
+    {catalog.FIXED_WINDOW, catalog.NO_STUCK_KEY, catalog.NO_FALSE_REFUSAL, catalog.CLOCK_SKEW_SAFE}
+)
 
 #: What a user's implementation is taken to claim, per kind (fencing: when it has a token).
 DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
@@ -32,6 +38,7 @@ DEFAULT_CLAIMS: dict[str, frozenset[str]] = {
     "transaction": TRANSACTION_CLAIMS,
     "queue": QUEUE_CLAIMS,
     "operations": catalog.OPERATIONS_PROPERTIES,
+    "rate_limiter": RATE_LIMITER_CLAIMS,
 }
 
 
@@ -40,4 +47,6 @@ def check_claim_names(kind: str, names: Iterable[str], option: str) -> None:
     known = catalog.properties_of(kind)
     for name in names:
         if name not in known:
-            raise ProtocolError(f"{option} {name!r}: a {kind} can claim {', '.join(sorted(known))}")
+            raise ProtocolError(
+                f"{option} {name!r}: a {family_label(kind)} can claim {', '.join(sorted(known))}"
+            )

@@ -77,6 +77,8 @@ def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[
     resolution = ttl_resolution(factory)
     if kind == "single_flight":
         return Capabilities(clock=clock, ttl_resolution_ms=resolution)
+    if kind == "rate_limiter":
+        return Capabilities(remaining=callable(getattr(obj, "remaining", None)))
     extend = callable(getattr(obj, "extend", None))
     if kind == "queue":
         return Capabilities(

@@ -26,9 +26,11 @@ the protocol"):
   lease the checks want.
 * operations (your own primitive): `factory(client, namespace)` and a list of operations, each a
   method name and a Hypothesis strategy of its argument tuple (contend.subject.operations).
+* rate_limiter: `factory(client, key, limit, window_ms)` with `hit(cost=1) -> bool` (admitted or
+  refused); optional, detected and then checked: `remaining() -> int`.
 * Bad input: `ttl_ms <= 0`, an empty key or an empty name raises (any exception) before
-  anything is written (a queue: also take(timeout < 0) and an item it cannot serialise). Nothing
-  stricter.
+  anything is written (a queue: also take(timeout < 0) and an item it cannot serialise; a rate
+  limiter: limit < 1 or window_ms <= 0, from the factory or the first hit). Nothing stricter.
 * A factory that can only hold leases in whole seconds (a library taking int seconds) says
   so with an attribute `ttl_resolution_ms = 1000`; the checks then use TTLs it can hold.
 """
@@ -41,6 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contend.errors import ContendError
+from contend.values import family_label
 
 #: kind -> (factory signature in words, {method: what it must do})
 PROTOCOLS: dict[str, tuple[str, dict[str, str]]] = {
@@ -91,13 +94,25 @@ PROTOCOLS: dict[str, tuple[str, dict[str, str]]] = {
             "ack": "ack(id) -> None",
         },
     ),
+    "rate_limiter": (
+        "factory(client: redis.Redis, key: str, limit: int, window_ms: int)",
+        {"hit": "hit(cost: int = 1) -> bool"},
+    ),
 }
 #: Kinds whose factory takes (client, namespace) rather than (client, key, ttl_ms).
 NAMESPACE_KINDS = frozenset({"registry", "transaction", "operations"})
 #: Kinds whose factory takes (client, name): a key of their own, no TTL.
 NAME_KINDS = frozenset({"queue"})
 #: The method whose being a coroutine function marks code for redis.asyncio, per kind.
-MAIN_METHOD = {"registry": "register", "single_flight": "call", "transaction": "transfer", "queue": "take"}
+MAIN_METHOD = {
+    "registry": "register",
+    "single_flight": "call",
+    "transaction": "transfer",
+    "queue": "take",
+    "rate_limiter": "hit",
+}
+#: The limit and window (ms) contend gives a rate limiter it builds only to look at.
+PROBE_LIMIT, PROBE_WINDOW_MS = 10, 10_000
 
 #: Where a lock's fencing token comes from.
 TOKEN_RETURNED = "acquire's return"
@@ -115,6 +130,7 @@ class Capabilities:
     ttl_resolution_ms: int = 1  # the factory can only hold leases in multiples of this (whole seconds: 1000)
     nack: bool = False  # a queue that can give a job back
     lease_ms: float | None = None  # the visibility lease a queue declares
+    remaining: bool = False  # a rate limiter that says what its window has left
     #: What went wrong while finding these out (the code raised), for the table's evidence.
     note: str = ""
 
@@ -131,6 +147,8 @@ class Capabilities:
             parts.append("an injectable clock")
         if self.nack:
             parts.append("nack")
+        if self.remaining:
+            parts.append("remaining")
         if self.lease_ms is not None:
             parts.append(f"a {self.lease_ms:g} ms lease")
         if self.ttl_resolution_ms > 1:
@@ -146,11 +164,13 @@ class ProtocolError(ContendError):
 def check_factory_signature(factory: Callable[..., Any], kind: str, spec: str) -> None:
     """A factory must accept the protocol's positional arguments."""
     signature, _ = protocol(kind)
-    wanted = 2 if kind in NAMESPACE_KINDS | NAME_KINDS else 3
+    wanted = 2 if kind in NAMESPACE_KINDS | NAME_KINDS else 4 if kind == "rate_limiter" else 3
     try:
         inspect.signature(factory).bind(*range(wanted))
     except TypeError as exc:
-        raise ProtocolError(f"--impl {spec!r}: a {kind} factory is called as {signature}; {exc}") from None
+        raise ProtocolError(
+            f"--impl {spec!r}: a {family_label(kind)} factory is called as {signature}; {exc}"
+        ) from None
     except ValueError:
         pass  # builtins without a signature: find out when it is called
 
@@ -170,7 +190,9 @@ def check_object(obj: Any, kind: str, spec: str) -> None:
 
 def factory_args(kind: str, where: str) -> tuple[Any, ...]:
     """What follows the client when contend builds one object to look at: a registry's or bank's
-    namespace, a queue's name, or a lock's key and a 10 s TTL."""
+    namespace, a queue's name, a rate limiter's key, limit and window, or a lock's key and a 10 s TTL."""
+    if kind == "rate_limiter":
+        return (where, PROBE_LIMIT, PROBE_WINDOW_MS)
     return (where,) if kind in NAMESPACE_KINDS | NAME_KINDS else (where, 10_000)
 
 

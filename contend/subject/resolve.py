@@ -42,6 +42,7 @@ from contend.subject.probe import (
 from contend.subject.protocols import NAMESPACE_KINDS, Capabilities, ProtocolError, check_object, factory_args
 from contend.subject.spec import EVERY_KIND, SubjectSpec, parse_spec
 from contend.subject.subject import Subject
+from contend.values import family_label
 
 
 def load(spec: SubjectSpec, *, offline_object: bool = False) -> Subject:
@@ -112,6 +113,11 @@ def on_target(subject: Subject, target: Target) -> Subject:
             )
         factory = over_masters(factory, target.also)
     asynchronous = is_async(factory, spec.kind)  # builds probe objects: once
+    if asynchronous and spec.kind == "rate_limiter":
+        raise ProtocolError(
+            f"--impl {spec.name}: hit() is a coroutine; contend checks rate limiters written for "
+            "redis.asyncio not yet (a synchronous limiter only)"
+        )
     if asynchronous and spec.kind == "queue":
         raise ProtocolError(
             f"--impl {spec.name}: take() is a coroutine; contend checks queues written for "
@@ -222,7 +228,8 @@ def _row(
     """The row of a user's factory: the kind's default claims (fencing too once a token is
     found), changed as --claim / --no-claim say, and the command line that names it."""
     flags = [*(f"--claim {c}" for c in spec.claim), *(f"--no-claim {c}" for c in spec.no_claim)]
-    selector = ("--impl", spec.name, "--kind", spec.kind, *(part for f in flags for part in f.split()))
+    kind = family_label(spec.kind)  # as the command line spells it (single-flight, rate-limiter)
+    selector = ("--impl", spec.name, "--kind", kind, *(part for f in flags for part in f.split()))
     claims = set(DEFAULT_CLAIMS[spec.kind]) | (
         {catalog.FENCING} if capabilities and capabilities.fencing else set()
     )

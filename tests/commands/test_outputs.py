@@ -251,6 +251,7 @@ def test_the_junit_file_of_a_whole_catalog_check_reads_back(tmp_path, capsys):
         "single-flight",
         "transaction",
         "queue",
+        "rate-limiter",
     }
     expected = sum(len(r["checks"]) for r in rows) + sum(r["known_bad"] for r in rows)
     assert suite.tests == expected and len(list(suite)) == expected

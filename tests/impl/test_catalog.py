@@ -103,3 +103,22 @@ def test_queues_claim_the_queue_properties_and_the_known_bad_ones_name_one_defec
         assert impl.model == "queue" and impl.claims == catalog.QUEUE_PROPERTIES, impl.name
     assert catalog.properties_of("queue") == catalog.QUEUE_PROPERTIES
     assert all(catalog.PROPERTY_KINDS[p] == catalog.SAFETY for p in catalog.QUEUE_PROPERTIES)
+
+
+def test_rate_limiters_declare_one_algorithm_and_the_known_bad_ones_name_their_defect():
+    limiters = catalog.family("rate_limiter")
+    assert {i.name: set(i.violates) for i in limiters if i.known_bad} == {
+        "incr_then_expire": {catalog.NO_STUCK_KEY, catalog.NO_FALSE_REFUSAL},
+        "get_then_incr": {catalog.FIXED_WINDOW},
+        "separate_count_log": {catalog.SLIDING_LOG, catalog.FIXED_WINDOW},
+        "unwatched_bucket": {catalog.TOKEN_BUCKET},
+        "client_clock_window": {catalog.CLOCK_SKEW_SAFE, catalog.FIXED_WINDOW},
+    }
+    assert {i.name for i in limiters if not i.known_bad} == {"fixed_window", "sliding_log", "gcra"}
+    for impl in limiters:
+        assert impl.model == "rate-limiter" and impl.claims <= catalog.RATE_LIMITER_PROPERTIES, impl.name
+        assert impl.claims & catalog.OVER_ADMISSION_PROPERTIES, f"{impl.name} declares no algorithm"
+        assert impl.violates <= impl.claims, impl.name
+    # A token bucket admits a full bucket and then what refills: never held to a fixed window.
+    assert all(catalog.FIXED_WINDOW not in i.claims for i in limiters if catalog.TOKEN_BUCKET in i.claims)
+    assert catalog.properties_of("rate_limiter") == catalog.RATE_LIMITER_PROPERTIES

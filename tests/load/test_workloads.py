@@ -22,7 +22,7 @@ from contend.load.workload import (
 from contend.subject.subject import Subject
 
 
-@pytest.mark.parametrize("name", ["registry", "counter", "transfer"])
+@pytest.mark.parametrize("name", ["registry", "counter", "transfer", "limiter"])
 def test_every_correct_strategy_keeps_the_invariant_when_run_serially(
     contend_target, client, ns, name, monkeypatch
 ):
@@ -105,6 +105,7 @@ def test_known_bad_strategies_only_on_request(monkeypatch):
 
 LOCK = "tests.fixtures.foreign.redispy_lock:make"
 REGISTRY = "tests.fixtures.user_registry:make"
+LIMITER = "tests.fixtures.foreign.list_log:make"
 
 
 def run_serially(w: LoadWorkload, url: str, prefix: str, impl: Subject, ops: int = 20) -> Tally:
@@ -121,7 +122,9 @@ def run_serially(w: LoadWorkload, url: str, prefix: str, impl: Subject, ops: int
     return tally
 
 
-@pytest.mark.parametrize(("spec", "kind"), [(LOCK, "lock"), (REGISTRY, "registry")])
+@pytest.mark.parametrize(
+    ("spec", "kind"), [(LOCK, "lock"), (REGISTRY, "registry"), (LIMITER, "rate_limiter")]
+)
 def test_a_user_implementation_is_a_strategy_of_the_workloads_of_its_kind(
     contend_target, client, ns, spec, kind
 ):
@@ -157,6 +160,25 @@ def test_a_user_registry_is_judged_through_its_own_count_reverse_and_lookup(cont
     assert any("new names were registered" in line for line in verdict.lines), verdict.lines
 
 
+def test_the_limiter_check_counts_admitted_hits_against_the_limit_over_the_run(client, ns):
+    from contend.load.limiter import LIMIT
+    from contend.load.metrics import WINDOW
+
+    limiter = wl.workload("limiter")
+    prefix = ns.key("limiter")
+    (key,) = limiter.keys(prefix, 1)
+    tally = Tally("limiter", "fixed_window")
+    tally.commits = 3 * LIMIT + 50
+    tally.windows = {0: 1, int(1 / WINDOW) - 1: 1}  # decisions over one second: one window
+    tally.per_key = {key: [2 * LIMIT, 0]}  # the most two windows can hold (the run meets two)
+    verdict = limiter.check(client, prefix, 1, tally)
+    assert verdict.ok and "admitted 2.00-2.00 × the limit a window" in verdict.lines[0], verdict.lines
+    assert "150 refused" in verdict.lines[0]
+    tally.per_key = {key: [2 * LIMIT + 1, 0]}
+    verdict = limiter.check(client, prefix, 1, tally)
+    assert not verdict.ok and f"admitted {2 * LIMIT + 1} in 1.0 s" in verdict.lines[0], verdict.lines
+
+
 def test_a_user_lock_is_refused_by_the_registry_workload():
     impl = user_code(LOCK, "lock")
     with pytest.raises(LoadInputError, match="runs in the counter and transfer workloads, not in registry"):
@@ -166,10 +188,11 @@ def test_a_user_lock_is_refused_by_the_registry_workload():
 @pytest.mark.parametrize(
     ("spec", "kind", "message"),
     [
-        (LOCK, "semaphore", "contend load runs your lock .* or registry .*, not a semaphore; check it with"),
+        (LOCK, "semaphore", "contend load runs your lock .*, not a semaphore; check it with"),
         (LOCK, "single-flight", "not a single-flight"),
         (LOCK, "queue", "not a queue; check it with"),
-        (LOCK, "rate-limiter", "unknown --kind 'rate-limiter'"),
+        (LOCK, "queue", "contend load runs your lock .*, registry .* or rate-limiter .*, not a queue"),
+        (LOCK, "leaderboard", "unknown --kind 'leaderboard'"),
         ("nope", "lock", "expected package.module:factory"),
         ("nope.mod:make", "lock", "cannot import 'nope.mod'"),
         (LOCK, "registry", "a registry factory is called as factory"),

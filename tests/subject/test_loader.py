@@ -65,5 +65,5 @@ def test_the_command_says_so_with_exit_2_and_no_traceback(package, capsys):
 
 
 def test_an_unknown_kind_is_refused(package):
-    with pytest.raises(ProtocolError, match="--kind 'rate_limiter' has no battery yet"):
-        user_factory(lambda client, key, ttl_ms: None, "rate_limiter")
+    with pytest.raises(ProtocolError, match="--kind 'leaderboard' has no battery yet"):
+        user_factory(lambda client, key, ttl_ms: None, "leaderboard")
