@@ -176,6 +176,8 @@ CASES: list[tuple[str, list[str], str]] = [
             "tests.fixtures.operations.bad_inputs:CANNOT_DRAW",
         ],
         "cannot draw",
+    ),
+    (
         "check: a rate limiter claiming what a limiter cannot",
         [
             "check",
@@ -205,7 +207,7 @@ CASES: list[tuple[str, list[str], str]] = [
             "--duration",
             "1",
         ],
-        "stress runs the registry and lock families; check a rate-limiter with `contend check",
+        "stress runs the registry, lock and transaction families; check a rate-limiter with `contend check",
     ),
     (
         "stress: a queue",
