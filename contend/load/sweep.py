@@ -138,7 +138,7 @@ class Plan:
     ttl_ms: int = 10_000
     ceiling_seconds: float = 1.5
     impl: str = ""  # --impl package.module:factory: the one strategy, named so
-    kind: str = ""  # its --kind (lock or registry)
+    kind: str = ""  # its --kind (lock, registry or queue)
     max_failed_share: float = MAX_FAILED_SHARE  # a point that failed more than this fails
     #: The user's code as the one door loaded it (each Locust process loads it again, from `impl`).
     subject: Subject | None = field(default=None, compare=False, repr=False)

@@ -12,6 +12,8 @@ simulated user (`operation`), and checks its invariant after the run
 * transfer: move an amount between two accounts, in the spirit of Redis in
   Action's marketplace: the transaction family's banks (WATCH, lock-first,
   Lua), one coarse lock, a lock per account; the total must be conserved.
+* jobs: put a job, take the next and ack it, with the catalog's correct
+  queues (list, stream); nothing lost, nothing completed twice.
 
 A user's own implementation (`--impl package.module:factory --kind K`, the
 protocols of `contend.subject.protocols`) runs as one more strategy, named by its
@@ -31,12 +33,13 @@ adds a few to the counter workload, so a test can show a broken run fails.
 from __future__ import annotations
 
 from contend.load.counter import CounterWorkload
+from contend.load.queue import QueueWorkload
 from contend.load.registry import RegistryWorkload
 from contend.load.transfer import TransferWorkload
 from contend.load.workload import LoadInputError, LoadWorkload
 
 WORKLOADS: dict[str, LoadWorkload] = {
-    w.name: w for w in (RegistryWorkload(), CounterWorkload(), TransferWorkload())
+    w.name: w for w in (RegistryWorkload(), CounterWorkload(), TransferWorkload(), QueueWorkload())
 }
 
 
