@@ -5,8 +5,8 @@ Each operation is one job's round: the user puts a job on one of the `hot_keys` 
 next job from that queue (most often another user's) and acks it at once. So every user is a
 producer and a consumer, `--users` counts both, and a job's end-to-end latency runs from the start
 of its put to the return of its ack, whichever users did them (wall clock: the processes of one
-machine agree on it). In CRASH_EVERY takes one, the consumer dies with the job in hand: it never
-acks, and takes on with a new queue object (a new consumer); the job must come back once its
+machine agree on it). One take in CRASH_EVERY (the 5th, the 55th, ...) ends with the consumer's
+death, the job in hand: it never acks, and takes on with a new queue object (a new consumer); the job must come back once its
 lease runs out, which is what the redeliveries count.
 
 Every job's fate is kept in the tally's ledger (contend.load.metrics.LEDGER), merged over the
@@ -36,8 +36,10 @@ from contend.subject.subject import Subject
 #: dead consumer's job comes back within a few seconds' run (a factory without the keyword keeps
 #: its own, and the end-of-run drain waits for it).
 LEASE_MS = 500
-#: One take in this many ends with the consumer's death, its job in hand (no ack).
+#: One take in this many ends with the consumer's death, its job in hand (no ack): each user's
+#: takes number CRASH_FIRST, CRASH_FIRST + CRASH_EVERY, ... (counted from 1, jobs taken only).
 CRASH_EVERY = 50
+CRASH_FIRST = 5
 #: How long a take waits for a job, in seconds.
 TAKE_TIMEOUT = 1.0
 #: The end-of-run drain: a take's timeout while it runs out a queue.
@@ -128,7 +130,7 @@ class QueueWorkload(LoadWorkload):
         names = self.keys(prefix, hot_keys)
         queues: dict[str, Any] = {}
         rng = random.Random()
-        count = 0
+        count = taken_jobs = 0
 
         def queue(name: str) -> Any:
             if name not in queues:
@@ -136,7 +138,7 @@ class QueueWorkload(LoadWorkload):
             return queues[name]
 
         def round_of_one_job(step: OperationMetrics) -> None:
-            nonlocal count
+            nonlocal count, taken_jobs
             count += 1
             name = rng.choice(names)
             uid = f"{user_id}-{count}"
@@ -154,7 +156,8 @@ class QueueWorkload(LoadWorkload):
             job, item = got
             done, put_at = parse_item(item)
             ledger_add(step.ledger, done, "delivered")
-            if rng.randrange(CRASH_EVERY) == 0:
+            taken_jobs += 1
+            if taken_jobs % CRASH_EVERY == CRASH_FIRST % CRASH_EVERY:
                 del queues[name]  # the consumer dies with the job; the user takes on as a new one
                 step.declined = True
                 return

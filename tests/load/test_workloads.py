@@ -168,7 +168,7 @@ def test_a_user_lock_is_refused_by_the_registry_workload():
     [
         (LOCK, "semaphore", "contend load runs your lock .* or registry .*, not a semaphore; check it with"),
         (LOCK, "single-flight", "not a single-flight"),
-        (LOCK, "queue", "not a queue; check it with"),
+        (LOCK, "transaction", "not a transaction; check it with"),
         (LOCK, "rate-limiter", "unknown --kind 'rate-limiter'"),
         ("nope", "lock", "expected package.module:factory"),
         ("nope.mod:make", "lock", "cannot import 'nope.mod'"),
