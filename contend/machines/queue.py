@@ -44,7 +44,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from contend.impl.catalog import ACK_FINAL, FIFO, NO_DOUBLE_DELIVERY, NO_LOSS, NO_PHANTOM
-from contend.machines.base import LOSE_ONE_IN, ScheduledMachine, _take_connection
+from contend.machines.base import ScheduledMachine, _take_connection
 from contend.schedule.client import Status
 from contend.servers.target import Target
 from contend.subject.protocols import declared_lease
@@ -64,9 +64,12 @@ PATIENCE = (0.0, 0.8, 0.8)
 #: Shares of the lease a pause lets pass; a stall is longer than the lease.
 PAUSES = (0.3, 0.6, 0.9)
 STALL = 1.2
-#: One advance in this many ends with a stall: a stall lets every lease lapse, and with it the
-#: evidence of a double delivery made inside one, so it is drawn less often than a step.
-STALL_ONE_IN = 10
+#: In examples that stall (half of them, drawn at the first advance), one advance in this many
+#: ends with a stall. A stall lets every lease lapse, those of takes under way too, and with them
+#: the evidence of a double delivery; the other half never stalls.
+STALL_ONE_IN = 6
+#: While workers are idle and the busy ones sleep, time passes this share of the lease at a time.
+IDLE_STEP = 0.3
 #: Restarts of crashed workers an example may make.
 MAX_RESTARTS = 2
 
@@ -147,6 +150,9 @@ class QueueMachine(ScheduledMachine):
         self.last_trip: dict[str, int] = {}  # client name -> the trace index of its last round trip
         self.seen = 0
         self.op_began: dict[int, int] = {}  # client -> the trace's length when its operation began
+        self.lossy: bool | None = None  # may replies be lost in this example (drawn at its first advance)
+        self.repeats: bool | None = None  # may a put repeat an earlier item (drawn there too)
+        self.stalls = False  # may every client stall past the lease (drawn there too)
         super().__init__(target, **kwargs)
 
     # Set-up ------------------------------------------------------------------------------
@@ -180,13 +186,6 @@ class QueueMachine(ScheduledMachine):
     def lease_text(self) -> str:
         return "no lease (lease_ms is None)" if self.lease is None else f"a {self.lease:g} s lease"
 
-    def lost_reply_odds(self, index: int) -> int:
-        """One advance in LOSE_ONE_IN loses its first reply, contended or not: a queue's races
-        need two consumers mid-take at once, and a lost reply there leaves the take's outcome
-        unknown, which proves nothing (the base machine's higher odds while another client is
-        mid-operation made most races here unprovable)."""
-        return LOSE_ONE_IN
-
     def idle_workers(self) -> list[int]:
         return [i for i in self.worker_ids if self.scheduler.clients[i].status is Status.IDLE]
 
@@ -195,12 +194,14 @@ class QueueMachine(ScheduledMachine):
 
     # Rules -------------------------------------------------------------------------------
     @precondition(lambda self: bool(self.idle_workers()))
-    @rule(client=st.integers(0, 3), again=st.sampled_from([False, False, True]))
+    @rule(client=st.integers(0, 3), again=st.sampled_from([False, True]))
     def put(self, client: int, again: bool) -> None:
-        """A worker puts a new item, or (`again`) the value of an earlier one a second time."""
+        """A worker puts a new item, or (`again`, in examples whose items may repeat) the value of
+        an earlier one a second time."""
         idle = self.idle_workers()
         index = idle[client % len(idle)]
         earlier = [p.item for p in self.puts]
+        again = again and self.repeats is not False
         item = earlier[-1] if again and earlier else f"job-{len(self.puts) + 1}"
         record = Put(len(self.puts) + 1, self.scheduler.clients[index].name, item, self.scheduler.vclock)
         self.puts.append(record)
@@ -242,15 +243,35 @@ class QueueMachine(ScheduledMachine):
 
         self.start(index, loop, f"take({timeout:g}) until a job, {patience * lease:g} s at most")
 
-    @precondition(lambda self: bool(self.scheduler.runnable()))
+    @precondition(lambda self: self.some_client_runs())
     @rule(
         data=st.data(), steps=st.integers(1, 4), stall=st.sampled_from([False] * (STALL_ONE_IN - 1) + [True])
     )
     def advance(self, data: st.DataObject, steps: int, stall: bool) -> None:
         """Round trips as the base machine makes them; then, with `stall`, every client pauses
-        past the lease, wherever it is in its operation."""
+        past the lease, wherever it is in its operation. The first advance of an example draws
+        whether its replies may be lost at all (as swarm testing turns rules off): a lost take
+        reply is how a queue with no processing list loses a job, and it also leaves a race's
+        take of unknown outcome, which proves no double delivery; examples of each kind find
+        their own defects. It draws likewise whether puts may repeat an earlier item from then
+        on: two copies of an item are what an ack by value gets wrong, and they also make a
+        double delivery of one copy indistinguishable from one delivery of each. And whether
+        clients may stall: a stall ends every lease, a take's under way too."""
+        if self.lossy is None:
+            self.lossy = self.lose_replies and data.draw(st.booleans(), label="replies may be lost")
+            self.lose_replies = self.lossy
+            self.repeats = data.draw(st.booleans(), label="items may be put twice")
+            self.stalls = data.draw(st.booleans(), label="clients may stall")
+        if self.idle_sleep_step():
+            return
         super().advance(data, steps)
-        if stall and self.server_keeps_time and self.lease is not None and self.busy_workers():
+        if (
+            stall
+            and self.stalls
+            and self.server_keeps_time
+            and self.lease is not None
+            and self.busy_workers()
+        ):
             seconds = self.lease * STALL
             self.scheduler.advance(seconds, note=f"{seconds:g} s pass (a stall past the lease)")
 
@@ -298,6 +319,29 @@ class QueueMachine(ScheduledMachine):
         self.scheduler.note(
             f"{self.scheduler.clients[index].name} starts in place of {self.scheduler.clients[dead].name}"
         )
+
+    def some_client_runs(self) -> bool:
+        """Is a client ready, or asleep (so that time may pass until it wakes)? Unlike the
+        scheduler's runnable(), asking does not move the clock."""
+        return any(c.status in (Status.READY, Status.SLEEPING) for c in self.scheduler.clients)
+
+    def idle_sleep_step(self) -> bool:
+        """When every busy client sleeps (a consumer at work) and a worker is idle, time passes
+        IDLE_STEP of the lease at most, not at once to the next wake-up: the idle worker may act
+        in between (a consumer polling while another works on its job, where claimers and
+        reapers race). The same as a `pause`; True when it stepped so."""
+        if not self.server_keeps_time or self.lease is None or not self.idle_workers():
+            return False
+        live = [c for c in self.scheduler.clients if c.status in (Status.READY, Status.SLEEPING)]
+        now = self.scheduler.vclock
+        if not live or any(c.status is Status.READY or c.wake_at <= now + 1e-9 for c in live):
+            return False
+        gap = min(c.wake_at for c in live) - now
+        step = self.lease * IDLE_STEP
+        if gap <= step:
+            return False
+        self.scheduler.advance(step, note=f"{step:g} s pass")
+        return True
 
     def advance_all(self, max_steps: int = 200) -> None:
         """Run every operation under way to its end, the lowest client first (for tests that force
