@@ -34,7 +34,7 @@ class Settings:
     workloads: tuple[str, ...]
     impl: Subject | None = None  # --impl: the user's implementation is the strategy
     max_failed_share: float = MAX_FAILED_SHARE
-    #: Without --strategy, a workload that has no `watch` runs its own default (the queue's `list`).
+    #: Without --strategy, a workload that has no `watch` runs its own default (jobs: `list`).
     defaults: tuple[tuple[str, str], ...] = ()
 
     def prefix(self, workload: str) -> str:
@@ -75,7 +75,7 @@ def resolve(environment: Environment, workloads: tuple[str, ...] = ()) -> Settin
         strategy = impl.name
     defaults: tuple[tuple[str, str], ...] = ()
     if not strategy:
-        # watch where a workload has it, else the workload's own first strategy (queue: list).
+        # watch where a workload has it, else the workload's own first strategy (jobs: list).
         own = {n: next(iter(wl.workload(n).strategies())) for n in names}
         defaults = tuple((n, s) for n, s in own.items() if "watch" not in wl.workload(n).strategies())
         strategy = "watch" if len(defaults) < len(names) else defaults[0][1]

@@ -285,7 +285,8 @@ def report_blocks(data: SweepData, made: dict[str, list[Path]], dest: Path) -> l
         blocks.append(
             Para(
                 f"All {len(data.all_rows)} runs kept their invariant (counters equal the successful "
-                "increments, transfers conserve the total, registry ids unique and gap-free) and "
+                "increments, transfers conserve the total, registry ids unique and gap-free, queues "
+                "lose no job and complete none twice) and "
                 "committed operations; a run fails when it commits nothing, or when more than "
                 f"{_pct(data.meta.get('plan', {}).get('max_failed_share', MAX_FAILED_SHARE))} of its "
                 "operations fail (`--max-failed-share`)."

@@ -143,6 +143,25 @@ def test_a_short_jobs_run_loses_nothing_and_reports_its_figures(contend_target, 
 
 
 @pytest.mark.slow
+def test_without_a_strategy_each_workload_runs_its_default(contend_target, ns, tmp_path):
+    """The jobs workload has no `watch`: beside the counter (which runs watch) it runs list."""
+    summary = tmp_path / "summary.json"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("CONTEND_", "LOCUST_"))}
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "locust", "-f", "loadtests/counter.py,loadtests/jobs.py", "--headless",
+            "-u", "4", "-r", "4", "-t", "2s", "--redis-url", contend_target.url, "--namespace", ns.prefix,
+            "--contend-json", str(summary),
+        ],
+        cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "counter/watch: invariant holds" in done.stderr and "jobs/list: invariant holds" in done.stderr
+    workloads = json.loads(summary.read_text())["workloads"]
+    assert workloads["counter"]["ok"] and workloads["jobs"]["ok"]
+
+
+@pytest.mark.slow
 def test_a_queue_that_loses_the_job_of_a_dead_consumer_fails_the_run(contend_target, ns):
     done = locust(
         "-t", "2s", "--redis-url", contend_target.url, "--namespace", ns.prefix, "--strategy", "brpop",
