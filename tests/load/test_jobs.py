@@ -172,6 +172,16 @@ def test_a_queue_that_loses_the_job_of_a_dead_consumer_fails_the_run(contend_tar
 
 
 @pytest.mark.slow
+def test_a_queue_that_hands_every_job_out_twice_fails_the_run(contend_target, ns):
+    done = locust(
+        "-t", "2s", "--redis-url", contend_target.url, "--namespace", ns.prefix,
+        "--impl", "tests.fixtures.twice_queue:make", "--kind", "queue",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "INVARIANT BROKEN" in done.stderr and "job(s) completed twice" in done.stderr
+
+
+@pytest.mark.slow
 def test_contend_load_reports_jobs_against_the_lpush_rpop_ceiling(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "load"
