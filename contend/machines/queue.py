@@ -209,7 +209,7 @@ class QueueMachine(ScheduledMachine):
         queue = self.queues[index]
         self.start(index, lambda: queue.put(item), f"put({item!r})")
 
-    @precondition(lambda self: bool(self.idle_workers()))
+    @precondition(lambda self: len(self.idle_workers()) > (0 if self.puts else 1))
     @rule(
         client=st.integers(0, 3),
         timeout=st.sampled_from(TAKE_TIMEOUTS),
@@ -218,7 +218,8 @@ class QueueMachine(ScheduledMachine):
         patience=st.sampled_from(PATIENCE),
     )
     def take(self, client: int, timeout: float, work: float, then: str, patience: float) -> None:
-        """A worker takes a job; with `patience`, it calls take again (a consumer's loop, a tenth
+        """A worker takes a job (before any put, not the last idle worker: every take could then
+        only wait, and no worker would be left to put); with `patience`, it calls take again (a consumer's loop, a tenth
         of the lease apart) until it gets one or that share of the lease has passed. With a job,
         it works on it for `work` leases, then acks, nacks, extends and acks, or dies holding it
         (`then`)."""
