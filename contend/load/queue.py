@@ -6,8 +6,10 @@ next job from that queue (most often another user's) and acks it at once. So eve
 producer and a consumer, `--users` counts both, and a job's end-to-end latency runs from the start
 of its put to the return of its ack, whichever users did them (wall clock: the processes of one
 machine agree on it). One take in CRASH_EVERY (the 5th, the 55th, ...) ends with the consumer's
-death, the job in hand: it never acks, and takes on with a new queue object (a new consumer); the job must come back once its
-lease runs out, which is what the redeliveries count.
+death, the job in hand: it never acks, and the user takes on as a new consumer (a new queue
+object). The dead consumer's job must come back once its lease runs out (what the redeliveries
+count), as one more job to take: the user's first round after BACK_AFTER leases puts none, so
+puts and takes stay even and no backlog builds up over the run.
 
 Every job's fate is kept in the tally's ledger (contend.load.metrics.LEDGER), merged over the
 Locust processes. After the run a fresh consumer drains every queue, and takes on for as long as
@@ -40,6 +42,9 @@ LEASE_MS = 500
 #: takes number CRASH_FIRST, CRASH_FIRST + CRASH_EVERY, ... (counted from 1, jobs taken only).
 CRASH_EVERY = 50
 CRASH_FIRST = 5
+#: A dead consumer's job is counted back this many leases after its death (a stream queue claims
+#: it once idle for 1.1 leases), when the user's next round puts no job of its own.
+BACK_AFTER = 1.2
 #: How long a take waits for a job, in seconds.
 TAKE_TIMEOUT = 1.0
 #: The end-of-run drain: a take's timeout while it runs out a queue.
@@ -137,16 +142,23 @@ class QueueWorkload(LoadWorkload):
                 queues[name] = queue_object(factory, client, name)
             return queues[name]
 
+        owed: list[float] = []  # when the jobs of this user's dead consumers are back (monotonic)
+
         def round_of_one_job(step: OperationMetrics) -> None:
             nonlocal count, taken_jobs
-            count += 1
             name = rng.choice(names)
-            uid = f"{user_id}-{count}"
-            step.keys = (uid,)
-            ledger_add(step.ledger, uid, "put_unknown")  # until the put returns
-            queue(name).put(job_item(uid))
-            ledger_add(step.ledger, uid, "put_unknown", -1)
-            ledger_add(step.ledger, uid, "put")
+            if owed and time.monotonic() >= owed[0]:
+                # A dead consumer's job is back by now, one more job to take: this round puts
+                # none, so puts and takes stay even and no backlog builds up over the run.
+                owed.pop(0)
+            else:
+                count += 1
+                uid = f"{user_id}-{count}"
+                step.keys = (uid,)
+                ledger_add(step.ledger, uid, "put_unknown")  # until the put returns
+                queue(name).put(job_item(uid))
+                ledger_add(step.ledger, uid, "put_unknown", -1)
+                ledger_add(step.ledger, uid, "put")
             consumer = queue(name)
             taken = time.monotonic()
             got = consumer.take(TAKE_TIMEOUT)
@@ -159,6 +171,9 @@ class QueueWorkload(LoadWorkload):
             taken_jobs += 1
             if taken_jobs % CRASH_EVERY == CRASH_FIRST % CRASH_EVERY:
                 del queues[name]  # the consumer dies with the job; the user takes on as a new one
+                lease = lease_of(consumer, factory)
+                if lease is not None:  # it comes back once its lease has run out (claimed past it)
+                    owed.append(time.monotonic() + lease * BACK_AFTER)
                 step.declined = True
                 return
             ledger_add(step.ledger, done, "ack_unknown")  # until the ack returns
