@@ -58,7 +58,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         f"its operations, 2 on bad input. Strategies: {strategies}. With --impl MODULE:FACTORY --kind "
         f"{' or '.join(family_label(k) for k in USER_WORKLOADS)}, your own implementation is the one "
         "strategy: a lock protects the counter and transfer read-modify-writes, a registry takes the "
-        "registry workload's registrations, a rate limiter takes the limiter workload's hits.",
+        "registry workload's registrations, a rate limiter takes the limiter workload's hits, a queue the "
+        "jobs workload's puts, takes and acks. The jobs workload is read against the raw LPUSH/RPOP "
+        "ceiling, measured in the same run.",
         formatter_class=HelpFormatter,
         epilog=exitcodes.epilog(),
     )
@@ -82,8 +84,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "--kind",
         type=family_name,
         metavar="FAMILY",
-        help="the protocol --impl follows, needed with --impl: lock (counter and transfer workloads) "
-        "or registry (registry workload)",
+        help="the protocol --impl follows, needed with --impl: lock (counter and transfer workloads), "
+        "registry (registry workload) or queue (jobs workload)",
     )
     parser.add_argument("--users", type=positive_ints, metavar="N,N,...", help="concurrent users per point")
     parser.add_argument(

@@ -54,8 +54,20 @@ def measure_ceiling(
     *,
     processes: int = 1,
     benchmark: Path | None = None,
+    op: str = "ping",
+    key: str = "",
 ) -> Ceiling:
-    """The raw round-trip rate at `clients` clients: redis-benchmark if given and usable, else redis-py."""
+    """The raw round-trip rate at `clients` clients: redis-benchmark if given and usable, else redis-py.
+
+    `op="lpush-rpop"` measures a work queue's ceiling instead: LPUSH then RPOP on `key` (under the
+    run's namespace) per loop step, with redis-py always; the rate is of pairs, one job each."""
+    if op == "lpush-rpop":
+        if not key:
+            raise CeilingError("the LPUSH/RPOP ceiling needs a key")
+        pairs = _redis_py(url, clients, seconds, processes, (op, key))
+        return Ceiling(clients, pairs, _redis_py_method(clients, processes, "LPUSH+RPOP"))
+    if op != "ping":
+        raise CeilingError(f"unknown ceiling {op!r}: ping or lpush-rpop")
     if benchmark is not None and urlsplit(url).scheme == "redis":
         rate = _redis_benchmark(benchmark, url, clients, seconds)
         if rate is not None:
@@ -63,10 +75,10 @@ def measure_ceiling(
     return Ceiling(clients, _redis_py(url, clients, seconds, processes), _redis_py_method(clients, processes))
 
 
-def _redis_py_method(clients: int, processes: int) -> str:
+def _redis_py_method(clients: int, processes: int, what: str = "PING") -> str:
     processes = max(1, min(processes, clients))
     where = f" in {processes} processes" if processes > 1 else ""
-    return f"redis-py PING loops, {clients} gevent clients{where}"
+    return f"redis-py {what} loops, {clients} gevent clients{where}"
 
 
 def _redis_benchmark(binary: Path, url: str, clients: int, seconds: float) -> float | None:
@@ -102,18 +114,22 @@ def parse_benchmark_csv(text: str) -> float | None:
     return None
 
 
-def _redis_py(url: str, clients: int, seconds: float, processes: int) -> float:
-    """PING loops, one greenlet per client, split over `processes` processes run at once."""
+def _redis_py(
+    url: str, clients: int, seconds: float, processes: int, op: tuple[str, str] | None = None
+) -> float:
+    """PING loops (or `op`: ("lpush-rpop", key)), one greenlet per client, split over `processes`
+    processes run at once (each on a key of its own)."""
     processes = max(1, min(processes, clients))
     shares = [clients // processes + (1 if i < clients % processes else 0) for i in range(processes)]
     runs = [
         subprocess.Popen(
-            [sys.executable, "-m", "contend.load.pingloop", url, str(n), f"{seconds:g}"],
+            [sys.executable, "-m", "contend.load.pingloop", url, str(n), f"{seconds:g}"]
+            + ([op[0], f"{op[1]}:{i}"] if op else []),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
-        for n in shares
+        for i, n in enumerate(shares)
     ]
     total = 0.0
     for run in runs:

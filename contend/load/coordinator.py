@@ -141,7 +141,7 @@ class Coordinator:
         client = redis.Redis.from_url(settings.url, socket_connect_timeout=5)
         try:
             for name in settings.workloads:
-                tally = merged.tallies.get(name) or Tally(name, settings.strategy, processes=0)
+                tally = merged.tallies.get(name) or Tally(name, settings.strategy_of(name), processes=0)
                 verdict = wl.workload(name).check(
                     client, settings.prefix(name), settings.hot_keys, tally, impl=settings.impl
                 )
@@ -158,12 +158,12 @@ class Coordinator:
                     "tally": tally,
                 }
                 if invariant_ok:
-                    log.info("contend %s/%s: invariant holds: %s", name, settings.strategy, lines[0])
+                    log.info("contend %s/%s: invariant holds: %s", name, tally.strategy, lines[0])
                 else:
                     for line in lines:
-                        log.error("contend %s/%s: INVARIANT BROKEN: %s", name, settings.strategy, line)
+                        log.error("contend %s/%s: INVARIANT BROKEN: %s", name, tally.strategy, line)
                 for line in stalled:
-                    log.error("contend %s/%s: RUN FAILED: %s", name, settings.strategy, line)
+                    log.error("contend %s/%s: RUN FAILED: %s", name, tally.strategy, line)
                 if not ok:
                     self.broken = True
             if self.broken:
@@ -191,7 +191,7 @@ class Coordinator:
                 log.info(
                     "contend %s/%s: %s",
                     name,
-                    self.settings.strategy if self.settings else "?",
+                    result["tally"].strategy,
                     _brief(result),
                 )
         finally:
@@ -228,6 +228,12 @@ def _brief(result: dict[str, Any]) -> str:
         parts.append(
             f"lock wait {s['lock_wait_mean_ms']:.3f} ms, hold {s['lock_hold_mean_ms']:.3f} ms (means)"
         )
+    if s["latency_mean_ms"] is not None:
+        parts.append(
+            f"end-to-end latency {s['latency_p50_ms']:.3f} ms median, {s['latency_p99_ms']:.3f} ms p99"
+        )
+    if s["redeliveries_per_job"] is not None:
+        parts.append(f"{s['redeliveries_per_job']:.4f} redeliveries/job ({s['redeliveries']})")
     if s["jain_index"] is not None:
         parts.append(f"Jain {s['jain_index']:.3f} over {s['users']} users")
     verdict = "invariant holds" if result.get("invariant_ok", result["ok"]) else "INVARIANT BROKEN"
@@ -243,7 +249,7 @@ def _write_summary(path: Path, environment: Environment, coordinator: Coordinato
     stats = environment.stats
     workloads = {}
     for name, result in coordinator.results.items():
-        entry = stats.get(settings.strategy, name)
+        entry = stats.get(settings.strategy_of(name), name)
         tally: Tally = result["tally"]
         duration = (entry.last_request_timestamp or 0) - (entry.start_time or 0)
         workloads[name] = WorkloadSummary(

@@ -114,7 +114,7 @@ def _add_options(parser: Any) -> None:
         "--kind",
         default="",
         env_var="CONTEND_KIND",
-        help="the protocol --impl follows, needed with --impl: lock or registry",
+        help="the protocol --impl follows, needed with --impl: lock, registry or queue",
     )
     parser.add_argument(
         "--hot-keys",
@@ -288,7 +288,7 @@ class ContendUser(User):
         settings = PROCESS.settings
         assert settings is not None, "test_start sets the process up before users start"
         self.user_id = PROCESS.user_id()
-        self.strategy = settings.strategy
+        self.strategy = settings.strategy_of(self.workload)
         self.tally = PROCESS.tallies[self.workload]
         self.tally.user(self.user_id)
         self.redis = counting_client(settings.url)
@@ -296,7 +296,7 @@ class ContendUser(User):
         self.operation = wl.workload(self.workload).operation(
             self.redis,
             settings.prefix(self.workload),
-            settings.strategy,
+            self.strategy,
             settings.hot_keys,
             settings.ttl_ms,
             self.user_id,

@@ -142,6 +142,38 @@ class OperationMetrics:
     lock_wait: float | None = None
     lock_hold: float | None = None
     deltas: dict[str, int] = field(default_factory=dict)
+    #: End-to-end latency of the job this operation completed, in seconds (the jobs workload).
+    latency: float | None = None
+    #: Per-item counters this operation adds to the tally's ledger, whatever its outcome (the
+    #: queue workload: job -> LEDGER columns), so a cut-short operation still says what it did.
+    ledger: dict[str, list[int]] = field(default_factory=dict)
+
+
+#: The columns of a ledger entry (the jobs workload): puts that returned, puts whose outcome
+#: is unknown, deliveries (takes that returned the job), acks that returned within the taker's lease
+#: (completions), acks that returned after it or were refused, acks that raised or were cut short.
+LEDGER = ("put", "put_unknown", "delivered", "completed", "ack_late", "ack_unknown")
+
+
+def ledger_add(ledger: dict[str, list[int]], item: str, column: str, n: int = 1) -> None:
+    """Add `n` to one column of `item`'s ledger entry."""
+    entry = ledger.setdefault(item, [0] * len(LEDGER))
+    entry[LEDGER.index(column)] += n
+
+
+def merge_ledger(into: dict[str, list[int]], other: Mapping[str, list[int]]) -> None:
+    """Sum `other`'s ledger entries into `into`, column by column."""
+    for item, counts in other.items():
+        entry = into.setdefault(item, [0] * len(LEDGER))
+        for i, n in enumerate(counts):
+            entry[i] += n
+
+
+def redeliveries(ledger: Mapping[str, list[int]]) -> tuple[int, int]:
+    """(jobs delivered at least once, deliveries beyond each job's first) of a ledger."""
+    at = LEDGER.index("delivered")
+    delivered = [e[at] for e in ledger.values() if e[at]]
+    return len(delivered), sum(n - 1 for n in delivered)
 
 
 @dataclass
@@ -169,6 +201,10 @@ class Tally:
     processes: int = 1
     #: Commits per WINDOW of wall time (epoch seconds // WINDOW), summed over processes.
     windows: dict[int, int] = field(default_factory=dict)
+    #: End-to-end latency of the jobs completed (the jobs workload; empty elsewhere).
+    latency: Distribution = field(default_factory=Distribution)
+    #: Per-item counters (LEDGER columns; the queue workload's jobs, empty elsewhere).
+    ledger: dict[str, list[int]] = field(default_factory=dict)
 
     def user(self, user_id: str) -> None:
         """Count a user that took part, even if it never commits."""
@@ -195,6 +231,9 @@ class Tally:
             self.lock_wait.add(step.lock_wait)
         if step.lock_hold is not None:
             self.lock_hold.add(step.lock_hold)
+        if step.latency is not None:
+            self.latency.add(step.latency)
+        merge_ledger(self.ledger, step.ledger)
         if step.committed:
             self.commits += 1
             window = int(time.time() // WINDOW)
@@ -226,6 +265,8 @@ class Tally:
         self.processes += other.processes
         self.lock_wait.merge(other.lock_wait)
         self.lock_hold.merge(other.lock_hold)
+        self.latency.merge(other.latency)
+        merge_ledger(self.ledger, other.ledger)
         for user, n in other.per_user.items():
             self.per_user[user] = self.per_user.get(user, 0) + n
         for window, n in other.windows.items():
@@ -282,6 +323,8 @@ class Tally:
             "per_key": self.per_key,
             "processes": self.processes,
             "windows": {str(k): n for k, n in sorted(self.windows.items())},
+            "latency": self.latency.to_json(),
+            "ledger": self.ledger,
         }
 
     @classmethod
@@ -303,10 +346,13 @@ class Tally:
             per_key={str(k): [int(v[0]), int(v[1])] for k, v in data["per_key"].items()},
             processes=int(data.get("processes", 1)),
             windows={int(k): int(n) for k, n in data.get("windows", {}).items()},
+            latency=Distribution.from_json(data["latency"]) if "latency" in data else Distribution(),
+            ledger={str(k): [int(n) for n in v] for k, v in data.get("ledger", {}).items()},
         )
 
     def summary(self) -> dict[str, Any]:
         """The figures a report plots, without the per-key detail."""
+        jobs, again = redeliveries(self.ledger)
         return {
             "requests": self.requests,
             "commits": self.commits,
@@ -330,4 +376,12 @@ class Tally:
             # The commit rate's 95 % interval, relative to the rate, and the windows it rests on.
             "commit_rate_spread": spread[0] if (spread := rate_spread(self.windows)) else None,
             "commit_windows": spread[1] if spread else 0,
+            # The jobs workload: end-to-end latency of completed jobs, and redeliveries.
+            "latency_mean_ms": self.latency.mean * 1000 if self.latency.count else None,
+            "latency_p50_ms": self.latency.percentile_ms(0.5) if self.latency.count else None,
+            "latency_p99_ms": self.latency.percentile_ms(0.99) if self.latency.count else None,
+            "latency_max_ms": self.latency.max * 1000 if self.latency.count else None,
+            "jobs_delivered": jobs if self.ledger else None,
+            "redeliveries": again if self.ledger else None,
+            "redeliveries_per_job": again / jobs if jobs else None,
         }

@@ -49,7 +49,7 @@ class Process:
         self.run = str(options.contend_run)
         self.runs += 1
         self.proc_id = f"{socket.gethostname()}:{os.getpid()}:{self.runs}"
-        self.tallies = {n: Tally(n, self.settings.strategy) for n in self.settings.workloads}
+        self.tallies = {n: Tally(n, self.settings.strategy_of(n)) for n in self.settings.workloads}
         self.shared = {}
         self.stopped = None
         self.cpu_started, self.wall_started = time.process_time(), time.monotonic()

@@ -34,9 +34,15 @@ class Settings:
     workloads: tuple[str, ...]
     impl: Subject | None = None  # --impl: the user's implementation is the strategy
     max_failed_share: float = MAX_FAILED_SHARE
+    #: Without --strategy, a workload that has no `watch` runs its own default (jobs: `list`).
+    defaults: tuple[tuple[str, str], ...] = ()
 
     def prefix(self, workload: str) -> str:
         return f"{self.namespace}:{workload}"
+
+    def strategy_of(self, workload: str) -> str:
+        """The strategy `workload` runs with: --strategy (or --impl), else its default."""
+        return dict(self.defaults).get(workload, self.strategy)
 
 
 #: The user classes of contend's workloads loaded in this process (contend.load.harness.ContendUser
@@ -67,8 +73,18 @@ def resolve(environment: Environment, workloads: tuple[str, ...] = ()) -> Settin
     impl = _user_impl(options, strategy, names)
     if impl is not None:
         strategy = impl.name
-    strategy = strategy or "watch"
-    missing = [] if impl is not None else [n for n in names if strategy not in wl.workload(n).strategies()]
+    defaults: tuple[tuple[str, str], ...] = ()
+    if not strategy:
+        # watch where a workload has it, else the workload's own first strategy (jobs: list).
+        own = {n: next(iter(wl.workload(n).strategies())) for n in names}
+        defaults = tuple((n, s) for n, s in own.items() if "watch" not in wl.workload(n).strategies())
+        strategy = "watch" if len(defaults) < len(names) else defaults[0][1]
+        defaults = tuple((n, s) for n, s in defaults if s != strategy)
+    missing = (
+        []
+        if impl is not None
+        else [n for n in names if n not in dict(defaults) and strategy not in wl.workload(n).strategies()]
+    )
     if missing:
         known = "; ".join(f"{n}: {', '.join(wl.workload(n).strategies())}" for n in names)
         common = set.intersection(*(set(wl.workload(n).strategies()) for n in names))
@@ -102,6 +118,7 @@ def resolve(environment: Environment, workloads: tuple[str, ...] = ()) -> Settin
         tuple(names),
         impl,
         float(max_failed),
+        defaults,
     )
 
 

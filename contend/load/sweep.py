@@ -66,6 +66,7 @@ QUICK_WORKLOADS = {
     "registry": ["watch", "lock_first", "lua"],
     "counter": ["watch", "lock_first", "incr", "lua"],
     "transfer": ["watch", "lock_first", "lua", "coarse_lock", "fine_locks"],
+    "jobs": ["list", "stream"],
 }
 QUICK_DEFAULT = ("registry",)
 QUICK_USERS = (1, 4, 16, 64)
@@ -77,6 +78,7 @@ FULL_WORKLOADS = {
     "registry": ["watch", "lock_first", "lua"],
     "counter": ["watch", "lock_first", "lock_fenced", "lock_semaphore", "lock_fair_semaphore", "incr", "lua"],
     "transfer": ["watch", "lock_first", "lua", "coarse_lock", "fine_locks"],
+    "jobs": ["list", "stream"],
 }
 FULL_USERS = (1, 2, 4, 8, 16, 32, 64)
 FULL_HOT_KEYS = (1, 10, 1000)
@@ -138,7 +140,7 @@ class Plan:
     ttl_ms: int = 10_000
     ceiling_seconds: float = 1.5
     impl: str = ""  # --impl package.module:factory: the one strategy, named so
-    kind: str = ""  # its --kind (lock or registry)
+    kind: str = ""  # its --kind (lock, registry or queue)
     max_failed_share: float = MAX_FAILED_SHARE  # a point that failed more than this fails
     #: The user's code as the one door loaded it (each Locust process loads it again, from `impl`).
     subject: Subject | None = field(default=None, compare=False, repr=False)
@@ -166,9 +168,14 @@ class Plan:
             for s in strategies
         ]
 
+    def ceiling_ops(self) -> list[str]:
+        """The raw ceilings the workloads are read against: PING, and LPUSH/RPOP for the jobs."""
+        return list(dict.fromkeys(workload(w).ceiling for w in self.workloads))
+
     def ceilings(self) -> int:
-        """How many measurements of the raw ceiling: per user and process count, before and after."""
-        return 2 * len(self.users) * len(self.processes)
+        """How many measurements of the raw ceiling: per user and process count and kind of
+        ceiling, before and after."""
+        return 2 * len(self.users) * len(self.processes) * len(self.ceiling_ops())
 
     def estimate_seconds(self) -> float:
         """Rough wall time: each point's run plus Locust's start-up, and the ceiling."""
@@ -413,6 +420,8 @@ def run_point(
     return {
         **point.record(),
         "kind": plan.strategy_kind(point),
+        # The raw ceiling the point is read against: PING, or LPUSH/RPOP for the jobs workload.
+        "ceiling": workload(point.workload).ceiling,
         "exit_code": code,
         "invariant_ok": invariant_ok,
         # Something committed and at most --max-failed-share failed (contend.load.harness).
@@ -482,22 +491,30 @@ def run_sweep(
     def ceiling(when: str) -> None:
         # The machine may be shared and noisy: measured before and after the points, the best kept.
         nonlocal done
-        for users in plan.users:
-            for procs in plan.processes:
-                where = f" · {procs} processes" if several else ""
-                on_step(f"raw ceiling ({when}) · {users} clients{where}", done, total)
-                measured = measure_ceiling(
-                    target.url, users, plan.ceiling_seconds, processes=procs, benchmark=benchmark
-                )
-                entry = {**asdict(measured), "processes": procs}
-                cell = (users, procs)
-                known = {(c["clients"], c["processes"]): c for c in sweep.ceiling}
-                if cell not in known or measured.per_second > known[cell]["per_second"]:
-                    sweep.ceiling = [c for c in sweep.ceiling if (c["clients"], c["processes"]) != cell]
-                    sweep.ceiling.append(entry)
-                    sweep.ceiling.sort(key=lambda c: (c["clients"], c["processes"]))
-                sweep.save(raw)
-                done += 1
+        for op in plan.ceiling_ops():
+            for users in plan.users:
+                for procs in plan.processes:
+                    where = f" · {procs} processes" if several else ""
+                    what = "" if op == "ping" else f" {op}"
+                    on_step(f"raw{what} ceiling ({when}) · {users} clients{where}", done, total)
+                    measured = measure_ceiling(
+                        target.url,
+                        users,
+                        plan.ceiling_seconds,
+                        processes=procs,
+                        benchmark=benchmark,
+                        op=op,
+                        key=f"{namespace}:ceiling",
+                    )
+                    entry = {**asdict(measured), "processes": procs, "op": op}
+                    cell = (users, procs, op)
+                    known = {_cell(c): c for c in sweep.ceiling}
+                    if cell not in known or measured.per_second > known[cell]["per_second"]:
+                        sweep.ceiling = [c for c in sweep.ceiling if _cell(c) != cell]
+                        sweep.ceiling.append(entry)
+                        sweep.ceiling.sort(key=_cell)
+                    sweep.save(raw)
+                    done += 1
 
     ceiling("before")
     for i, point in enumerate(points):
@@ -512,6 +529,11 @@ def run_sweep(
     sweep.finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     sweep.save(raw)
     return sweep
+
+
+def _cell(entry: dict[str, Any]) -> tuple[int, int, str]:
+    """A ceiling entry's clients, processes and kind (PING when the entry predates kinds)."""
+    return int(entry["clients"]), int(entry["processes"]), str(entry.get("op", "ping"))
 
 
 def cleanup(target: Target, namespace: str) -> int:

@@ -31,12 +31,14 @@ LOCK = "lock"  # take a lock first, then read and write
 SERVER = "server"  # one atomic server-side step (INCR, Lua): the ceiling
 UNSAFE = "unsafe"  # no protection at all (known-bad, tests only)
 USER = "user"  # a user's own registry (--impl): how it protects itself is its own business
+QUEUE = "queue"  # a work queue's put, take and ack (the jobs workload)
 
 #: The kinds of user implementation a load run drives (--impl M:F --kind K), and the workloads each runs in.
 USER_WORKLOADS: dict[str, tuple[str, ...]] = {
     "lock": ("counter", "transfer"),
     "registry": ("registry",),
     "rate_limiter": ("limiter",),
+    "queue": ("jobs",),
 }
 
 #: A blocking lock acquire gives up after this many seconds (the operation then fails, with no effect).
@@ -48,7 +50,7 @@ WATCH_BACKOFF_CAP = 0.02
 
 
 #: The kinds of --impl contend load runs, as `--impl needs --kind` names them.
-LOAD_KINDS = "lock, registry or rate-limiter: what contend load runs"
+LOAD_KINDS = "lock, registry, rate-limiter or queue: what contend load runs"
 
 
 class LoadInputError(ContendError):
@@ -85,7 +87,8 @@ def user_workloads(code: Subject) -> tuple[str, ...]:
 
 def user_strategy(spec: str, kind: str) -> Strategy:
     """How a user's implementation appears among the strategies: its spec, a lock or a `user` kind."""
-    return Strategy(spec, LOCK if kind == "lock" else USER, f"your {kind}: {spec}")
+    kinds = {"lock": LOCK, "queue": QUEUE}
+    return Strategy(spec, kinds.get(kind, USER), f"your {kind}: {spec}")
 
 
 def _workloads_text(names: tuple[str, ...]) -> str:
@@ -129,6 +132,9 @@ class LoadWorkload:
 
     name = "abstract"
     summary = ""
+    #: What the sweep's raw ceiling for this workload runs (contend.load.ceiling): PING, or the
+    #: queue's LPUSH then RPOP.
+    ceiling = "ping"
 
     def all_strategies(self) -> dict[str, Strategy]:
         raise NotImplementedError

@@ -15,6 +15,8 @@ simulated user (`operation`), and checks its invariant after the run
 * limiter: hit a rate-limited key with each correct limiter of the catalog (or
   the user's `--kind rate-limiter`); every decision is an operation, and no key
   may admit more than its limit allows over the run (contend.load.limiter).
+* jobs: put a job, take the next and ack it, with the catalog's correct
+  queues (list, stream); nothing lost, nothing completed twice.
 
 A user's own implementation (`--impl package.module:factory --kind K`, the
 protocols of `contend.subject.protocols`) runs as one more strategy, named by its
@@ -35,12 +37,14 @@ from __future__ import annotations
 
 from contend.load.counter import CounterWorkload
 from contend.load.limiter import LimiterWorkload
+from contend.load.queue import QueueWorkload
 from contend.load.registry import RegistryWorkload
 from contend.load.transfer import TransferWorkload
 from contend.load.workload import LoadInputError, LoadWorkload
 
 WORKLOADS: dict[str, LoadWorkload] = {
-    w.name: w for w in (RegistryWorkload(), CounterWorkload(), TransferWorkload(), LimiterWorkload())
+    w.name: w
+    for w in (RegistryWorkload(), CounterWorkload(), TransferWorkload(), LimiterWorkload(), QueueWorkload())
 }
 
 

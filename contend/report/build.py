@@ -211,9 +211,11 @@ def report_blocks(data: SweepData, made: dict[str, list[Path]], dest: Path) -> l
     )
     counts = data.process_counts
     at = f" ({counts[-1]} processes of redis-py PING loops)" if len(counts) > 1 else ""
-    blocks.append(Para(f"Raw ceiling{at}: {ceiling or 'not measured'}."))
+    if ceiling or not data.job_ceiling:  # a jobs-only sweep measures the LPUSH/RPOP one alone
+        blocks.append(Para(f"Raw ceiling{at}: {ceiling or 'not measured'}."))
 
     blocks += process_blocks(data)
+    blocks += queue_blocks(data)
 
     found = crossovers(data)
     if found:
@@ -284,7 +286,7 @@ def report_blocks(data: SweepData, made: dict[str, list[Path]], dest: Path) -> l
             Para(
                 f"All {len(data.all_rows)} runs kept their invariant (counters equal the successful "
                 "increments, transfers conserve the total, registry ids unique and gap-free, rate limiters "
-                "within their limit over the run) and "
+                "within their limit over the run, queues lose no job and complete none twice) and "
                 "committed operations; a run fails when it commits nothing, or when more than "
                 f"{_pct(data.meta.get('plan', {}).get('max_failed_share', MAX_FAILED_SHARE))} of its "
                 "operations fail (`--max-failed-share`)."
@@ -311,6 +313,56 @@ def report_blocks(data: SweepData, made: dict[str, list[Path]], dest: Path) -> l
         for path in made.get(workload, []):
             blocks.append(Image(path, path.stem))
     return blocks
+
+
+def queue_blocks(data: SweepData) -> list[Block]:
+    """The jobs workload: jobs per second against the raw LPUSH/RPOP ceiling at as many clients,
+    end-to-end latency and redeliveries per job, by queue and users."""
+    rows = sorted(
+        (r for r in data.rows if r.workload == "jobs"), key=lambda r: (r.strategy, r.hot_keys, r.users)
+    )
+    if not rows:
+        return []
+    ceiling = ", ".join(f"{u} client{'s' if u != 1 else ''} {r:,.0f}/s" for u, r in data.job_ceiling.items())
+    return [
+        Heading("Work queues: jobs per second, latency, redeliveries"),
+        Para(
+            "Every user puts a job, takes the next one and acks it; one take in 50 ends with the "
+            "consumer's death, so its job comes back once its lease (0.5 s) runs out. **× ceiling** "
+            "divides the jobs completed per second by the raw ceiling of the same number of clients "
+            "each pushing and popping one element (redis-py LPUSH then RPOP loops, measured in the "
+            f"same run: {ceiling or 'not measured'}). **latency** runs from a job's put to its ack; "
+            "**redeliveries/job** counts the deliveries beyond each job's first. After each run a "
+            "fresh consumer drained the queue: a lost or twice-completed job fails the run."
+        ),
+        Table(
+            (
+                "queue",
+                "users",
+                "hot keys",
+                "jobs/s",
+                "× ceiling",
+                "latency p50 ms",
+                "latency p99 ms",
+                "redeliveries/job",
+                "run",
+            ),
+            tuple(
+                (
+                    r.strategy,
+                    str(r.users),
+                    str(r.hot_keys),
+                    _fmt(r.committed_per_s, ",.0f"),
+                    _x(r.of_ceiling),
+                    _ms(r.latency_p50_ms),
+                    _ms(r.latency_p99_ms),
+                    _fmt(r.redeliveries_per_job, ".4f"),
+                    "ok" if r.ok else "FAILED",
+                )
+                for r in rows
+            ),
+        ),
+    ]
 
 
 def process_blocks(data: SweepData) -> list[Block]:

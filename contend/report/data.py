@@ -67,6 +67,10 @@ class SweepRow:
     #: the windows it rests on; None for a run too short to tell (or recorded before it existed).
     committed_spread: float | None = None
     commit_windows: int = 0
+    #: The jobs workload: end-to-end latency of completed jobs, and redeliveries per job delivered.
+    latency_p50_ms: float | None = None
+    latency_p99_ms: float | None = None
+    redeliveries_per_job: float | None = None
 
     @property
     def committed_interval(self) -> tuple[float, float] | None:
@@ -112,6 +116,8 @@ class SweepData:
     rows: list[SweepRow] = field(default_factory=list)
     all_rows: list[SweepRow] = field(default_factory=list)
     ceilings: dict[tuple[int, int], float] = field(default_factory=dict)
+    #: The raw LPUSH/RPOP ceiling (jobs per second) by clients, at the most processes.
+    job_ceiling: dict[int, float] = field(default_factory=dict)
 
     @property
     def process_counts(self) -> list[int]:
@@ -165,11 +171,15 @@ def load_sweep(path: Path) -> SweepData:
         planned = meta.get("plan", {}).get("processes", 1)
         # Sweeps made before process counts were compared ran every point at the plan's one count.
         default = int(planned if isinstance(planned, int) else planned[0])
-        ceilings = {
-            (int(c["clients"]), int(c.get("processes", default))): float(c["per_second"])
-            for c in meta.get("ceiling", [])
+        # PING ceilings, and (the jobs workload's) LPUSH/RPOP ones, by clients and processes.
+        by_op: dict[str, dict[tuple[int, int], float]] = {}
+        for c in meta.get("ceiling", []):
+            cell = (int(c["clients"]), int(c.get("processes", default)))
+            by_op.setdefault(str(c.get("op", "ping")), {})[cell] = float(c["per_second"])
+        ceilings = by_op.get("ping", {})
+        methods = {
+            c["method"].split(",")[0] for c in meta.get("ceiling", []) if c.get("op", "ping") == "ping"
         }
-        methods = {c["method"].split(",")[0] for c in meta.get("ceiling", [])}
         points = meta["points"]
     except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
         raise NotASweep(
@@ -177,12 +187,14 @@ def load_sweep(path: Path) -> SweepData:
         ) from None
     data = SweepData(raw, meta, {}, ", ".join(sorted(methods)) or "not measured", ceilings=ceilings)
     for point in points:
-        data.all_rows.append(_row(raw, point, ceilings, default))
+        data.all_rows.append(_row(raw, point, by_op.get(str(point.get("ceiling", "ping")), {}), default))
     if not data.all_rows:
         raise NotASweep(f"{raw} holds a sweep with no finished runs yet; wait for `contend load` to finish")
     main = max(data.process_counts)
     data.rows = [r for r in data.all_rows if r.processes == main]
     data.ceiling = {c: rate for (c, procs), rate in sorted(ceilings.items()) if procs == main}
+    jobs = by_op.get("lpush-rpop", {})
+    data.job_ceiling = {c: rate for (c, procs), rate in sorted(jobs.items()) if procs == main}
     return data
 
 
@@ -230,6 +242,9 @@ def _row(raw: Path, point: dict[str, Any], ceilings: dict[tuple[int, int], float
         progress_ok=bool(point.get("progress_ok", True)),
         committed_spread=figures.get("commit_rate_spread"),
         commit_windows=int(figures.get("commit_windows") or 0),
+        latency_p50_ms=figures.get("latency_p50_ms"),
+        latency_p99_ms=figures.get("latency_p99_ms"),
+        redeliveries_per_job=figures.get("redeliveries_per_job"),
     )
 
 

@@ -89,11 +89,19 @@ def _save(fig: plt.Figure, axes: list[Axes], path: Path, legend: bool = True) ->
     return path
 
 
+def _ceiling(data: SweepData, workload: str) -> tuple[dict[int, float], str]:
+    """The raw ceiling a workload's rates are read against, by clients, and what it counts: the
+    jobs workload's LPUSH/RPOP pairs, the others' PING round trips."""
+    if workload == "jobs":
+        return data.job_ceiling, "LPUSH+RPOP pairs"
+    return data.ceiling, "PING round trips"
+
+
 def throughput(data: SweepData, workload: str, out: Path) -> Path:
     """Committed operations per second against users, with each rate's 95 % interval as a band;
     on the strategies' own scale (the raw ceiling, often ten times higher, has a plot of its own)."""
     colors = _colors(data, workload)
-    ceiling = sorted(data.ceiling.values())
+    ceiling = sorted(_ceiling(data, workload)[0].values())
     note = f" (raw ceiling {_k(ceiling[0])}–{_k(ceiling[-1])}/s: see the ceiling plot)" if ceiling else ""
     fig, axes = _figure(data, workload, f"{workload}: committed operations per second{note}")
     for ax, hot in zip(axes, data.hot_keys(workload), strict=True):
@@ -113,12 +121,11 @@ def throughput(data: SweepData, workload: str, out: Path) -> Path:
 
 def of_ceiling(data: SweepData, workload: str, out: Path) -> Path | None:
     """Each strategy's committed rate as a fraction of the raw ceiling at the same clients."""
-    if not data.ceiling:
+    ceiling, counts = _ceiling(data, workload)
+    if not ceiling:
         return None
     colors = _colors(data, workload)
-    fig, axes = _figure(
-        data, workload, f"{workload}: commits per second ÷ the raw ceiling (PING round trips)"
-    )
+    fig, axes = _figure(data, workload, f"{workload}: commits per second ÷ the raw ceiling ({counts})")
     for ax, hot in zip(axes, data.hot_keys(workload), strict=True):
         _lines(ax, data, workload, hot, lambda r: r.of_ceiling, colors)
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:.2g}×"))

@@ -140,7 +140,7 @@ def test_a_slow_start_up_does_not_eat_the_run_time(contend_target, ns, tmp_path)
         (["--impl", "nope.mod:make", "--kind", "lock"], "--impl 'nope.mod:make': cannot import 'nope.mod'"),
         (["--impl", LOCK, "--kind", "lock", "--strategy", "watch"], "and --strategy watch: choose one"),
         (["--impl", LOCK, "--kind", "semaphore"], "not a semaphore; check it with contend check --impl"),
-        (["--impl", LOCK], "needs --kind: the protocol it follows (lock, registry or rate-limiter"),
+        (["--impl", LOCK], "needs --kind: the protocol it follows (lock, registry, rate-limiter or queue"),
         (["--impl", REGISTRY, "--kind", "registry"], "it runs in the registry workload, not in counter"),
         (["--kind", "lock"], "--kind lock names the protocol of --impl"),
         # A port of its own: Locust's master binds it before contend is asked (5557 may be taken).

@@ -19,7 +19,7 @@ def test_sweep_plans_refuse_bad_input():
     assert list(plan.workloads) == ["registry"] and plan.users == (1, 4, 16, 64)
     assert len(plan.points()) == 36 and plan.estimate_seconds() < 150
     full = make_plan(full=True)
-    assert set(full.workloads) == {"registry", "counter", "transfer"}
+    assert set(full.workloads) == {"registry", "counter", "transfer", "jobs"}
     picked = make_plan(workloads=["transfer", "counter"], strategies=["watch", "fine_locks"])
     assert picked.workloads == {"transfer": ["watch", "fine_locks"], "counter": ["watch"]}
     with pytest.raises(LoadInputError, match="unknown to every chosen workload"):

@@ -190,8 +190,7 @@ def test_a_user_lock_is_refused_by_the_registry_workload():
     [
         (LOCK, "semaphore", "contend load runs your lock .*, not a semaphore; check it with"),
         (LOCK, "single-flight", "not a single-flight"),
-        (LOCK, "queue", "not a queue; check it with"),
-        (LOCK, "queue", "contend load runs your lock .*, registry .* or rate-limiter .*, not a queue"),
+        (LOCK, "transaction", "not a transaction; check it with"),
         (LOCK, "leaderboard", "unknown --kind 'leaderboard'"),
         ("nope", "lock", "expected package.module:factory"),
         ("nope.mod:make", "lock", "cannot import 'nope.mod'"),
