@@ -12,7 +12,7 @@ from contend.check.framework import CheckOptions
 from contend.impl.catalog import CONSISTENT_AUDIT, SERIALIZABLE
 from contend.machines.family import family_machine
 from contend.machines.hunt import run_once
-from contend.subject.subject import user_subject
+from contend.subject.resolve import user_subject
 
 CORRECT = ["script_read_bank", "dotted_bank", "noisy_bank"]
 #: module -> the names the schedule check may give its anomaly (the first is what it is built for)

@@ -8,7 +8,8 @@ import pytest
 from contend.check.battery import run_battery
 from contend.check.framework import CheckOptions
 from contend.impl import catalog
-from contend.subject.subject import catalog_subjects, user_subject
+from contend.subject.resolve import user_subject
+from contend.subject.subject import catalog_subjects
 from tests.check.test_battery import assert_matches_catalog
 
 BANKS = catalog.family("transaction")

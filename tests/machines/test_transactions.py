@@ -12,7 +12,7 @@ from contend.machines.family import family_machine
 from contend.machines.hunt import run_once
 from contend.machines.transactions import server_table
 from contend.schedule import Scheduler
-from contend.subject.subject import user_subject
+from contend.subject.resolve import user_subject
 from tests.machines.helpers import driven_by_hand
 
 
