@@ -12,6 +12,7 @@ from contend.history.invariants import Violation
 from contend.history.models import exit_code
 from contend.history.records import Call, Record
 from contend.history.verdict import Linearizability, Verdict
+from contend.stress.explain import two_holders_explained
 from contend.stress.options import StressOptions
 from contend.stress.workload import StressWorkload
 
@@ -64,6 +65,13 @@ class StressResult:
         if self.no_fault and self.history_exit_code != ExitCode.FAILED:
             return ExitCode.INCONCLUSIVE
         return self.history_exit_code
+
+    @property
+    def explanation(self) -> list[str]:
+        """Why an unfenced lock had two holders (a client-pause past its lease), or []."""
+        if self.workload.family != "lock" or not self.violations:
+            return []
+        return two_holders_explained(self.violations, self.nemesis, self.options.ttl_ms, self.workload.fenced)
 
     @property
     def history_outcome(self) -> str:
@@ -120,5 +128,6 @@ class StressResult:
             "linearizability": self.verdict.to_json(),
             "invariants": self.invariants,
             "violations": [v.to_json() for v in self.violations],
+            "explanation": self.explanation,
             "nemesis_events": [{"time": r.time, "f": r.f, "value": r.value} for r in self.nemesis],
         }
