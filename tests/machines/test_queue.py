@@ -35,7 +35,7 @@ def test_a_queue_without_a_lease_that_loses_a_crashed_consumers_job(contend_targ
     try:
         machine.put(0, False)
         machine.advance_all()
-        machine.take(0, 0.0, 0.0, "die")
+        machine.take(0, 0.0, 0.0, "die", 0.0)
         machine.advance_all()
         with pytest.raises(Exception):  # noqa: B017 (outside a Hypothesis test, its note() raises too)
             machine.check_quiescent()
@@ -68,7 +68,7 @@ def test_fifo_is_judged_on_first_deliveries(contend_target):
         machine.advance_all()
         machine.put(1, False)
         machine.advance_all()
-        machine.take(2, 0.0, 0.0, "ack")
+        machine.take(2, 0.0, 0.0, "ack", 0.0)
         with pytest.raises(Exception):  # noqa: B017
             machine.advance_all()
         assert machine.violation.property == FIFO and "'job-2'" in machine.violation.detail
@@ -83,8 +83,8 @@ def test_two_takes_that_both_got_one_job_are_a_double_delivery(contend_target):
     try:
         machine.put(0, False)
         machine.advance_all()
-        machine.take(0, 0.0, 0.3, "ack")  # client 0
-        machine.take(0, 0.0, 0.3, "ack")  # the first idle one now: client 1
+        machine.take(0, 0.0, 0.3, "ack", 0.0)  # client 0
+        machine.take(0, 0.0, 0.3, "ack", 0.0)  # the first idle one now: client 1
         for index in (0, 0, 1, 1):  # reap, LRANGE each
             machine.scheduler.step(index)
         with pytest.raises(Exception):  # noqa: B017
