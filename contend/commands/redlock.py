@@ -109,6 +109,13 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             raise
         raise stopped from None
     out.print(escape(report(result, args)), soft_wrap=True)
+    if not result.found and not args.no_restarts and not result.stats.get("restarts"):
+        out.print(
+            "inconclusive: no master was restarted in any example, so the fault this search is for "
+            "never happened; raise --max-examples or --runs",
+            soft_wrap=True,
+        )
+        return ExitCode.INCONCLUSIVE
     if not result.found and result.flaky:
         out.print(
             f"inconclusive: {result.flaky} of {args.runs} seeds ended without a verdict (Hypothesis saw "

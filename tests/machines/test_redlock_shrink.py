@@ -1,5 +1,5 @@
 """The Redlock search's shrinking: bounded by a budget the user sets (`--shrink-seconds`), with
-progress meanwhile."""
+progress meanwhile; and a search in which no master was ever restarted is inconclusive."""
 
 from __future__ import annotations
 
@@ -78,3 +78,17 @@ def test_the_command_takes_a_shrink_budget():
     parser = add_parser(argparse.ArgumentParser().add_subparsers(), argparse.ArgumentParser(add_help=False))
     assert parser.parse_args([]).shrink_seconds == SHRINK_SECONDS
     assert parser.parse_args(["--shrink-seconds", "30"]).shrink_seconds == 30.0
+
+
+def test_a_search_in_which_no_master_restarted_is_inconclusive(monkeypatch, capsys):
+    """Nothing found, and the restart the search is for never happened: exit 3, not a pass."""
+    from contend.cli import main
+    from contend.machines.redlock import Demo
+
+    for restarts, code in ((0, 3), (4, 0)):
+        found = Demo(times=[None], stats={"restarts": restarts} if restarts else {})
+        monkeypatch.setattr("contend.commands.redlock.demo", lambda *a, found=found, **k: found)
+        assert main(["redlock", "--runs", "1"]) == code
+        out = capsys.readouterr().out
+        assert ("no master was restarted in any example" in out) is (code == 3), out
+    assert main(["redlock", "--runs", "1", "--no-restarts"]) == 0  # then none is asked for
