@@ -80,7 +80,7 @@ RUN: dict[str, Run] = {
     f"{C} check --cluster 3 --impl tests.fixtures.cluster.holders_lock:make --kind lock": Run(codes=(1,)),
     f"{C} check --cluster 3 --impl tests.fixtures.cluster.frozen_lock:make --kind lock": Run(codes=(1,)),
     f"SIDE_LOCK_URL=redis://127.0.0.1:9 {C} check --impl tests.fixtures.side_server_lock:make --kind lock": Run(
-        codes=(1, 3)
+        codes=(2,)  # stopped, naming the server outside the run, as the page says
     ),
     f"{C} stress --only fenced --cluster 3 --duration 8 --nemesis reshard,cluster-failover --interval 0.5": Run(),
     f"{C} stress --only token --duration 8 --nemesis sentinel-failover --interval 0.5": Run(codes=(0, 1)),
@@ -94,8 +94,8 @@ RUN: dict[str, Run] = {
     "--nemesis master-pause,partition": Run(),
     f"{C} redlock --runs 5": Run(f"{C} redlock --runs 1 --max-examples 30"),
     f"{C} redlock --runs 5 --no-restarts": Run(f"{C} redlock --runs 1 --max-examples 30 --no-restarts"),
-    f"{C} redlock --runs 5 --lib pottery": Run(
-        f"{C} redlock --runs 1 --max-examples 30 --lib pottery", needs="pottery"
+    f"{C} redlock --runs 5 --lib pottery": Run(  # a flaky seed on pottery is inconclusive, as the page says
+        f"{C} redlock --runs 1 --max-examples 30 --lib pottery", codes=(0, 3), needs="pottery"
     ),
     f"{C} redlock --runs 5 --fence none": Run(f"{C} redlock --runs 1 --max-examples 30 --fence none"),
     f"{C} redlock --runs 5 --fenced": Run(f"{C} redlock --runs 1 --max-examples 30 --fenced"),
@@ -112,7 +112,7 @@ RUN: dict[str, Run] = {
     f"{C} check --only setnx_getset --no-shrink": Run(),
     f"{C} check --impl tests.fixtures.foreign.raising_lock:make --kind lock": Run(),
     # docs/commands/history.md
-    f"{C} history check tests/data/etcd_002.log --model cas-register --html timeline.html": Run(codes=(1,)),
+    f"{C} history check tests/data/etcd_002.log --model cas-register --html timeline.html": Run(),
     f"{C} history check tests/data/etcd_000.log tests/data/etcd_002.log --model cas-register": Run(
         codes=(1,)
     ),
