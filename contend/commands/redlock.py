@@ -10,12 +10,12 @@ from rich.console import Console
 from rich.markup import escape
 
 from contend import exitcodes, interrupt
-from contend.commands.arguments import HelpFormatter, positive_int
+from contend.commands.arguments import HelpFormatter, positive_float, positive_int
 from contend.commands.names import COMMANDS
 from contend.errors import ContendError
 from contend.exitcodes import ExitCode
 from contend.machines.fencing import FENCES
-from contend.machines.redlock import LIBRARIES, MASTERS, Demo, demo
+from contend.machines.redlock import LIBRARIES, MASTERS, SHRINK_SECONDS, Demo, demo
 from contend.servers.binary import find_redis_server
 
 #: Its line in `contend --help` (contend.cli lists it beside contend.commands.names' commands).
@@ -46,6 +46,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         default=500,
         metavar="N",
         help="examples per seed (default 500)",
+    )
+    parser.add_argument(
+        "--shrink-seconds",
+        type=positive_float,
+        default=SHRINK_SECONDS,
+        metavar="S",
+        help=f"seconds the first counterexample's shrinking may take (default {SHRINK_SECONDS:g}); it "
+        "then stops with the smallest found so far, and progress goes to stderr meanwhile",
     )
     parser.add_argument("--no-restarts", action="store_true", help="the same search without the restart rule")
     parser.add_argument(
@@ -91,6 +99,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             lib=args.lib,
             fence=args.fence,
             on_seed=lambda line: err.print(escape(f"redlock · {line}"), soft_wrap=True),
+            shrink_seconds=args.shrink_seconds,
         )
     except Exception:
         # Hypothesis can turn the interrupt into an error of its own (an assertion in its handler
@@ -100,6 +109,13 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
             raise
         raise stopped from None
     out.print(escape(report(result, args)), soft_wrap=True)
+    if not result.found and not args.no_restarts and not result.stats.get("restarts"):
+        out.print(
+            "inconclusive: no master was restarted in any example, so the fault this search is for "
+            "never happened; raise --max-examples or --runs",
+            soft_wrap=True,
+        )
+        return ExitCode.INCONCLUSIVE
     if not result.found and result.flaky:
         out.print(
             f"inconclusive: {result.flaky} of {args.runs} seeds ended without a verdict (Hypothesis saw "
@@ -139,8 +155,14 @@ def report(result: Demo, args: argparse.Namespace) -> str:
     if found and not result.shrunk:
         lines.append(result.violation)
     elif found:
+        stopped = (
+            f", stopped at its budget of {args.shrink_seconds:g} s (--shrink-seconds): the smallest found by then"
+            if result.shrink_stopped
+            else ""
+        )
         lines.append(
-            f"shrunk: {result.clients} clients, {result.round_trips} round trips, "
-            f"{result.partitions} partition(s), {result.restarts} restart(s)\n{result.violation}\n{result.shrunk}"
+            f"shrunk in {result.shrink_seconds:.0f} s{stopped}: {result.clients} clients, {result.round_trips} "
+            f"round trips, {result.partitions} partition(s), {result.restarts} restart(s)\n{result.violation}\n"
+            f"{result.shrunk}"
         )
     return "\n".join(lines)

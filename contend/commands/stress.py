@@ -308,6 +308,8 @@ def report(result: StressResult, out: Console) -> None:
         out.print(f"invariants hold: {names}", soft_wrap=True)
     style = {0: "bold green", 1: "bold red", 3: "bold yellow"}[result.history_exit_code]
     out.print(f"[{style}]{escape(result.history_headline())}[/]", soft_wrap=True)
+    for line in result.explanation:
+        out.print(escape(line), soft_wrap=True)
     for reason in result.no_fault:
         out.print(f"[bold red]NO FAULT — {escape(reason)}[/]", soft_wrap=True)
     if result.no_fault and result.exit_code == ExitCode.FAILED:

@@ -52,8 +52,11 @@
       if (e.tagName === "rect") {
         e.setAttribute("x", x0.toFixed(1));
         e.setAttribute("width", Math.max(+(e.dataset.min || MIN_BAR), x1 - x0).toFixed(1));
-      } else if (e.dataset.outside) {  // an involved operation's name, beside its bar
-        e.setAttribute("x", (Math.max(x1, x0 + 8) + 3).toFixed(1));
+      } else if (e.dataset.outside) {  // an involved operation's name, after its bar or before it
+        const after = Math.max(x1, x0 + 8) + 3, width = e.dataset.full.length * CHAR;
+        const before = after + width > LEFT + PLOT && x0 - 3 - width >= LEFT;
+        e.setAttribute("x", (before ? x0 - 3 : after).toFixed(1));
+        e.setAttribute("text-anchor", before ? "end" : "start");
       } else {
         e.setAttribute("x", (x0 + 3).toFixed(1));
         e.textContent = fit(e.dataset.full, e.dataset.short, x1 - x0);

@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from contend.history.invariants import Violation
-from contend.history.timeline_layout import Layout, lay_out, window
+from contend.history.timeline_layout import Layout, lay_out, violation_span, window
 from contend.history.timeline_svg import controls, esc, num, svg
 from contend.history.verdict import Linearizability, PartitionResult, Verdict
 
@@ -83,7 +83,8 @@ def render_timeline(
     failing = next((p for p in verdict.partitions if p.outcome is Linearizability.NOT_LINEARIZABLE), None)
     culprit = failing.culprit if failing else None
     involved = {c.id for v in violations for c in v.calls} | ({culprit.id} if culprit else set())
-    focus_ids = [c.id for c in violations[0].calls] if violations else ([culprit.id] if culprit else [])
+    focus = violation_span(list(violations[0].calls), verdict.calls) if violations else []
+    focus_ids = [c.id for c in focus] if violations else ([culprit.id] if culprit else [])
     calls, note = window(verdict.calls, focus_ids, max_calls)
     prefix_rank = {c.id: k + 1 for k, c in enumerate(failing.linearization)} if failing else {}
     layout = lay_out(calls, verdict.nemesis, involved, focus_ids)
@@ -153,7 +154,7 @@ def _violation_list(violations: Sequence[Violation], layout: Layout) -> str:
     """Each violation, with a click that shows its operations."""
     items = []
     for v in violations[:20]:
-        shown = [c for c in v.calls if c.process in layout.lane_of]
+        shown = [c for c in violation_span(list(v.calls), layout.calls) if c.process in layout.lane_of]
         view = ""
         if shown:
             lo = min(layout.t(c.start) for c in shown)

@@ -26,6 +26,8 @@ INVOLVED_BAR = 8
 CHAR = 6.6
 #: A typical operation's label is this wide at the zoom a page without a violation opens at.
 READABLE = 90
+#: How many calls after a violation's own its view may take in, looking for each holder's release.
+SPAN_AFTER = 3
 #: Values are shown whole up to this length (labels then show the operation's name alone).
 FULL = 400
 
@@ -79,6 +81,21 @@ def window(calls: list[Call], focus: list[int], max_calls: int) -> tuple[list[Ca
     )
 
 
+def violation_span(focus: list[Call], calls: list[Call]) -> list[Call]:
+    """The calls a violation's view must hold: its own, and for each of its processes what it did
+    up to the release that ends the critical section its calls are in (at most SPAN_AFTER calls
+    on, and none when no release comes by then), so the view shows where each holder let go."""
+    chosen = list(focus)
+    for process in dict.fromkeys(c.process for c in focus):
+        own = sorted((c for c in calls if c.process == process), key=lambda c: (c.start, c.id))
+        last = max(c.start for c in focus if c.process == process)
+        after = [c for c in own if c.start > last][:SPAN_AFTER]
+        release = next((k for k, c in enumerate(after) if c.f == "release"), None)
+        if release is not None:
+            chosen += [c for c in after[: release + 1] if c not in chosen]
+    return chosen
+
+
 def lay_out(calls: list[Call], nemesis: list[Record], involved: set[int], focus: list[int]) -> Layout:
     """Place `calls` and the nemesis' faults; the view opens on the `focus` calls (see _first_view)."""
     timed = any(c.invoke.time is not None for c in calls)
@@ -99,23 +116,25 @@ def lay_out(calls: list[Call], nemesis: list[Record], involved: set[int], focus:
 
 def _lanes(calls: list[Call]) -> tuple[dict[Any, int], list[list[Any]]]:
     """Processes packed into lanes: one that starts after another's last operation ended takes its
-    lane (a process whose operation was lost ends at that operation's call)."""
+    lane (a process whose operation was lost ends at that operation's call); a process named by a
+    string (the harness's final read) keeps a lane of its own."""
     spans: dict[Any, list[int]] = {}
     for c in calls:
         end = c.end if c.end is not None else c.start
         span = spans.setdefault(c.process, [c.start, end])
         span[0], span[1] = min(span[0], c.start), max(span[1], end)
     lanes: list[list[Any]] = []
-    free_at: list[int] = []
+    free_at: list[float] = []
     lane_of: dict[Any, int] = {}
     for p, (lo, hi) in sorted(spans.items(), key=lambda kv: (kv[1][0], _lane_key(kv[0]))):
-        k = next((i for i, t in enumerate(free_at) if t < lo), None)
+        named = isinstance(p, str)  # the harness's own ("final"): a lane of its own, shared with none
+        k = None if named else next((i for i, t in enumerate(free_at) if t < lo), None)
         if k is None:
             lanes.append([])
             free_at.append(hi)
             k = len(lanes) - 1
         lanes[k].append(p)
-        free_at[k] = hi
+        free_at[k] = float("inf") if named else hi
         lane_of[p] = k
     return lane_of, lanes
 

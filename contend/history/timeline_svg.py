@@ -96,11 +96,9 @@ def svg(layout: Layout, prefix_rank: dict[int, int], dim_others: bool, prefix: I
     out.append("</g>")
     out.append(f'<rect class="names-bg" x="0" y="{TOP - 6}" width="{LEFT - 4}" height="{height - TOP + 6}"/>')
     for k, processes in enumerate(layout.lanes):
-        names = " · ".join(f"p{p}" for p in processes)
-        shown = names if len(names) * CHAR <= LEFT - 12 else _fit_names(processes)
         out.append(
-            f'<text class="lane-name" x="6" y="{TOP + k * LANE + BAR - 2}">{esc(shown)}'
-            f"<title>{esc('processes ' + ', '.join(str(p) for p in processes))}</title></text>"
+            f'<text class="lane-name" x="6" y="{TOP + k * LANE + BAR - 2}">{esc(lane_name(processes))}'
+            f"<title>{esc(_lane_tip(processes))}</title></text>"
         )
     out.append("</svg>")
     return "\n".join(out)
@@ -132,14 +130,32 @@ def _nice_step(span: float) -> float:
     return next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
 
 
-def _fit_names(processes: list[Any]) -> str:
-    shown: list[str] = []
-    for p in processes:
-        more = f" +{len(processes) - len(shown) - 1}"
-        if len(" · ".join([*shown, f"p{p}"]) + more) * CHAR > LEFT - 12:
-            break
-        shown.append(f"p{p}")
-    return " · ".join(shown) + f" +{len(processes) - len(shown)}"
+#: Processes that are no client's, by the name the rest of the output gives them.
+_NAMED = {"final": "final read", "nemesis": "nemesis"}
+
+
+def lane_name(processes: list[Any]) -> str:
+    """A lane's name as the verdict and the nemesis lines name its processes: 'process 2', or
+    'process 0 · 3 · 6' for a worker that went on as new processes after lost replies, and
+    'final read' for the harness's read at the end; cut to fit the names' column."""
+    names = [str(p) for p in processes if not isinstance(p, str)]
+    names[:1] = [f"process {n}" for n in names[:1]]
+    names += [str(_NAMED.get(p, p)) for p in processes if isinstance(p, str)]
+    room = (LEFT - 12) / CHAR
+    for shown in range(len(names), 0, -1):  # as many as fit, and how many more there are
+        name = " · ".join(names[:shown]) + (f" +{len(names) - shown}" if shown < len(names) else "")
+        if len(name) <= room:
+            return name
+    return f"{names[0]} +{len(names) - 1}" if len(names) > 1 else names[0]
+
+
+def _lane_tip(processes: list[Any]) -> str:
+    clients = [str(p) for p in processes if not isinstance(p, str)]
+    others = [str(_NAMED.get(p, p)) for p in processes if isinstance(p, str)]
+    tip = f"process{'es' if len(clients) > 1 else ''} {', '.join(clients)}" if clients else ""
+    if len(clients) > 1:
+        tip += " (one after another: a process whose reply was lost goes on as a new one)"
+    return "; ".join([t for t in (tip, *others) if t])
 
 
 def _fault_view(layout: Layout, b: Band) -> tuple[float, float]:
@@ -215,11 +231,12 @@ def _bar(layout: Layout, c: Call, prefix_rank: dict[int, int], dim: bool) -> str
         full, short = f"#{prefix_rank[c.id]} {full}", f"#{prefix_rank[c.id]}"
     cls = " ".join(classes)
     wide = INVOLVED_BAR if c.id in layout.involved else MIN_BAR
-    if c.id in layout.involved:  # named beside its bar, whatever the zoom
-        right = max(x1, x0 + wide)
+    if c.id in layout.involved:  # named beside its bar, whatever the zoom: after it, or before it
+        left, anchor = involved_label_x(x0, x1, full)  # where after it would leave the drawing
         label = (
             f'<text class="involved-label" data-t0="{num(t0)}" data-t1="{num(t1)}" data-full="{esc(full)}" '
-            f'data-outside="1" x="{num(right + 3)}" y="{y + BAR - 3}" pointer-events="none">{esc(full)}</text>'
+            f'data-outside="1" x="{num(left)}" y="{y + BAR - 3}" text-anchor="{anchor}" '
+            f'pointer-events="none">{esc(full)}</text>'
         )
     else:
         label = _label(t0, t1, full, short, x0, x1, y + BAR - 3, "label" + (" dim" if dim else ""))
@@ -228,6 +245,16 @@ def _bar(layout: Layout, c: Call, prefix_rank: dict[int, int], dim: bool) -> str
         f'data-min="{wide}" x="{num(x0)}" y="{y}" width="{num(max(wide, x1 - x0))}" height="{BAR}" rx="3">'
         f"<title>{esc(tip)}</title></rect>{label}</g>"
     )
+
+
+def involved_label_x(x0: float, x1: float, text: str) -> tuple[float, str]:
+    """(x, text-anchor) of an involved bar's label: just after the bar, or just before it when
+    after it would run past the drawing's right edge (where it was cut off) and before it fits."""
+    after = max(x1, x0 + INVOLVED_BAR) + 3
+    width = len(text) * CHAR
+    if after + width > LEFT + PLOT and x0 - 3 - width >= LEFT:
+        return x0 - 3, "end"
+    return after, "start"
 
 
 def _label(t0: float, t1: float, full: str, short: str, x0: float, x1: float, y: float, cls: str) -> str:

@@ -143,6 +143,7 @@ class MastersMachine(CriticalSections):
         server.kill()
         server.start()  # on the same port, empty; unreachable to the clients while it is "down"
         self.restarted = True
+        type(self).stats["restarts"] += 1  # the search's count: a fault that took effect
         if self.restart_at_once:
             self.scheduler.note(f"{self.master_name(k)} restarted empty (no persistence)")
             return

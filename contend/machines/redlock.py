@@ -31,6 +31,7 @@ on master 1, which restarts empty) let stale writes through, and the same search
 from __future__ import annotations
 
 import contextlib
+import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -41,12 +42,17 @@ from contend.machines.fencing import FENCES, NO_STALE_WRITE
 from contend.machines.hunt import SearchStopped, run_once
 from contend.machines.locks import LockMachine
 from contend.machines.masters import MastersMachine
+from contend.machines.settings import shrink_budget
 from contend.servers.server import EmbeddedRedis
 from contend.servers.target import Target, open_target
 from contend.subject.claims import LOCK_CLAIMS
 from contend.subject.multi_master import MULTI_MASTER_LOCKS
 
 MASTERS = 5
+#: Seconds the first counterexample's shrinking may take by default (`--shrink-seconds`).
+SHRINK_SECONDS = 120.0
+#: Seconds between two progress lines while shrinking.
+PROGRESS_EVERY = 10.0
 #: The masters a partition cuts a client off from: a minority.
 MINORITY = (MASTERS - 1) // 2
 
@@ -105,6 +111,9 @@ class Demo:
     kinds: Counter[str] = field(default_factory=Counter)  # what each seed found (see `kind`)
     shrunk: str = ""
     violation: str = ""
+    #: Seconds the shrinking took, and whether its budget ended it.
+    shrink_seconds: float = 0.0
+    shrink_stopped: bool = False
     clients: int = 0
     round_trips: int = 0
     restarts: int = 0
@@ -141,9 +150,11 @@ def demo(
     lib: str = "contend",
     fence: str | None = None,
     on_seed: Callable[[str], None] = lambda line: None,
+    shrink_seconds: float = SHRINK_SECONDS,
 ) -> Demo:
-    """Search `runs` seeds for a violation, then shrink the first seed's one; `on_seed` hears of
-    each seed as it ends. A seed Hypothesis calls flaky counts as no verdict, not as a miss."""
+    """Search `runs` seeds for a violation, then shrink the first seed's one for up to
+    `shrink_seconds`; `on_seed` hears of each seed as it ends, and of the shrinking every
+    PROGRESS_EVERY seconds. A seed Hypothesis calls flaky counts as no verdict, not as a miss."""
     result = Demo()
     with five_masters() as (target, servers), resource_server(fence) as resource_url:
         machine = machine_for(
@@ -167,12 +178,18 @@ def demo(
         if not result.found:
             return result
         seed = next(k for k, t in enumerate(result.times) if t is not None)
-        on_seed(f"shrinking seed {seed}'s counterexample")
+        on_seed(f"shrinking seed {seed}'s counterexample (for up to {shrink_seconds:g} s: --shrink-seconds)")
+        progress = ShrinkProgress(shrink_seconds, on_seed)
         try:
-            _, violation, failed = run_once(machine, target, seed, max_examples, shrink=True)
+            with shrink_budget(shrink_seconds):
+                _, violation, failed = run_once(
+                    _watched(machine, progress), target, seed, max_examples, shrink=True
+                )
         except SearchStopped as exc:
             result.violation = f"(not shrunk: {exc}; Hypothesis could not replay the example)"
             return result
+        result.shrink_seconds = progress.shrinking()
+        result.shrink_stopped = result.shrink_seconds >= shrink_seconds
         if violation is not None and isinstance(failed, LockMachine):
             trace = failed.scheduler.trace
             result.violation = str(violation)
@@ -183,3 +200,54 @@ def demo(
             result.restarts = sum(1 for s in trace if "restarted empty" in s.note)
             result.partitions = sum(1 for s in trace if " is cut off from " in s.note)
     return result
+
+
+@dataclass
+class ShrinkProgress:
+    """What the shrinking has done so far, told every PROGRESS_EVERY seconds. The seed is run
+    again from its start, so shrinking (and its budget) begins once it fails again."""
+
+    budget: float
+    tell: Callable[[str], None]
+    told: float = field(default_factory=lambda: time.monotonic())
+    began: float | None = None  # when the seed failed again and shrinking began
+    examples: int = 0
+    failing: int = 0
+    smallest: int | None = None  # round trips of the smallest failing example so far
+
+    def shrinking(self) -> float:
+        """Seconds since shrinking began (0 before)."""
+        return 0.0 if self.began is None else time.monotonic() - self.began
+
+    def ended(self, machine: LockMachine) -> None:
+        """An example ended (`machine` ran it): count it, and tell how it goes when it is time."""
+        self.examples += 1
+        now = time.monotonic()
+        if machine.violation is not None:
+            self.failing += 1
+            self.began = now if self.began is None else self.began
+            trips = sum(1 for s in machine.scheduler.trace if s.sent)
+            self.smallest = trips if self.smallest is None else min(self.smallest, trips)
+        if now - self.told < PROGRESS_EVERY:
+            return
+        self.told = now
+        if self.began is None:
+            self.tell(f"shrinking: finding the counterexample again, {self.examples} examples in")
+            return
+        self.tell(
+            f"shrinking: {min(self.shrinking(), self.budget):.0f} s of up to {self.budget:g} s, "
+            f"{self.examples} examples tried, {self.failing} failing; the smallest so far: "
+            f"{self.smallest} round trips"
+        )
+
+
+def _watched(machine: type[LockMachine], progress: ShrinkProgress) -> type[LockMachine]:
+    """`machine`, telling `progress` of each example as it is torn down."""
+
+    def teardown(self: LockMachine) -> None:
+        try:
+            machine.teardown(self)
+        finally:
+            progress.ended(self)
+
+    return type(machine.__name__, (machine,), {"teardown": teardown})

@@ -12,7 +12,11 @@ replace Hypothesis's own `ci` profile, which it loads when the CI variable is se
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis.internal.conjecture import engine
 
 #: Rules per example: enough for a race of a few clients, short enough to shrink fast.
 STATEFUL_STEPS = 20
@@ -79,3 +83,17 @@ def register_profiles() -> None:
         print_blob=True,
         suppress_health_check=[HealthCheck.too_slow],
     )
+
+
+@contextlib.contextmanager
+def shrink_budget(seconds: float) -> Iterator[None]:
+    """Hypothesis stops shrinking a failing example after `seconds` (its own limit is 300 s, and
+    settings have no option for it), keeping the smallest found so far: the bound is the engine's
+    module constant, read each time shrinking starts, so it is set for the block and put back.
+    tests/machines/test_redlock_shrink.py fails should a release of Hypothesis move it."""
+    before = engine.MAX_SHRINKING_SECONDS
+    engine.MAX_SHRINKING_SECONDS = seconds  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        engine.MAX_SHRINKING_SECONDS = before

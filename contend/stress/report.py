@@ -68,5 +68,7 @@ def summary_markdown(result: StressResult) -> str:
     evidence = [*result.no_fault, *evidence]
     if evidence:
         parts.append("### evidence\n\n" + code_block(evidence))
+    if result.explanation:
+        parts.append("### why\n\n" + "\n\n".join(result.explanation))
     parts.append(f"re-check the kept history: `{result.recheck_command()}`")
     return "\n\n".join(parts)

@@ -13,6 +13,7 @@ from contend.history.models import exit_code
 from contend.history.records import Call, Record
 from contend.history.verdict import Linearizability, Verdict
 from contend.stress.bank_check import TransactionJudgement
+from contend.stress.explain import two_holders_explained
 from contend.stress.options import StressOptions
 from contend.stress.workload import StressWorkload
 
@@ -71,6 +72,13 @@ class StressResult:
         if self.no_fault and self.history_exit_code != ExitCode.FAILED:
             return ExitCode.INCONCLUSIVE
         return self.history_exit_code
+
+    @property
+    def explanation(self) -> list[str]:
+        """Why an unfenced lock had two holders (a client-pause past its lease), or []."""
+        if self.workload.family != "lock" or not self.violations:
+            return []
+        return two_holders_explained(self.violations, self.nemesis, self.options.ttl_ms, self.workload.fenced)
 
     @property
     def history_outcome(self) -> str:
@@ -143,5 +151,6 @@ class StressResult:
             "serializability": self.judgement.to_json() if self.judgement is not None else None,
             "invariants": self.invariants,
             "violations": [v.to_json() for v in self.violations],
+            "explanation": self.explanation,
             "nemesis_events": [{"time": r.time, "f": r.f, "value": r.value} for r in self.nemesis],
         }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -38,8 +39,8 @@ def load_factory(spec: str, *, callable_only: bool = True) -> Any:
         ) from None
     except Exception as exc:  # the module's own code raised while it was imported
         raise ProtocolError(
-            f"--impl {spec!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}; "
-            "fix the module so that it imports"
+            f"--impl {spec!r}: importing {module_name!r} raised {type(exc).__name__}: {exc}"
+            f"{_where(exc)}; fix the module so that it imports"
         ) from None
     obj: Any = module
     for part in attr.split("."):
@@ -49,6 +50,14 @@ def load_factory(spec: str, *, callable_only: bool = True) -> Any:
     if callable_only and not callable(obj):
         raise ProtocolError(f"--impl {spec!r}: {attr!r} is a {type(obj).__name__}, not a callable factory")
     return obj
+
+
+def _where(exc: BaseException) -> str:
+    """' at FILE, line N': the line of a module's own code that raised while it was imported (the
+    innermost module body on the traceback), or "" when none is there."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.name == "<module>"]
+    frames = [f for f in frames if not f.filename.startswith("<frozen")]
+    return f" at {frames[-1].filename}, line {frames[-1].lineno}" if frames else ""
 
 
 def user_factory(spec: str | Callable[..., Any], kind: str) -> Callable[..., Any]:

@@ -162,17 +162,29 @@ class ProtocolError(ContendError):
 
 
 def check_factory_signature(factory: Callable[..., Any], kind: str, spec: str) -> None:
-    """A factory must accept the protocol's positional arguments."""
+    """A factory must accept every call the checks make of it: the protocol's positional
+    arguments, and a semaphore's `limit` by keyword or not at all (one holder: `limit` = 1)."""
     signature, _ = protocol(kind)
     wanted = 2 if kind in NAMESPACE_KINDS | NAME_KINDS else 4 if kind == "rate_limiter" else 3
+    calls: list[dict[str, Any]] = [{}, {"limit": 2}] if kind == "semaphore" else [{}]
     try:
-        inspect.signature(factory).bind(*range(wanted))
-    except TypeError as exc:
-        raise ProtocolError(
-            f"--impl {spec!r}: a {family_label(kind)} factory is called as {signature}; {exc}"
-        ) from None
-    except ValueError:
-        pass  # builtins without a signature: find out when it is called
+        found = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return  # builtins without a signature: find out when it is called
+    for keywords in calls:
+        try:
+            found.bind(*range(wanted), **keywords)
+        except TypeError as exc:
+            raise ProtocolError(
+                f"--impl {spec!r}: a {family_label(kind)} factory is called as {signature}"
+                + (
+                    f", and as factory(client, key, ttl_ms, limit=2) for {keywords['limit']} holders"
+                    if keywords
+                    else ""
+                )
+                + f"; {spec.rpartition(':')[2] or 'it'}{found} cannot take that ({exc}): give it "
+                "those parameters, or choose the --kind it is written for"
+            ) from None
 
 
 def check_object(obj: Any, kind: str, spec: str) -> None:

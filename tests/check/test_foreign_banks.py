@@ -51,16 +51,20 @@ def test_a_mutant_is_named_for_what_its_history_shows(module, contend_target, ns
     assert result.detail.startswith(MUTANTS[module]), result.detail
 
 
-def test_a_command_the_server_cannot_place_leaves_only_serializable_unjudged(contend_target, ns):
+def test_a_command_the_server_cannot_place_leaves_only_serializable_unjudged(redis62_target):
     """Redis 6.2 cannot say which of COPY's keys it writes. Where it touches a balance, the schedule
     check is inconclusive for serializable alone, naming COPY; elsewhere it changes nothing."""
     options = CheckOptions(shrink=False, schedule_examples=15)
     rows = {}
-    for factory in ("make", "make_elsewhere"):
-        subject = user_subject(
-            f"tests.fixtures.foreign.receipt_bank:{factory}", "transaction", contend_target
-        )
-        (rows[factory],) = run_battery(contend_target, [subject], options, ns, only_checks=["schedule"])
+    ns = redis62_target.namespace()
+    try:
+        for factory in ("make", "make_elsewhere"):
+            subject = user_subject(
+                f"tests.fixtures.foreign.receipt_bank:{factory}", "transaction", redis62_target
+            )
+            (rows[factory],) = run_battery(redis62_target, [subject], options, ns, only_checks=["schedule"])
+    finally:
+        ns.cleanup()
     (touched,) = rows["make"].results
     assert touched.status == "inconclusive", touched.detail
     assert touched.detail.startswith(

@@ -141,7 +141,7 @@ def test_html_timeline_marks_the_illegal_operation(capsys, tmp_path):
     assert page.count('class="involved-label"') == 1
     assert "cannot be linearized here or later" in page
     assert "pnemesis" not in page and 'class="band"' in page  # nemesis as bands over the lanes, not a lane
-    assert ">p0<" in page or "p0 ·" in page
+    assert ">process 0<" in page or ">process 0 ·" in page  # lanes named as the verdict names processes
     assert "Longest linearizable prefix of key 2" in page
     svg = re.search(r"<svg.*</svg>", page, re.S)
     assert svg is not None

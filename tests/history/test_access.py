@@ -12,7 +12,7 @@ from contend.servers.record import command_table, get_keys
 
 @pytest.fixture(params=["redis-6.2", "valkey"])
 def table(request) -> CommandTable:
-    target = request.getfixturevalue("contend_target" if request.param == "redis-6.2" else "valkey_target")
+    target = request.getfixturevalue("redis62_target" if request.param == "redis-6.2" else "valkey_target")
     client = target.client()
     return CommandTable(command_table(client), lambda args: get_keys(client, args), describe=request.param)
 

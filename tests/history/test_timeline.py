@@ -131,7 +131,8 @@ def test_a_violation_opens_the_page_highlighted_in_the_first_screen_with_its_fau
     lanes = svg.find(f"{NS}g[@id='lanes']")
     assert lanes.get("clip-path") == "url(#plot)"
     names = [t for t in svg.iter(f"{NS}text") if t.get("class") == "lane-name"]
-    assert [n.text for n in names] == ["p0", "p1", "p2"] and all(float(n.get("x")) < LEFT for n in names)
+    assert [n.text for n in names] == ["process 0", "process 1", "process 2"]  # as the verdict names them
+    assert all(float(n.get("x")) < LEFT for n in names)
     assert "<script>" in page and 'data-view="focus"' in page  # zoom and pan, and back to the violation
 
 
@@ -166,3 +167,89 @@ def test_a_jepsen_log_packs_its_processes_into_lanes_on_a_record_axis():
     assert "record order (the history has no times)" in page
     assert not any("…" in (t.text or "") for t in svg.iter(f"{NS}text"))
     assert sum(1 for t in svg.iter(f"{NS}text") if "label" in (t.get("class") or "") and t.text) >= 5
+
+
+# --------------------------------------------------------------------------- a stress run's picture
+
+
+def two_holders_run():
+    """A lock history as contend stress records it: process 0 takes the lock and is paused past
+    its lease; process 1 takes it, writes and releases; process 0 resumes, writes and releases;
+    the harness's final read. Many operations before, so the violation is a small part of the run."""
+    rows = []
+    for k in range(300):  # earlier rounds: 0 and 1 take turns, 1 ms each
+        p, t = k % 2, k * 3_000_000
+        rows += [(p, "invoke", "acquire", None, t), (p, "ok", "acquire", True, t + 400_000)]
+        rows += [(p, "invoke", "incr", None, t + 500_000), (p, "ok", "incr", k + 1, t + 900_000)]
+        rows += [(p, "invoke", "release", None, t + 1_000_000), (p, "ok", "release", None, t + 1_400_000)]
+    t = 900_000_000
+    rows += [
+        (0, "invoke", "acquire", None, t),
+        (0, "ok", "acquire", True, t + 400_000),
+        (
+            "nemesis",
+            "info",
+            "client-pause",
+            "start: process 0 (pid 9) stopped, holding the lock",
+            t + 500_000,
+        ),
+        (1, "invoke", "acquire", None, t + 301_000_000),
+        (1, "ok", "acquire", True, t + 301_400_000),
+        (1, "invoke", "incr", None, t + 301_500_000),
+        (1, "ok", "incr", 301, t + 301_900_000),
+        (1, "invoke", "release", None, t + 302_000_000),
+        (1, "ok", "release", None, t + 302_400_000),
+        ("nemesis", "info", "client-pause", "stop: process 0 (pid 9) resumed after 450 ms", t + 450_500_000),
+        (0, "invoke", "incr", None, t + 450_600_000),
+        (0, "ok", "incr", 302, t + 451_000_000),
+        (0, "invoke", "release", None, t + 520_100_000),  # slow to let go: 70 ms after its write
+        (0, "ok", "release", None, t + 520_500_000),
+        ("final", "invoke", "read", None, t + 600_000_000),
+        ("final", "ok", "read", 302, t + 600_400_000),
+    ]
+    records = [Record(p, kind, f, None, v, time) for p, kind, f, v, time in rows]
+    for i, r in enumerate(records):
+        r.index = i
+    return records
+
+
+def test_a_stress_runs_picture_names_its_lanes_labels_every_violating_bar_and_opens_on_all_of_it():
+    """The lanes are named as the verdict names the processes (not 'p0 · pfinal'); every bar of
+    the violation has its label inside the drawing (the last one's ran off its right edge); the
+    first view holds the violation from the first acquire to both holders' releases."""
+    from contend.history.models import history_check
+    from contend.history.records import pair
+    from contend.history.timeline_layout import CHAR
+
+    records = two_holders_run()
+    (mutex,) = history_check("mutex", pair(records).calls, lease_expiry=True, ttl_ms=300).models[:1]
+    verdict = check_history(records, mutex)
+    by = {(c.process, c.f, c.start): c for c in verdict.calls}
+    t = 900_000_000
+    two = (by[(0, "acquire", t)], by[(1, "acquire", t + 301_000_000)], by[(0, "incr", t + 450_600_000)])
+    violation = Violation("critical sections", "process 1 acquired while process 0 held it", two)
+    svg = svg_of(render_timeline(verdict, title="contend stress token", violations=[violation]))
+    names = [t.text for t in svg.iter(f"{NS}text") if t.get("class") == "lane-name"]
+    assert names == ["process 0", "process 1", "final read"], names
+    ops = {int(g.get("data-id")): g for g in svg.iter(f"{NS}g") if g.get("class") == "op"}
+    labels = [ops[c.id].find(f"{NS}text") for c in two]
+    assert all(label is not None and label.get("class") == "involved-label" for label in labels)
+    for label in labels:  # inside the drawing, whichever side of its bar
+        x, width = float(label.get("x")), len(label.text) * CHAR
+        lo, hi = (x - width, x) if label.get("text-anchor") == "end" else (x, x + width)
+        assert lo >= LEFT and hi <= LEFT + PLOT, (label.text, lo, hi)
+    v0, v1 = float(svg.get("data-v0")), float(svg.get("data-v1"))
+    releases = [by[(1, "release", t + 302_000_000)], by[(0, "release", t + 520_100_000)]]
+    origin = min(c.start for c in verdict.calls)
+    for c in [*two, *releases]:
+        assert v0 <= (c.start - origin) / 1e6 and (c.end - origin) / 1e6 <= v1, (c.describe(), v0, v1)
+
+
+def test_an_involved_label_at_the_right_edge_goes_before_its_bar():
+    """After its bar, a label at the drawing's right edge was cut off by the clip."""
+    from contend.history.timeline_layout import CHAR
+    from contend.history.timeline_svg import involved_label_x
+
+    assert involved_label_x(LEFT + 100, LEFT + 108, "incr → 302") == (LEFT + 111, "start")
+    x, anchor = involved_label_x(LEFT + PLOT - 20, LEFT + PLOT - 12, "incr → 302")
+    assert anchor == "end" and x == LEFT + PLOT - 23 and x - len("incr → 302") * CHAR >= LEFT

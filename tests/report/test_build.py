@@ -166,13 +166,22 @@ def test_every_panel_holds_its_points_when_a_later_panel_is_higher(tmp_path, mon
     monkeypatch.setattr(plots, "_save", lambda fig, axes, path, legend=True: kept.setdefault(path.name, axes))
     higher = {**RATES, ("lua", 10): (9000, 9500, 9900)}  # the 10-hot-keys panel tops the first
     data = load_sweep(make_sweep(tmp_path, rates=higher))
-    plots.throughput(data, "registry", tmp_path)
-    plots.of_ceiling(data, "registry", tmp_path)
-    plots.retries(data, "registry", tmp_path)
+    for plot in (
+        plots.throughput,
+        plots.of_ceiling,
+        plots.retries,
+        plots.latency,
+        plots.lock_wait,
+        plots.fairness,
+    ):
+        plot(data, "registry", tmp_path)  # every picture of the report
+    assert len(kept) >= 5, sorted(kept)
     for name, axes in kept.items():
-        top = max(max(line.get_ydata(), default=0) for ax in axes for line in ax.get_lines())
+        points = [y for ax in axes for line in ax.get_lines() for y in line.get_ydata()]
         for ax in axes:
-            assert ax.get_ylim()[0] == 0 and ax.get_ylim()[1] >= top, name
+            lo, hi = ax.get_ylim()
+            assert lo <= min(points) and hi >= max(points), (name, (lo, hi), (min(points), max(points)))
+            assert ax.get_yscale() == "log" or lo == 0, name  # rates and counts from 0
 
 
 @pytest.mark.slow

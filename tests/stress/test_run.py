@@ -79,11 +79,18 @@ def test_token_lease_lets_two_holders_overlap_under_client_pause(tmp_path):
     assert any(f"process {overlaps[0].calls[0].process} " in line for line in paused if "start" in line)
     # The lease itself behaved as a lease: its model allows the expiry under the pause.
     assert result.verdict.outcome is Linearizability.LINEARIZABLE
+    # The run says why, as check does not see it: the pause that outlived the lease, fencing.
+    why = result.explanation
+    assert why and f"stopped process {overlaps[0].calls[0].process} for " in why[0], why
+    assert "longer than its 250 ms lease" in why[0]
+    assert "only fencing protects the resource" in why[1]
+    assert "--only fenced" in why[2] and "--claim fencing" in why[2]
 
 
 def test_fenced_resource_rejects_the_paused_holders_write(tmp_path):
     result = stress(tmp_path, "fenced", ttl_ms=250, nemeses=("client-pause",), interval=0.2)
     assert result.exit_code == 0, result.headline()
+    assert result.explanation == []
     stale = [c for c in result.calls if c.f == "incr" and c.status == "fail"]
     assert stale, "the paused holder's write must reach the resource and be refused"
     assert all("StaleFencingTokenError" in str(c.completion.error) for c in stale if c.completion)

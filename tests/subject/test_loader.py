@@ -53,8 +53,11 @@ def test_a_module_with_a_syntax_error_is_refused_in_one_line(package):
 
 def test_a_module_that_raises_at_import_is_refused_in_one_line(package):
     (package / "raises_at_import.py").write_text("raise RuntimeError('no config')\n")
-    with pytest.raises(ProtocolError, match="importing 'raises_at_import' raised RuntimeError: no config"):
+    with pytest.raises(
+        ProtocolError, match="importing 'raises_at_import' raised RuntimeError: no config"
+    ) as info:
         load_factory("raises_at_import:make")
+    assert f"at {package / 'raises_at_import.py'}, line 1;" in str(info.value)
 
 
 def test_the_command_says_so_with_exit_2_and_no_traceback(package, capsys):
@@ -67,3 +70,43 @@ def test_the_command_says_so_with_exit_2_and_no_traceback(package, capsys):
 def test_an_unknown_kind_is_refused(package):
     with pytest.raises(ProtocolError, match="--kind 'leaderboard' has no battery yet"):
         user_factory(lambda client, key, ttl_ms: None, "leaderboard")
+
+
+#: Per kind: the factory's parameters one short of what the protocol calls it with, or (semaphore)
+#: without the `limit` keyword it is given for several holders.
+SHORT = {
+    "lock": "client, key",
+    "semaphore": "client, key, ttl_ms",
+    "registry": "client",
+    "single-flight": "client, key",
+    "transaction": "client",
+    "queue": "client",
+    "rate-limiter": "client, key, limit",
+}
+
+
+@pytest.mark.parametrize("style", ["sync", "async"])
+@pytest.mark.parametrize("kind", sorted(SHORT))
+def test_a_factory_that_cannot_take_the_kinds_arguments_is_refused_before_any_check(
+    package, capsys, kind, style
+):
+    """Every kind, synchronous or redis.asyncio code: exit 2, one line naming the call contend
+    makes and the factory's own signature, before any server is looked for (a semaphore without
+    `limit` was judged, and failed 'safety' on the TypeError). Nothing on stdout: the run's first
+    line, naming its server, never came."""
+    prefix = "async " if style == "async" else ""
+    methods = "".join(
+        f"    {prefix}def {m}(self, *a, **k):\n        return None\n" for m in ("acquire", "release")
+    )
+    module = f"short_{kind.replace('-', '_')}_{style}"
+    (package / f"{module}.py").write_text(
+        f"class Thing:\n{methods}\n\ndef make({SHORT[kind]}):\n    return Thing()\n"
+    )
+
+    assert main(["check", "--impl", f"{module}:make", "--kind", kind]) == 2
+    printed = capsys.readouterr()
+    lines = printed.err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in printed.out + printed.err, printed
+    assert "factory is called as factory(client" in lines[0]
+    assert f"make({SHORT[kind]}) cannot take that" in lines[0], lines[0]
+    assert printed.out == ""
