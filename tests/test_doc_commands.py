@@ -3,7 +3,8 @@ quick variant where the run is long (fewer seeds, a shorter run, one family), or
 reason it is not run here (a placeholder for the reader's own code or host, a server in the
 foreground until Ctrl-C, the test suite itself, a measurement that takes tens of minutes).
 
-Each runs in the slow tier through the shell, from a scratch folder that links the checkout's
+Each runs in the soak tier (`pytest -m soak`: about 25 minutes of CPU, too long for the default
+run) through the shell, from a scratch folder that links the checkout's
 .venv, tests/, loadtests/ and stateful_tests/ (so the files a command writes land there), and
 must exit with the code its page gives, with no traceback. `test_every_shown_command_is_listed`
 fails when a page shows a command this table does not list, and prints the count run.
@@ -195,10 +196,55 @@ RUN: dict[str, Run] = {
         f"{C} load --workload transfer --strategy watch --strategy lock_first --strategy lua --users 1,4 "
         "--hot-keys 1 --duration 1"
     ),
+    # The queues, rate limiters, banks under stress and your own primitive (docs/queues.md,
+    # rate-limiters.md, own-primitive.md, commands/load.md, commands/stress.md, transactions.md)
+    f"{C} load --workload jobs --users 1,4,16 --hot-keys 1 --duration 2": Run(
+        f"{C} load --workload jobs --users 1 --hot-keys 1 --duration 1"
+    ),
+    ".venv/bin/locust -f loadtests/jobs.py --headless -u 8 -r 8 -t 10s --strategy stream": Run(
+        ".venv/bin/locust -f loadtests/jobs.py --headless -u 2 -r 2 -t 2s --strategy stream"
+    ),
+    "CONTEND_LOAD_KNOWN_BAD=1 .venv/bin/locust -f loadtests/jobs.py --headless -u 4 -r 4 -t 2s --strategy brpop": Run(
+        codes=(1,)
+    ),
+    f"{C} load --impl tests.fixtures.foreign.list_log:make --kind rate-limiter --users 2 --hot-keys 1 --duration 1": Run(),
+    f"{C} load --impl tests.fixtures.foreign.lua_queue:make --kind queue --users 2 --hot-keys 1 --duration 1": Run(),
+    f"{C} load --workload limiter --users 4,16 --hot-keys 1 --duration 5": Run(
+        f"{C} load --workload limiter --users 4 --hot-keys 1 --duration 1"
+    ),
+    f"{C} stress --only transfer_no_watch --processes 4 --duration 2": Run(codes=(1,)),
+    f"{C} stress --only transfer_no_watch --processes 4 --duration 3": Run(codes=(1,)),
+    f"{C} stress --only bank_watch --processes 4 --duration 3 --nemesis server-kill --persistence aof": Run(),
+    f"{C} stress --only bank_audit_multi --processes 4 --duration 3 --nemesis server-kill --persistence aof": Run(),
+    f"{C} stress --impl tests.fixtures.foreign.hash_bank:make --kind transaction --duration 2": Run(),
+    f"{C} hunt --only incr_then_expire --only get_then_incr --only separate_count_log --only unwatched_bucket "
+    "--only client_clock_window --runs 20": Run(
+        f"{C} hunt --only incr_then_expire --only get_then_incr --only separate_count_log --only unwatched_bucket "
+        "--only client_clock_window --runs 1"
+    ),
+    f"{C} hunt --only get_then_incr --runs 20": Run(f"{C} hunt --only get_then_incr --runs 1"),
+    f"{C} hunt --only peek_take_queue --runs 20": Run(f"{C} hunt --only peek_take_queue --runs 1"),
+    ".venv/bin/python -m contend.benchmarks.own_primitive --runs 20": Run(
+        ".venv/bin/python -m contend.benchmarks.own_primitive --runs 1"
+    ),
+    f"{C} check --impl tests.fixtures.operations.stock_script:make --kind operations": Run(),
+    f"{C} check --impl tests.fixtures.operations.stock_get_then_decr:make --kind operations": Run(codes=(1,)),
+    f"{C} check --impl tests.fixtures.operations.idempotency_watch:make --kind operations": Run(),
+    f"{C} check --impl tests.fixtures.operations.idempotency_check_then_set:make --kind operations": Run(
+        codes=(1,)
+    ),
+    f"{C} check --impl tests.fixtures.operations.stock_script:make --kind operations --model "
+    "tests.fixtures.operations.stock_script:StockModel": Run(),
+    f"{C} check --impl tests.fixtures.foreign.list_log:make --kind rate-limiter --claim sliding-log": Run(),
+    f"{C} check --family rate-limiter": Run(),
+    f"{C} check --impl tests.fixtures.foreign.watch_bucket:make --kind rate-limiter --claim token-bucket "
+    "--no-claim fixed-window": Run(),
 }
 
 #: Commands not run here, and why.
 NOT_RUN: dict[str, str] = {
+    f"{C} load --workload jobs --users 1,2,4,8,16 --hot-keys 1": MEASURE,
+    f"{C} load --workload jobs --users 1,2,4,8,16 --hot-keys 1 --duration 3": MEASURE,
     "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/contend check": VENV_INSTALL,
     "python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' && .venv/bin/pytest": VENV_INSTALL,
     f"{C} check --impl mypackage.locks:make_lock --kind lock": PLACEHOLDER.format(what="module")
@@ -271,6 +317,7 @@ def scratch(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.soak  # about 25 minutes of CPU: `pytest -m soak` (the default run lists them, above)
 @pytest.mark.parametrize("shown", list(RUN), ids=lambda c: c.removeprefix(f"{C} ")[:80])
 def test_a_shown_command_runs(shown: str, scratch: Path):
     run = RUN[shown]

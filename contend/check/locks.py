@@ -143,16 +143,17 @@ def _lease_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
 def _property_broken(expected: Any, output: Any, *, others_released: bool, expired: bool) -> str:
     """The property a step the lease model refuses breaks: a grant while the lock is held breaks
     safe release when a non-holder released or extended since the last grant (and that grant left
-    a key to free), else mutual exclusion; a refused acquire of a free lock breaks safe release
-    too when a non-holder released or extended since (a stale extend that overwrote the holder's
-    lease, which its own release then could not free), else crash liveness when the lock was freed
-    by expiry (its lease outlived its TTL), else progress; a wrong token breaks fencing."""
+    a key to free), else mutual exclusion; a refused acquire of a free lock breaks crash liveness
+    when the lock was freed by expiry (its lease outlived its TTL), else safe release when a
+    non-holder released or extended since the last grant (a stale extend that overwrote the
+    holder's lease, which its own release then could not free), else progress; a wrong token
+    breaks fencing."""
     if expected is False:
         return SAFE_RELEASE if others_released else MUTUAL_EXCLUSION
     if output is False:
-        if others_released:
-            return SAFE_RELEASE
-        return CRASH_LIVENESS if expired else PROGRESS
+        if expired:
+            return CRASH_LIVENESS
+        return SAFE_RELEASE if others_released else PROGRESS
     return FENCING
 
 

@@ -89,7 +89,9 @@ def test_the_adapter_passes_what_the_library_documents_in_its_own_environment(li
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert "→" in done.stdout
+    # The probe's own assertions are the check; it says what it saw (a TTL's unit as "ms → PTTL",
+    # or, for a lock without a TTL or a queue, the commands it found the library sending).
+    assert done.stdout.strip(), "the probe said nothing of what it saw"
 
 
 def test_a_probe_catches_an_adapter_that_gets_the_unit_wrong(contend_target, ns, monkeypatch):

@@ -284,7 +284,8 @@ def test_a_bad_impl_writes_nothing(contend_target, ns, tmp_path):
     assert done.returncode == 2
     assert [line for line in done.stderr.splitlines() if line.startswith("contend:")] == [
         "contend: --impl 'tests.fixtures.user_registry:wrong_arity': a lock factory is called as "
-        "factory(client: redis.Redis, key: str, ttl_ms: int); too many positional arguments"
+        "factory(client: redis.Redis, key: str, ttl_ms: int); wrong_arity() -> 'None' cannot take that "
+        "(too many positional arguments): give it those parameters, or choose the --kind it is written for"
     ]
     # No key and no summary. (Locust's own --csv files are opened before any locustfile hook runs.)
     assert ns.count() == 0 and not summary.exists()
