@@ -50,10 +50,10 @@ from hypothesis import strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.errors import InvalidArgument
 from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
-from hypothesis.strategies._internal.featureflags import FeatureFlags  # swarm testing's flags
 
 from contend.errors import Abandoned
 from contend.impl.catalog import CLUSTER_SLOTS, PROGRESS
+from contend.machines.settings import keep_enabled
 from contend.schedule import DrawChooser, Scheduler, Status
 from contend.schedule.gating import LostReply
 from contend.schedule.trace import lost_replies_note, resends_note, schedule_expression
@@ -212,7 +212,7 @@ class ScheduledMachine(RuleBasedStateMachine):
         self, target: Target, *, abandoned: threading.Event | None = None, namespace: str | None = None
     ) -> None:
         super().__init__()
-        _keep_enabled(self, self.essential_rules)
+        keep_enabled(self, self.essential_rules)
         # Code under test that draws random back-offs (pottery's Redlock) must draw the same ones
         # when an example is run again: seed the shared generator, and put it back at teardown.
         self._random_state = random.getstate()
@@ -572,26 +572,6 @@ def next_in_turn(current: int | None, ready: list[int]) -> int:
         return current
     later = [i for i in ready if current is not None and i > current]
     return later[0] if later else ready[0]
-
-
-class _SwarmBut(st.SearchStrategy[Any]):
-    """Hypothesis's swarm testing (a random subset of the rules off for a whole example), but
-    the rules named in `keep` are always on."""
-
-    def __init__(self, keep: frozenset[str]) -> None:
-        super().__init__()
-        self.keep = sorted(keep)
-
-    def do_draw(self, data: Any) -> Any:
-        return FeatureFlags(data, enabled=self.keep)
-
-
-def _keep_enabled(machine: RuleBasedStateMachine, keep: frozenset[str]) -> None:
-    """Never let swarm testing turn off the rules in `keep` for `machine`'s examples (left as it
-    is if this Hypothesis draws its rules some other way)."""
-    strategy: Any = getattr(machine, "_rules_strategy", None)
-    if keep and hasattr(strategy, "enabled_rules_strategy"):
-        strategy.enabled_rules_strategy = st.shared(_SwarmBut(keep), key=("enabled rules", machine))
 
 
 #: The namespace of examples whose machine was given none (one per process), and their count.

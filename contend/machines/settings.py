@@ -14,9 +14,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
+from hypothesis import strategies as st
 from hypothesis.internal.conjecture import engine
+from hypothesis.stateful import RuleBasedStateMachine
+from hypothesis.strategies._internal.featureflags import FeatureFlags  # swarm testing's flags
 
 #: Rules per example: enough for a race of a few clients, short enough to shrink fast.
 STATEFUL_STEPS = 20
@@ -97,3 +101,23 @@ def shrink_budget(seconds: float) -> Iterator[None]:
         yield
     finally:
         engine.MAX_SHRINKING_SECONDS = before
+
+
+class _SwarmBut(st.SearchStrategy[Any]):
+    """Hypothesis's swarm testing (a random subset of the rules off for a whole example), but
+    the rules named in `keep` are always on."""
+
+    def __init__(self, keep: frozenset[str]) -> None:
+        super().__init__()
+        self.keep = sorted(keep)
+
+    def do_draw(self, data: Any) -> Any:
+        return FeatureFlags(data, enabled=self.keep)
+
+
+def keep_enabled(machine: RuleBasedStateMachine, keep: frozenset[str]) -> None:
+    """Never let swarm testing turn off the rules in `keep` for `machine`'s examples (left as it
+    is if this Hypothesis draws its rules some other way)."""
+    strategy: Any = getattr(machine, "_rules_strategy", None)
+    if keep and hasattr(strategy, "enabled_rules_strategy"):
+        strategy.enabled_rules_strategy = st.shared(_SwarmBut(keep), key=("enabled rules", machine))
