@@ -57,7 +57,7 @@ from contend.impl.catalog import (
     TABLES_AGREE,
 )
 from contend.models.bank import explain_final
-from contend.servers.tap import RoundTrips
+from contend.servers.tap import HANDSHAKE, RoundTrips
 from contend.subject.protocols import granted
 
 #: Round trips an uncontended operation may take before the check stops counting.
@@ -65,8 +65,6 @@ MAX_ROUND_TRIPS = 12
 #: The lease of the lost release's scenario: nothing in it waits for a lease to end, and the
 #: waiter's must surely still run when the third client tries (this check runs in real time).
 WAITED_TTL = 20_000
-#: What redis-py sends on a new connection before the code's own command.
-_HANDSHAKE = frozenset({"HELLO", "CLIENT", "SELECT", "AUTH", "READONLY"})
 
 
 def lost(k: int, steps: int) -> Exception:
@@ -335,7 +333,7 @@ def _release_while_waited(
             " ".join(cmd[:2])
             for trip in trips.commands[k:]
             for cmd in trip
-            if cmd and str(cmd[0]).upper() not in _HANDSHAKE  # a new connection's own
+            if cmd and str(cmd[0]).upper() not in HANDSHAKE  # a new connection's own
         ]
         answer = f"its code then sent {'; '.join(then)}" if then else "its code sent nothing more"
         _keeps_out(

@@ -189,10 +189,10 @@ class StaleLeases(LeaseBook):
         names = [c.name for c in self.scheduler.clients]
         if last.client != names[index]:
             return
-        after = self.key_ttls()
         holders = self.valid_holders() - {index}
         if not holders:
             return  # the successor's lease ran out in the round trip itself: nobody's to take
+        after = self.key_ttls()
         self.met[SAFE_RELEASE] += 1
         holder = names[min(holders)]
         mine, theirs = self.arguments_of(names[index]), self.arguments_of(holder)

@@ -258,7 +258,7 @@ def _check(conn: Any, commands: list[tuple[Any, ...]]) -> None:
     if watch.includes(server):
         conn._contend_included = watch
         return
-    if all(_name(args) in _HANDSHAKE for args in commands):
+    if all(_name(args) in HANDSHAKE for args in commands):
         return  # a connection saying hello (redis-py connects before the first command): no data
     raise watch.refuse(server, commands)
 
@@ -276,7 +276,7 @@ def _unreachable(conn: Any, error: BaseException) -> None:
 
 
 #: What a connection sends before any command of the code under test: no data read or written.
-_HANDSHAKE = frozenset({"HELLO", "AUTH", "CLIENT", "SELECT", "READONLY", "PING"})
+HANDSHAKE = frozenset({"HELLO", "AUTH", "CLIENT", "SELECT", "READONLY", "PING"})
 
 
 def _name(args: tuple[Any, ...]) -> str:
