@@ -27,7 +27,8 @@ from contend.schedule.gate import check_redis_py
 from contend.scoreboard import render
 from contend.scoreboard.environments import Environment, cache_root
 from contend.scoreboard.isolated import DEFAULT_JOBS, Runner
-from contend.scoreboard.libraries import LIBRARIES, Library, by_key
+from contend.scoreboard.libraries import LIBRARIES, by_key
+from contend.scoreboard.library import Library
 from contend.scoreboard.run import LibraryResult, Scoreboard, run_scoreboard
 from contend.servers.target import open_target
 

@@ -24,7 +24,7 @@ from typing import Any
 from contend.check.battery import ResultRow
 from contend.check.framework import CheckOptions, CheckResult
 from contend.scoreboard.environments import Environment, EnvironmentFailed, worker_environ
-from contend.scoreboard.libraries import Library
+from contend.scoreboard.library import Library
 from contend.scoreboard.run import LibraryResult, Scoreboard, started_here, subject_for
 from contend.servers.target import Target
 from contend.subject.subject import Subject

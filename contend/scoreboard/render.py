@@ -24,13 +24,14 @@ from contend.report.render import Block, Code, Heading, Para, Table, html_page, 
 from contend.scoreboard import expected
 from contend.scoreboard.expected import (
     LIBRARY,
-    LIMITATIONS,
     RECORDED_WITH,
     TRACKER_NOT_FOUND,
     Finding,
 )
 from contend.scoreboard.ids import CHECK_PROPS
-from contend.scoreboard.libraries import ID_FAMILY, LIBRARIES
+from contend.scoreboard.libraries import LIBRARIES
+from contend.scoreboard.library import ID_FAMILY
+from contend.scoreboard.limitations import LIMITATIONS
 from contend.scoreboard.run import FAIL_V, INCONCLUSIVE_V, NOT_CLAIMED, PASS_V, LibraryResult, Scoreboard
 
 

@@ -24,7 +24,7 @@ from contend.check.schedule import SCHEDULE
 from contend.impl.catalog import BAD_INPUT, PROGRESS
 from contend.scoreboard.expected import Finding, expected_failures
 from contend.scoreboard.ids import CHECK_PROPS, run_id_checks
-from contend.scoreboard.libraries import ID_FAMILY, Library, LibraryMissing
+from contend.scoreboard.library import ID_FAMILY, Library, LibraryMissing
 from contend.servers.binary import find_redis_server
 from contend.servers.server import EmbeddedRedis
 from contend.servers.target import Target, open_target

@@ -18,7 +18,8 @@ import pytest
 import redis.asyncio
 
 from contend.scoreboard.environments import Environment, EnvironmentFailed, cache_root, worker_environ
-from contend.scoreboard.libraries import LIBRARIES, Library
+from contend.scoreboard.libraries import LIBRARIES
+from contend.scoreboard.library import Library
 
 ADAPTED = [lib for lib in LIBRARIES if lib.adapter]
 

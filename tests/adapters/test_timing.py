@@ -18,7 +18,8 @@ import pytest
 from contend.impl.catalog import MUTUAL_EXCLUSION
 from contend.scoreboard.environments import Environment, EnvironmentFailed, cache_root, worker_environ
 from contend.scoreboard.expected import expected_failures
-from contend.scoreboard.libraries import LIBRARIES, Library, LibraryMissing
+from contend.scoreboard.libraries import LIBRARIES
+from contend.scoreboard.library import Library, LibraryMissing
 from tests.adapters import timing_probe
 
 PROBE = Path(timing_probe.__file__)

@@ -19,7 +19,8 @@ import pytest
 
 from contend.scoreboard.environments import Environment, EnvironmentFailed, cache_root, worker_environ
 from contend.scoreboard.expected import FINDINGS
-from contend.scoreboard.libraries import Library, LibraryMissing, by_key
+from contend.scoreboard.libraries import by_key
+from contend.scoreboard.library import Library, LibraryMissing
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -21,7 +21,8 @@ from contend.cli import main
 from contend.commands.console import make_console
 from contend.scoreboard import expected
 from contend.scoreboard import run as scoreboard_run
-from contend.scoreboard.libraries import LIBRARIES, Library, LibraryMissing, by_key
+from contend.scoreboard.libraries import LIBRARIES, by_key
+from contend.scoreboard.library import Library, LibraryMissing
 from contend.scoreboard.run import run_library
 
 CURRENT = ["--environment", "current"]
