@@ -32,6 +32,8 @@ OWN_OVERRUN = {
     "python-redis-lock": 1.0,
     "python-redis-lock-renewal": 1.0,
 }
+#: How many times a measurement past the bound is taken, the quickest judged.
+MEASUREMENTS = 3
 #: Locks and semaphores over one server (a multi-master row needs masters of its own).
 ROWS = [lib for lib in LIBRARIES if lib.adapter and lib.family in ("lock", "semaphore") and lib.masters == 1]
 
@@ -68,15 +70,25 @@ def measured(lib: Library, url: str, key: str) -> dict[str, object]:
     [pytest.param(lib, marks=() if installed_here(lib) else pytest.mark.slow, id=lib.key) for lib in ROWS],
 )
 def test_the_adapter_adds_no_time_of_its_own(lib, contend_target, ns):
-    seen = measured(lib, contend_target.url, ns.key(lib.key))
-    if MUTUAL_EXCLUSION not in expected_failures(
-        lib.key
-    ):  # a lock that keeps a holder's lock (sherlock with expire=None does not)
-        assert seen["tried"] is False and seen["waited"] is False, seen
-    assert seen["try_s"] < SLACK, f"a try of a held lock took {seen['try_s']:.2f} s: more than one try"
+    """The real clock on a shared machine: a measurement past the bound is taken again, up to
+    MEASUREMENTS times, and the quickest is judged. Time an adapter adds is added every time; a
+    process the machine did not run for a moment is not."""
     bound = TIMEOUT + OWN_OVERRUN.get(lib.key, 0.0) + SLACK
-    assert seen["wait_s"] <= bound, (
-        f"acquire(timeout={TIMEOUT}) took {seen['wait_s']:.2f} s (> {bound:.2f} s)"
+    runs = []
+    for n in range(MEASUREMENTS):
+        seen = measured(lib, contend_target.url, ns.key(lib.key, str(n)))
+        if MUTUAL_EXCLUSION not in expected_failures(
+            lib.key
+        ):  # a lock that keeps a holder's lock (sherlock with expire=None does not)
+            assert seen["tried"] is False and seen["waited"] is False, seen
+        runs.append(seen)
+        if seen["try_s"] < SLACK and seen["wait_s"] <= bound:
+            break
+    quickest_try = min(float(seen["try_s"]) for seen in runs)
+    quickest_wait = min(float(seen["wait_s"]) for seen in runs)
+    assert quickest_try < SLACK, f"a try of a held lock took {quickest_try:.2f} s at best: more than one try"
+    assert quickest_wait <= bound, (
+        f"acquire(timeout={TIMEOUT}) took {quickest_wait:.2f} s at best of {len(runs)} (> {bound:.2f} s)"
     )
 
 
