@@ -29,7 +29,10 @@ unmodified code, third-party libraries included:
   left blocking, so nothing depends on real timing.
 * `PubSub.parse_response` (behind `get_message(timeout=...)` and `listen()`)
   polls too: one non-blocking read, then a virtual sleep, until a message
-  arrives or the timeout has passed in virtual time.
+  arrives or the timeout has passed in virtual time. A reply the server surely
+  sends (the confirmation of a SUBSCRIBE the client sent, counted by the gated
+  `PubSub.execute_command`) is read blocking, in real time: on a busy machine it
+  may not have arrived yet, and a poll must not take "not yet" for "none".
 * `time.sleep`, `time.monotonic`, `time.time`, `time.perf_counter` and
   `timeit.default_timer` read a virtual clock in scheduled threads: a sleep is a yield that ends when the
   scheduler's clock reaches the wake-up time, so retry loops cost no real time.
@@ -132,6 +135,15 @@ def check_redis_py(version: str | None = None) -> None:
 
 #: A RedisCluster resends in loops of its own, not through Retry.call_with_retry: each call of
 #: these is followed as one redis-py retry call, so its resends are told from the code's.
+#: Pub/sub commands whose replies the server surely sends, and those replies' first words.
+_CONFIRMED = frozenset(
+    {"subscribe", "psubscribe", "ssubscribe", "unsubscribe", "punsubscribe", "sunsubscribe", "ping"}
+)
+_CONFIRMS = _CONFIRMED | {"pong"}
+#: Real seconds a poll of a subscription waits for a reply it is owed (it comes in
+#: milliseconds; this bounds a server that died meanwhile).
+OWED_REPLY_WAIT = 10.0
+
 _CLUSTER_RETRY_LOOPS = (
     (redis.cluster.RedisCluster, "execute_command"),
     (redis.cluster.ClusterPipeline, "execute"),
@@ -147,6 +159,7 @@ def patch() -> None:
     _originals["pipeline"] = redis.client.Pipeline._execute_pipeline
     _originals["execute"] = redis.client.Redis.execute_command
     _originals["pubsub"] = redis.client.PubSub.parse_response
+    _originals["pubsub_execute"] = redis.client.PubSub.execute_command
     _originals["submit"] = concurrent.futures.ThreadPoolExecutor.submit
     conn_cls.send_packed_command = _gated_send  # type: ignore[method-assign]
     conn_cls.read_response = _recorded_read  # type: ignore[method-assign]
@@ -154,6 +167,7 @@ def patch() -> None:
     redis.client.Pipeline._execute_pipeline = _split_pipeline  # type: ignore[method-assign]
     redis.client.Redis.execute_command = _polled_execute  # type: ignore[method-assign]
     redis.client.PubSub.parse_response = _polled_pubsub  # type: ignore[method-assign]
+    redis.client.PubSub.execute_command = _counted_pubsub_command  # type: ignore[method-assign]
     concurrent.futures.ThreadPoolExecutor.submit = _inline_submit  # type: ignore[method-assign]
     threading.Event.wait = _event_wait  # type: ignore[method-assign]
     _originals["call_with_retry"] = redis.retry.Retry.call_with_retry
@@ -186,6 +200,7 @@ def unpatch() -> None:
     redis.client.Pipeline._execute_pipeline = _originals["pipeline"]  # type: ignore[method-assign]
     redis.client.Redis.execute_command = _originals["execute"]  # type: ignore[method-assign]
     redis.client.PubSub.parse_response = _originals["pubsub"]  # type: ignore[method-assign]
+    redis.client.PubSub.execute_command = _originals["pubsub_execute"]  # type: ignore[method-assign]
     concurrent.futures.ThreadPoolExecutor.submit = _originals["submit"]  # type: ignore[method-assign]
     threading.Event.wait = REAL_EVENT_WAIT  # type: ignore[method-assign]
     redis.retry.Retry.call_with_retry = _originals["call_with_retry"]  # type: ignore[method-assign]
@@ -344,15 +359,35 @@ def _polled_execute(self: Any, *args: Any, **options: Any) -> Any:
         pause = min(pause * 2, MAX_POLL_INTERVAL)  # a long wait costs few steps
 
 
+def _counted_pubsub_command(self: Any, *args: Any) -> Any:
+    """Send a pub/sub command; from a scheduled client, count the confirmations it is owed
+    (one per channel or pattern named; one for a PING)."""
+    result = _originals["pubsub_execute"](self, *args)
+    name = _command_name(args[0]) if args and current() is not None else ""
+    if name in _CONFIRMED:
+        self._contend_owed = getattr(self, "_contend_owed", 0) + (
+            1 if name == "ping" else max(1, len(args) - 1)
+        )
+    return result
+
+
+def _command_name(word: Any) -> str:
+    return (word.decode() if isinstance(word, bytes) else str(word)).lower()
+
+
 def _polled_pubsub(self: Any, block: bool = True, timeout: float = 0) -> Any:
     parse: Callable[..., Any] = _originals["pubsub"]
     if current() is None or (not block and not timeout):
         return parse(self, block=block, timeout=timeout)
     deadline = None if block else _monotonic() + float(timeout)
     while True:
-        reply = parse(self, block=False, timeout=0)
+        owed = getattr(self, "_contend_owed", 0)
+        reply = parse(self, block=False, timeout=OWED_REPLY_WAIT if owed else 0)
         if reply is not None:
+            if owed and isinstance(reply, list | tuple) and reply and _command_name(reply[0]) in _CONFIRMS:
+                self._contend_owed = owed - 1
             return reply
+        self._contend_owed = 0  # owed and not come in OWED_REPLY_WAIT: no longer waited for
         if deadline is not None and _monotonic() >= deadline:
             return None
         _sleep(POLL_INTERVAL if deadline is None else min(POLL_INTERVAL, max(0.0, deadline - _monotonic())))

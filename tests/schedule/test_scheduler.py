@@ -358,6 +358,30 @@ def test_pubsub_waits_are_virtual(contend_target, ns):
     conn.close()
 
 
+def test_a_subscribe_confirmation_late_in_real_time_is_still_read(contend_target, ns):
+    """The server answers a SUBSCRIBE late (CLIENT PAUSE, as a busy machine would): the poll
+    waits for the confirmation it is owed instead of taking "not yet" for "no message"."""
+    conn, admin = contend_target.client(), contend_target.client()
+    pubsub = conn.pubsub()
+    pubsub.subscribe(ns.key("warm"))  # the connection exists before the pause
+    assert pubsub.get_message(timeout=5) is not None
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+
+        def listen() -> object:
+            pubsub.subscribe(ns.key("ch"))
+            return pubsub.get_message(timeout=1)
+
+        admin.execute_command("CLIENT", "PAUSE", "300", "ALL")
+        s.start(0, listen, "listen")
+        s.run_all(lambda current, ready: ready[0])
+        got = s.clients[0].outcome.value
+        assert got is not None and got["type"] == "subscribe", got
+    pubsub.close()
+    conn.close()
+    admin.close()
+
+
 def test_the_gate_reads_what_a_round_trip_sends():
     assert decode_packed([b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"]) == [["GET", "k"]]
     conn = redis.connection.Connection()
