@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -360,21 +361,24 @@ def test_a_master_checks_once_over_the_tallies_its_two_workers_reported(contend_
 
 @pytest.mark.slow
 def test_a_worker_lost_during_the_run_is_named_as_a_missing_tally(contend_target, ns, tmp_path):
+    """A worker killed mid-run (its users spawned, the run far from its end) sends no final
+    report; the master, stopped with SIGTERM, names the tally missing. The run time is long so
+    the kill surely falls inside the run however slowly a busy machine spawns the users."""
     port, summary, log = free_port(), tmp_path / "summary.json", tmp_path / "master.log"
     with log.open("w") as sink:
         master = start_locust(
-            *master_args(port, summary, seconds=6),
+            *master_args(port, summary, seconds=600),
             "--redis-url", contend_target.url, "--namespace", ns.prefix,
             stderr=sink,
         )  # fmt: skip
     workers = [start_locust(*worker_args(port), stderr=subprocess.DEVNULL) for _ in range(2)]
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while "All users spawned" not in log.read_text() and time.monotonic() < deadline:
             time.sleep(0.1)
-        time.sleep(0.5)
         workers[0].kill()  # SIGKILL: no final report; the master sees its heartbeats stop
-        master.wait(timeout=60)
+        master.send_signal(signal.SIGTERM)
+        master.wait(timeout=120)
     finally:
         stop_all(master, *workers)
     assert master.returncode == 1, log.read_text()[-2000:]
