@@ -338,7 +338,7 @@ class ScheduledMachine(RuleBasedStateMachine):
         self.lost_reply_in.discard(index)
         self.in_flight[index] = label
         self.op_started[index] = self.scheduler.vclock
-        self.op_waited[index] = self.scheduler.waited
+        self.op_waited[index] = self.scheduler.waited_by(index)
         self.scheduler.start(index, operation, label)
         self._after_progress(index)
 
@@ -352,12 +352,15 @@ class ScheduledMachine(RuleBasedStateMachine):
             self.fail(PROGRESS, f"{client.name} {label} did not finish in {max_steps} round trips on its own")
         return client.outcome
 
-    def step_alone(self, index: int, max_steps: int) -> None:
+    def step_alone(self, index: int, max_steps: int, until: Callable[[], bool] | None = None) -> None:
         """Step client `index` while it has something to do (the operation in flight, and any its
-        end starts), at most `max_steps` round trips, every other client paused. Threads its code
-        started run too (redis-py's async cluster pipeline runs each command of a transaction on
-        a thread of its own and joins it): they are the same client's work."""
+        end starts), at most `max_steps` round trips, every other client paused, and (given
+        `until`) until that says enough. Threads its code started run too (redis-py's async
+        cluster pipeline runs each command of a transaction on a thread of its own and joins it):
+        they are the same client's work."""
         for _ in range(max_steps):
+            if until is not None and until():
+                return
             # Only its own clients count: another one ready to send, paused, must not keep the
             # clock from jumping while this one sleeps (in a retry, or in the join of its thread).
             own = [c.index for c in self.scheduler.clients if self._runs_for(c.index, index)]
@@ -437,7 +440,7 @@ class ScheduledMachine(RuleBasedStateMachine):
         (in sleeps and blocking calls; stalls the harness imposes do not count) hangs."""
         for index, since in list(self.op_waited.items()):
             client = self.scheduler.clients[index]
-            waited = self.scheduler.waited - since
+            waited = self.scheduler.waited_by(index) - since
             if client.status in (Status.READY, Status.SLEEPING) and waited > self.operation_bound:
                 self.fail(
                     PROGRESS,

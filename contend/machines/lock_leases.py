@@ -211,7 +211,9 @@ class LeaseBook(ScheduledMachine):
     def past_deadline(self, index: int) -> float:
         """How long client `index`'s acquire has waited past its timeout, counting its own time
         only (the harness's pauses and stalls are not its doing)."""
-        imposed = (self.scheduler.jumped - self.scheduler.waited) - self.imposed_at_start.get(index, 0.0)
+        imposed = (self.scheduler.jumped - self.scheduler.waited_by(index)) - self.imposed_at_start.get(
+            index, 0.0
+        )
         own = self.scheduler.vclock - self.started_at.get(index, self.scheduler.vclock) - imposed
         return own - ACQUIRE_TIMEOUT
 

@@ -80,6 +80,9 @@ _RARELY = 3
 _CRASH_ONE_IN = 3
 #: A pause (`advance(then="pause")`) is this share of the TTL.
 PAUSE_SHARE = 0.3
+#: The round trips a waiter whose wall clock was set back may make on its own (`wait_on_alone`):
+#: a poll every 15 ms reaches its timeout plus the largest slack in about 150.
+SKEWED_WAIT_STEPS = 200
 
 
 class LockMachine(StaleLeases):
@@ -152,7 +155,7 @@ class LockMachine(StaleLeases):
         lock = self.locks[index]
         self.started_at[index] = self.scheduler.vclock
         self.acquire_began[index] = len(self.scheduler.trace)
-        self.imposed_at_start[index] = self.scheduler.jumped - self.scheduler.waited
+        self.imposed_at_start[index] = self.scheduler.jumped - self.scheduler.waited_by(index)
         self.skews_at_start[index] = self.skews
         self.asked.pop(index, None)
         self.start(index, lambda: lock.acquire(blocking=True, timeout=ACQUIRE_TIMEOUT), "acquire()")
@@ -193,6 +196,20 @@ class LockMachine(StaleLeases):
         self.scheduler.skew(index, (2 if ahead else -2) * self.ttl)
         self.skew_total += 2 * self.ttl
         self.skews += 1
+        if during and not ahead:
+            self.wait_on_alone(index)
+
+    def wait_on_alone(self, index: int) -> None:
+        """A waiter whose wall clock was set back polls on while the other clients are slow
+        (the holder keeps its lease, as a holder at work does): past its timeout and slack
+        only if its deadline was read off the wall clock, which is where such a deadline
+        bites. Bounded by SKEWED_WAIT_STEPS round trips."""
+
+        def done() -> bool:
+            waiting = self.in_flight.get(index, "").startswith("acquire")
+            return not waiting or self.past_deadline(index) > self.deadline_slack(index)
+
+        self.step_alone(index, SKEWED_WAIT_STEPS, until=done)
 
     def lost_reply_odds(self, index: int) -> int:
         """A release's or an extend's reply while another client waits for the lock is the one

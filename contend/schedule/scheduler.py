@@ -97,6 +97,9 @@ class Scheduler:
         #: Of those, the seconds the clock jumped because every live client was asleep (waiting
         #: in a retry loop or a blocking call), not because the harness moved it (`advance`).
         self.waited = 0.0
+        #: Per client, the seconds the clock jumped while it ran alone (`runnable(among=...)`)
+        #: and it, with its threads, was asleep: its own waiting, though the others were held.
+        self.waited_alone: dict[int, float] = {}
         #: The servers' clock, which this scheduler drives; the clients' wall clock starts at its
         #: epoch (every example at the same instant), or at real time without one.
         self.clock = clock
@@ -155,12 +158,20 @@ class Scheduler:
         ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= due]
         if not ready and live:
             gap = min(c.wake_at for c in live) - self.vclock
-            if among is None:  # else the paused clients did not wait: the harness held them
+            if among is None:
                 self.waited += max(0.0, gap)
+            else:  # the paused clients did not wait, the harness held them; those let run did
+                for index in among:
+                    self.waited_alone[index] = self.waited_alone.get(index, 0.0) + max(0.0, gap)
             self._jump(gap)
             due = self.vclock + _DUE
             ready = [c.index for c in live if c.status is Status.READY or c.wake_at <= due]
         return ready
+
+    def waited_by(self, index: int) -> float:
+        """Virtual seconds client `index` has spent waiting (asleep, with every client that was
+        let run), as against time the harness imposed on it (`advance`, or others run alone)."""
+        return self.waited + self.waited_alone.get(index, 0.0)
 
     def step(self, index: int, lose: LostReply | None = None) -> TraceEntry:
         """Let client `index` perform one round trip (or wake from its sleep). With `lose`, the

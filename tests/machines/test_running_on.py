@@ -13,6 +13,7 @@ from contend.impl.catalog import (
     CRASH_LIVENESS,
     LEADER_FAILURE,
     MUTUAL_EXCLUSION,
+    PROGRESS,
     RUNS_ONCE,
     SAFE_RELEASE,
     SHARED_RESULT,
@@ -21,8 +22,8 @@ from contend.machines.base import PropertyViolated, next_in_turn
 from contend.machines.family import family_machine
 from contend.schedule.client import Status
 from tests.fixtures.async_foreign import watch_lock
-from tests.fixtures.foreign import self_serving_flight
-from tests.machines.helpers import driven_by_hand
+from tests.fixtures.foreign import raising_lock, self_serving_flight, wall_deadline_lock
+from tests.machines.helpers import driven_by_hand, step_while
 
 
 @pytest.fixture(autouse=True)
@@ -139,3 +140,50 @@ def test_a_client_that_spins_is_still_a_livelock(contend_target):
         assert "50 round trips in a row with no client waking from a sleep" in info.value.detail
     finally:
         m.teardown()
+
+
+class _Drawn:
+    """Stands for Hypothesis's data object in a rule called by hand: each label's value."""
+
+    def __init__(self, **values: object) -> None:
+        self.values = values
+
+    def draw(self, strategy: object, label: str = "") -> object:
+        return self.values[label.replace(" ", "_")]
+
+
+def _a_waiter_behind_a_holder(m) -> None:
+    """c0 holds the lock (its release not yet sent); c1 is in acquire(timeout=0.2), refused once."""
+    m.acquire(client=0, stall=False, stall_inside=None, crash_after=None, extend=False)
+    step_while(m, 0, "acquire")
+    m.acquire(client=0, stall=False, stall_inside=None, crash_after=None, extend=False)
+    assert m.in_flight[1].startswith("acquire") and m.in_flight[0].startswith("release")
+    _step(m, 1)  # its try: refused
+
+
+@pytest.mark.parametrize(("module", "caught"), [(wall_deadline_lock, True), (raising_lock, False)])
+def test_a_waiter_whose_wall_clock_is_set_back_keeps_its_timeout(contend_target, module, caught):
+    """The waiter's wall clock is set back 20 s while it waits and the holder is slow: it polls
+    on alone, and its own virtual time is counted (run alone, its sleeps are its waits). A
+    deadline read off the wall clock overruns the timeout and is failed for progress; one read
+    off a monotonic clock gives up in time."""
+    impl = SimpleNamespace(
+        name="under-test",
+        family="lock",
+        factory=module.make,
+        claims=frozenset({MUTUAL_EXCLUSION, SAFE_RELEASE, CRASH_LIVENESS}),
+    )
+    with driven_by_hand(family_machine(impl)(contend_target)) as m:
+        _a_waiter_behind_a_holder(m)
+        drawn = _Drawn(during_an_acquire=True, client=1)
+        if caught:
+            with pytest.raises(PropertyViolated) as info:
+                m.skew_clock(drawn, ahead=False)
+            assert info.value.property == PROGRESS
+            assert "c1's acquire(timeout=0.2) was still waiting" in info.value.detail
+            assert "wall clocks skewed: c1 -20 s" in info.value.detail
+        else:
+            m.skew_clock(drawn, ahead=False)
+            assert 1 not in m.in_flight  # it gave up: acquire returned False
+            assert m.scheduler.clients[1].outcome.value is False
+            assert m.in_flight[0].startswith("release")  # the holder was held all along
