@@ -22,7 +22,7 @@ And whenever no operation is in flight:
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
@@ -39,6 +39,10 @@ class RegistryMachine(ScheduledMachine):
 
     factory: Any = None
     essential_rules = frozenset({"begin", "advance"})
+    situations: ClassVar[dict[str, str]] = {
+        STABLE_IDS: "a registration or lookup of a name while another client's registration of it was under way",
+        UNIQUE_IDS: "registrations of two names under way together",
+    }
 
     def __init__(self, target: Target, **kwargs: Any) -> None:
         self.ids: dict[str, int] = {}  # name -> the id every completed registration returned
@@ -61,6 +65,13 @@ class RegistryMachine(ScheduledMachine):
         index = idle[client % len(idle)]  # drawn apart from the state, so examples shrink well
         registry = self.registries[index]
         self.started_step[index] = len(self.scheduler.trace)
+        registering = [
+            label for i, label in self.in_flight.items() if i != index and label.startswith("register(")
+        ]
+        if read != "reverse" and f"register({name!r})" in registering:
+            self.met[STABLE_IDS] += 1
+        if not read and any(label != f"register({name!r})" for label in registering):
+            self.met[UNIQUE_IDS] += 1
         if read == "lookup":
             self.start(index, lambda: registry.lookup(name), f"lookup({name!r})")
         elif read == "reverse":

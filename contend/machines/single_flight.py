@@ -22,7 +22,7 @@ import inspect
 import itertools
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
@@ -66,6 +66,11 @@ class SingleFlightMachine(ScheduledMachine):
     clients = 3
     essential_rules = frozenset({"call", "advance"})
     operation_bound = 4 * LEASE_MS / 1000  # a waiter may wait out a leader's whole lease, and more
+    situations: ClassVar[dict[str, str]] = {
+        RUNS_ONCE: "a call that began while another client's computation ran",
+        SHARED_RESULT: "a call that returned the value another client computed",
+        LEADER_FAILURE: "a call under way while another client's computation failed",
+    }
 
     def __init__(self, target: Target, **kwargs: Any) -> None:
         self.flights: list[Any] = []
@@ -145,6 +150,8 @@ class SingleFlightMachine(ScheduledMachine):
 
         flight = self.flights[index]
         self.call_started_event[index] = next(self.events)
+        if any(c.finished is None and c.client != index for c in self.computations):
+            self.met[RUNS_ONCE] += 1
         self.start(index, lambda: flight.call(compute), f"call(slow={slow:g} s, fails={fails})")
 
     def joined_flight(self, index: int, now: float) -> Computation | None:
@@ -192,6 +199,17 @@ class SingleFlightMachine(ScheduledMachine):
             for c in self.computations:
                 if c.client == index and c.delivered is None:
                     c.leader_raised = True
+        began = self.call_started_event.get(index, -1)
+        if any(c.client != index and c.value == outcome.value for c in self.computations if not c.failed):
+            self.met[SHARED_RESULT] += 1
+        if any(
+            c.client != index
+            and c.failed
+            and c.finished_event is not None
+            and began < c.finished_event
+            for c in self.computations
+        ):
+            self.met[LEADER_FAILURE] += 1
         if self.indeterminate(index):
             return  # it lost a reply and raised: its effect is unknown, its error is no finding
         if outcome.error is None:
