@@ -48,14 +48,14 @@ def _lose_at(s: Scheduler, index: int, k: int) -> bool:
     """Step client `index` to its `k`-th round trip and lose that one's reply (every other one a
     timeout); then run it to its end. False if the operation ended before its `k`-th."""
     sent = 0
-    while not s.idle(index) and index in s.runnable():
-        ready = s.clients[index].status is Status.READY
+    while (who := s.next_alone(index)) is not None:
+        ready = who == index and s.clients[index].status is Status.READY
         if ready and sent == k - 1:
             s.step(index, lose=LostReply.CONNECTION if k % 2 else LostReply.TIMEOUT)
-            while not s.idle(index) and index in s.runnable():
-                s.step(index)
+            while (who := s.next_alone(index)) is not None:
+                s.step(who)
             return True
-        s.step(index)
+        s.step(who)
         sent += ready
     return False
 

@@ -341,8 +341,8 @@ def _stale(ctx: CheckContext, action: str) -> str:
 
         def run(index: int, call: Callable[[], Any], label: str) -> Any:
             s.start(index, call, label)
-            while index in s.runnable():
-                s.step(index)
+            while (who := s.next_alone(index)) is not None:
+                s.step(who)
             outcome = s.clients[index].outcome
             if outcome.error is not None and label.startswith(("put", "take")):
                 raise CheckFailed(

@@ -47,9 +47,10 @@ def run_to_end(s: Scheduler, index: int, operation: Callable[[], Any], label: st
 def finish(s: Scheduler, index: int, max_steps: int = 500) -> None:
     """Step client `index` alone until its operation ends (CheckFailed after `max_steps`)."""
     for _ in range(max_steps):
-        if s.idle(index) or index not in s.runnable():
+        who = s.next_alone(index)
+        if who is None:
             return
-        s.step(index)
+        s.step(who)
     raise CheckFailed(
         f"{s.clients[index].name} {s.clients[index].operation} did not end in {max_steps} steps"
     )

@@ -203,10 +203,7 @@ class SingleFlightMachine(ScheduledMachine):
         if any(c.client != index and c.value == outcome.value for c in self.computations if not c.failed):
             self.met[SHARED_RESULT] += 1
         if any(
-            c.client != index
-            and c.failed
-            and c.finished_event is not None
-            and began < c.finished_event
+            c.client != index and c.failed and c.finished_event is not None and began < c.finished_event
             for c in self.computations
         ):
             self.met[LEADER_FAILURE] += 1
