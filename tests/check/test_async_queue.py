@@ -1,0 +1,48 @@
+"""Queues written for redis.asyncio: the queue battery's checks and machine, shared with synchronous
+queues, pass correct async queues (the catalog's and one in another style) and catch the known-bad
+ones for what they break."""
+
+from __future__ import annotations
+
+from contend.check.battery import checks_for, run_battery
+from contend.check.framework import CheckOptions
+from contend.impl import catalog
+from contend.subject.resolve import user_subject
+from contend.subject.subject import catalog_subjects
+
+OPTIONS = CheckOptions(shrink=False, schedule_examples=30, model_ops=100)
+
+
+def test_an_async_queue_gets_the_whole_queue_battery(contend_target):
+    (subject,) = catalog_subjects(["queue"], ["async_stream_queue"])
+    assert subject.asynchronous
+    assert [c.name for c in checks_for(subject)] == [
+        "model",
+        "burst",
+        "unknown-ack",
+        "stale-holder",
+        "bad-input",
+        "schedule",
+    ]
+
+
+def test_an_async_queue_in_another_style_passes_and_its_mutant_is_caught(contend_target, ns):
+    good = user_subject(
+        "tests.fixtures.async_foreign.lua_queue:make", "queue", contend_target, claim=["fifo"]
+    )
+    assert good.asynchronous and good.capabilities.extend and good.capabilities.nack
+    assert good.capabilities.lease_ms == 5_000
+    (row,) = run_battery(contend_target, [good], OPTIONS, ns)
+    assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
+    bad = user_subject("tests.fixtures.async_foreign.lua_queue:make_any_nack", "queue", contend_target)
+    (row,) = run_battery(contend_target, [bad], OPTIONS, ns, only_checks=["model", "stale-holder"])
+    assert [r.check for r in row.failed] == ["stale-holder"]
+    assert {r.prop for r in row.failed} == {catalog.NO_DOUBLE_DELIVERY}
+
+
+def test_the_async_catalog_queues_quick_checks(contend_target, ns):
+    (good,) = catalog_subjects(["queue"], ["async_stream_queue"])
+    (row,) = run_battery(
+        contend_target, [good], OPTIONS, ns, only_checks=["model", "burst", "unknown-ack", "bad-input"]
+    )
+    assert row.verdict == "pass", {r.check: r.detail for r in row.results}
