@@ -138,3 +138,21 @@ def test_a_valid_holders_refused_ack_leaves_the_job_to_come_back(contend_target)
     finally:
         machine.failed = True
         machine.teardown()
+
+
+def test_a_queue_with_a_lease_of_minutes_is_no_livelock(contend_target):
+    """A queue that declares a long lease (arq's: the job timeout plus 10 s) and takes no lease_ms:
+    its consumers work for shares of that lease, longer than the base machine's end-of-example
+    bound, which is then the machine's operation bound (it was a false livelock)."""
+    from contend.impl.queue.stream import StreamQueue
+
+    def long_lease(client, name):
+        return StreamQueue(client, name, lease_ms=310_000)
+
+    machine_type = type(
+        "LongLeaseMachine",
+        (QueueMachine,),
+        {"factory": staticmethod(long_lease), "claims": frozenset({NO_LOSS, NO_DOUBLE_DELIVERY})},
+    )
+    _, violation, _ = run_once(machine_type, contend_target, seed=1, max_examples=40, shrink=False)
+    assert violation is None, violation
