@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from contend.errors import ContendError
 from contend.impl.catalog import (
     ACK_FINAL,
+    MUTUAL_EXCLUSION,
     NO_DOUBLE_DELIVERY,
     NO_LOSS,
     NO_PHANTOM,
@@ -52,6 +53,31 @@ ARQ_QUEUE = Library(
     may_be_inconclusive="arq reads the real clock (`from time import time`, imported by name before "
     "contend's scheduler patches time.time): jobs put within one real millisecond are ordered by id, so "
     "a replayed schedule may deliver them in another order",
+)
+
+#: arq's job uniqueness (issue 42), read as a lock whose key is the job id (see the adapter).
+ARQ_UNIQUE = Library(
+    "arq-unique",
+    "arq enqueue_job(_job_id=key), read as a lock",
+    "arq",
+    "contend.adapters.arq_unique:factory",
+    claims=frozenset({MUTUAL_EXCLUSION}),
+    configuration="acquire: `enqueue_job('job', _job_id=key, _queue_name=key)` is not None (a blocking "
+    "acquire tries again every 5 ms); release: the job run by arq's `Worker(burst=True, keep_result=0)"
+    ".async_run()`; ttl_ms unused (the job lives until it runs, or arq's default `_expires`, a day)",
+    requirements=("click==8.5.1",),
+    no_deps=("arq==0.28.0",),
+    quotes=(
+        Quote(
+            ":param _job_id: ID of the job, can be used to enforce job uniqueness",
+            "arq/connections.py (ArqRedis.enqueue_job)",
+        ),
+        Quote(
+            ":return: :class:`arq.jobs.Job` instance or ``None`` if a job with this ID already exists",
+            "arq/connections.py (ArqRedis.enqueue_job)",
+        ),
+    ),
+    may_be_inconclusive=ARQ_QUEUE.may_be_inconclusive,
 )
 
 OTHER_ROWS: tuple[Library, ...] = (
@@ -156,6 +182,7 @@ OTHER_ROWS: tuple[Library, ...] = (
         ),
     ),
     ARQ_QUEUE,
+    ARQ_UNIQUE,
 )
 
 LIBRARIES: tuple[Library, ...] = LOCK_ROWS + OTHER_ROWS

@@ -46,3 +46,19 @@ def test_the_async_catalog_queues_quick_checks(contend_target, ns):
         contend_target, [good], OPTIONS, ns, only_checks=["model", "burst", "unknown-ack", "bad-input"]
     )
     assert row.verdict == "pass", {r.check: r.detail for r in row.results}
+
+
+def test_an_async_lock_without_a_lease_is_judged_for_crash_liveness_only_when_it_claims_it(
+    contend_target, ns
+):
+    """The async lost-reply check asked every lock to be free again a few TTLs after a lost reply,
+    crash liveness unclaimed or not (a false alarm on arq's job uniqueness): now, as the sync check
+    does, only a lock that claims it."""
+    fixture = "tests.fixtures.async_foreign.no_ttl_lock:make"
+    unclaimed = ("safe-release", "crash-liveness", "clock-skew-safe", "stale-grant")
+    lock = user_subject(fixture, "lock", contend_target, no_claim=unclaimed)
+    (row,) = run_battery(contend_target, [lock], OPTIONS, ns, only_checks=["lost-reply"])
+    assert row.verdict == "pass", {r.check: r.detail for r in row.results}
+    claimed = user_subject(fixture, "lock", contend_target)
+    (row,) = run_battery(contend_target, [claimed], OPTIONS, ns, only_checks=["lost-reply"])
+    assert {r.prop for r in row.failed} == {catalog.CRASH_LIVENESS}
