@@ -10,9 +10,14 @@ result is kept under its id).
 Mapping, as a lock whose key is the job id: `acquire()` → `enqueue_job("job", _job_id=<key>,
 _queue_name=<key>)`, granted when it returns a Job, refused when it returns None (a blocking
 acquire tries again, as a user of a try does: contend.adapters.polling). `release()` → the job is
-run to its end by arq's worker: `Worker([job], queue_name=<key>, redis_pool=..., burst=True,
-keep_result=0, handle_signals=False).async_run()` ("Useful when testing": the worker's own loop,
-which stops once the queue is empty). `ttl_ms` is not used: the job lives until it has run, or for
+run to its end by arq's worker: one pass of its poll, `Worker([job], queue_name=<key>,
+redis_pool=..., keep_result=0, handle_signals=False)._poll_iteration()`, which starts the job
+(the in-progress key's WATCH/MULTI) in a task of its own, then that task awaited (the job, then
+`finish_job`). Not the worker's burst run (`async_run` with `burst=True`): after a release
+cancelled between its in-progress MULTI and the job's task (contend cancels async operations at
+their round trips), the job is marked in progress with nothing running it, and a burst worker
+polls until the in-progress key expires (310 s): a release that hangs. One pass leaves the job to
+that key's expiry instead. `ttl_ms` is not used: the job lives until it has run, or for
 arq's default `_expires` (a day), so the only claim is what the docstring says: no second enqueue
 of an id while its job exists (mutual exclusion). No fencing token, no extend.
 """
@@ -29,8 +34,8 @@ from contend.adapters.polling import poll_async
 from contend.adapters.units import check_lease
 
 FIDELITY = (
-    "enqueue_job with _job_id (a Job, or None when the id exists) to acquire; the worker's burst run of "
-    "the job (keep_result=0) to release"
+    "enqueue_job with _job_id (a Job, or None when the id exists) to acquire; one pass of the worker's "
+    "poll, and the job it started run to its end (keep_result=0), to release"
 )
 
 
@@ -57,11 +62,12 @@ class ArqUniqueJob:
             [func(job, name="job")],
             queue_name=self.key,
             redis_pool=self.pool,
-            burst=True,
             keep_result=0,
             handle_signals=False,
         )
-        await worker.async_run()
+        await worker._poll_iteration()
+        for task in list(worker.tasks.values()):
+            await task
 
 
 def factory(client: redis.asyncio.Redis, key: str, ttl_ms: int) -> ArqUniqueJob:

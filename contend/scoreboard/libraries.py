@@ -63,8 +63,9 @@ ARQ_UNIQUE = Library(
     "contend.adapters.arq_unique:factory",
     claims=frozenset({MUTUAL_EXCLUSION}),
     configuration="acquire: `enqueue_job('job', _job_id=key, _queue_name=key)` is not None (a blocking "
-    "acquire tries again every 5 ms); release: the job run by arq's `Worker(burst=True, keep_result=0)"
-    ".async_run()`; ttl_ms unused (the job lives until it runs, or arq's default `_expires`, a day)",
+    "acquire tries again every 5 ms); release: one pass of arq's `Worker(keep_result=0)` poll and the job "
+    "it started run to its end; ttl_ms unused (the job lives until it runs, or arq's default `_expires`, "
+    "a day)",
     requirements=("click==8.5.1",),
     no_deps=("arq==0.28.0",),
     quotes=(
@@ -77,7 +78,10 @@ ARQ_UNIQUE = Library(
             "arq/connections.py (ArqRedis.enqueue_job)",
         ),
     ),
-    may_be_inconclusive=ARQ_QUEUE.may_be_inconclusive,
+    may_be_inconclusive="the schedule check ended inconclusive in about one run in three (Hypothesis's "
+    "FlakyStrategyDefinition: the same schedule behaved differently); the cause is not pinned down: "
+    "not arq's real clock alone (with it made virtual the check stayed flaky), and without blocking "
+    "acquires (one try each) 4 seeds of 60 examples were not",
 )
 
 OTHER_ROWS: tuple[Library, ...] = (
