@@ -318,6 +318,11 @@ def try_once(
             f"{type(error).__name__}: {error}{_where(error)}; `contend check --impl {spec} --kind {kind}` "
             "says more"
         ) from None
+    if kind == "queue" and built and inspect.iscoroutinefunction(getattr(built[0], "take", None)):
+        raise ProtocolError(
+            f"--impl {spec}: take() is a coroutine; runs under load take queues written for redis-py "
+            f"only so far (check a redis.asyncio queue with `contend check --impl {spec} --kind queue`)"
+        )
     if found is not None and found.note:
         raise ProtocolError(
             f"--impl {spec}: {found.note}: a run of it would measure nothing; "

@@ -62,3 +62,29 @@ def test_an_async_lock_without_a_lease_is_judged_for_crash_liveness_only_when_it
     claimed = user_subject(fixture, "lock", contend_target)
     (row,) = run_battery(contend_target, [claimed], OPTIONS, ns, only_checks=["lost-reply"])
     assert {r.prop for r in row.failed} == {catalog.CRASH_LIVENESS}
+
+
+def test_load_refuses_an_async_queue_in_one_line(capsys, tmp_path, monkeypatch):
+    """`contend load` runs redis-py queues only: an async one is refused before any run (exit 2),
+    saying which command checks it, and no report is written."""
+    from contend.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    impl = "tests.fixtures.async_foreign.lua_queue:make"
+    argv = [
+        "load",
+        "--workload",
+        "jobs",
+        "--impl",
+        impl,
+        "--kind",
+        "queue",
+        "--users",
+        "1",
+        "--hot-keys",
+        "1",
+    ]
+    assert main([*argv, "--duration", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "take() is a coroutine" in err and f"contend check --impl {impl} --kind queue" in err
+    assert "Traceback" not in err and not list(tmp_path.iterdir())
