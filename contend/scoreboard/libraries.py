@@ -82,7 +82,9 @@ ARQ_UNIQUE = Library(
     "FlakyStrategyDefinition: the same schedule behaved differently); the cause is not pinned down. "
     "Searches of 60 examples: flaky on 2 seeds of 8 without the machine's cancellations, on 2 of 8 "
     "with arq's clock made virtual as well, on none of 4 with a blocking acquire made a single try "
-    "(and none of 4 for a lease-less asyncio lock that polls as this adapter does)",
+    "(and none of 4 for a lease-less asyncio lock that polls as this adapter does). In one pair of "
+    "runs of the same example, the two parted right after a lost reply to enqueue_job's WATCH (where "
+    "redis-py disconnects a watching pipeline)",
 )
 
 OTHER_ROWS: tuple[Library, ...] = (
