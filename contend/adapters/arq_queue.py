@@ -51,9 +51,9 @@ JOB_TIMEOUT_S = 300
 #: consumers die and let leases lapse more often than a worker does, so the documented option is
 #: raised rather than a sixth delivery read as a lost job.
 MAX_TRIES = 1000
-#: `Worker(max_jobs=...)`, the jobs a worker runs at once (arq's default: 10; a consumer here may hold
-#: more, as the protocol lets it). Before each poll the
-#: adapter lowers the worker's `max_jobs` to one more than it runs, so that a take starts one job.
+#: `Worker(max_jobs=...)`, the jobs a worker runs at once (arq's default: 10; a consumer here may
+#: hold more, as the protocol lets it). Before each poll the adapter lowers the worker's `max_jobs`
+#: to one more than it runs, so that a take starts one job.
 MAX_JOBS = 1000
 #: `Worker(poll_delay=...)`, arq's default: how long the worker waits between polls.
 POLL_DELAY_S = 0.5

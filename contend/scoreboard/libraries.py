@@ -30,7 +30,7 @@ ARQ_QUEUE = Library(
     claims=frozenset({NO_LOSS, NO_DOUBLE_DELIVERY, ACK_FINAL, NO_PHANTOM}),
     family="queue",
     configuration="`ArqRedis.enqueue_job('job', item)`; `take` is the `Worker`'s own poll "
-    "(`_poll_iteration`, one job per poll), `ack` lets the job function return and the worker "
+    "(`_poll_iteration`, its `max_jobs` one above the jobs it runs: one job per poll), `ack` lets the job function return and the worker "
     "`finish_job` it; `keep_result=0`, `max_tries=1000`; lease: the in-progress key's job timeout + 10 s "
     "(310 s). arq pins redis<6: installed with --no-deps beside contend's redis-py",
     requirements=("click==8.5.1",),
