@@ -30,7 +30,7 @@ from contend.impl.locks import (
     single_flight,
     token,
 )
-from contend.impl.queue import lease_list, pop, stream, value_list
+from contend.impl.queue import async_stream, lease_list, pop, stream, value_list
 from contend.impl.rate_limiter import fixed_window, gcra, sliding_log
 from contend.impl.registry import async_check_then_set, async_lua
 from contend.impl.transactions import (
@@ -545,6 +545,17 @@ ASYNC_IMPLEMENTATIONS: tuple[Implementation, ...] = (
         "async_check_then_set", "registry", async_check_then_set.factory, "registry",
         "redis.asyncio HGET, INCR, HSETNX, HSETNX at separate awaits (naive's twin)",
         "seed 000", _ALL_REGISTRY, _RACY, asynchronous=True,
+    ),
+    Implementation(
+        "async_stream_queue", "queue", async_stream.factory, "queue",
+        "redis.asyncio XREADGROUP in one consumer group, XACK, XAUTOCLAIM of jobs idle 1.1 leases "
+        "(stream_queue's twin)",
+        "", _QUEUE, asynchronous=True,
+    ),
+    Implementation(
+        "async_short_claim_queue", "queue", async_stream.short_claim_factory, "queue",
+        "async_stream_queue whose XAUTOCLAIM takes jobs idle half a lease (short_claim_queue's twin)",
+        "", _QUEUE, frozenset({NO_DOUBLE_DELIVERY}), asynchronous=True,
     ),
 )  # fmt: skip
 

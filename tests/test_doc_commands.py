@@ -178,6 +178,7 @@ RUN: dict[str, Run] = {
     # docs/protocol.md
     f"{C} check --impl tests.fixtures.foreign.lua_registry:make --kind registry": Run(),
     f"{C} check --impl tests.fixtures.foreign.lua_queue:make --kind queue --claim fifo": Run(),
+    f"{C} check --impl tests.fixtures.async_foreign.lua_queue:make --kind queue --claim fifo": Run(),
     f"{C} check --impl tests.fixtures.async_foreign.redispy_lock:make --kind lock": Run(),
     f"{C} check --impl tests.fixtures.async_foreign.redispy_lock_3847:make --kind lock --check cancel": Run(
         codes=(1,)

@@ -86,6 +86,9 @@ ASYNC_BATTERIES: dict[str, list[Check]] = {
     "semaphore": [CANCEL, LOCK_BAD_INPUT, ASYNC_LOCK_LOST_REPLY, SCHEDULE],
     "single_flight": [SCHEDULE],
     "transaction": [*TRANSACTION_CHECKS, ASYNC_TRANSACTION_LOST_REPLY, SCHEDULE],
+    # Queues: the synchronous battery's checks, written for both (model, burst, acks of ids never
+    # handed out, a stale holder, bad input), and the machine with async clients.
+    "queue": [*QUEUE_CHECKS, SCHEDULE],
 }
 
 

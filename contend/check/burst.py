@@ -133,6 +133,27 @@ def crowd(ctx: CheckContext, size: int) -> Iterator[Crowd]:
         made.close()
 
 
+class Called:
+    """An object whose methods are called to their end: awaited on the crowd's loop for async
+    code (attributes that are not methods, a queue's `lease_ms` say, read as they are)."""
+
+    def __init__(self, obj: Any, people: Crowd) -> None:
+        self._obj = obj
+        self._crowd = people
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._obj, name)
+        if not callable(method):
+            return method
+        return lambda *args: self._crowd.call(lambda: method(*args))
+
+
+def to_the_end(work: Callable[..., Any], *args: Any) -> Any:
+    """A coroutine function's work run to its end on a loop of this thread's own (a synchronous
+    object's methods, never awaited, run as they are)."""
+    return asyncio.run(work(*args))
+
+
 async def awaited(value: Any) -> Any:
     """`value`, awaited if it is awaitable (what a synchronous or an async method returned)."""
     return await value if inspect.isawaitable(value) else value

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from contend.check.bad_input import with_client
-from contend.check.burst import burst, errors_summary
+from contend.check.burst import Called, awaited, crowd, errors_summary, to_the_end
 from contend.check.framework import NOT_JUDGED, Check, CheckContext, CheckFailed, CheckInconclusive, expect
 from contend.impl.catalog import ACK_FINAL, BAD_INPUT, FIFO, NO_DOUBLE_DELIVERY, NO_LOSS, NO_PHANTOM
 from contend.models.base import Op
@@ -82,7 +82,16 @@ def queue_model_check(ctx: CheckContext) -> str:
     n = min(ctx.options.model_ops, 200)
     name = ctx.namespace.key("model")
     procs = [f"p{i}" for i in range(3)]
-    queues = {p: queue_of(ctx, ctx.client(), name) for p in procs}
+    with crowd(ctx, len(procs)) as people:
+        queues = {
+            p: Called(queue_of(ctx, c, name), people) for p, c in zip(procs, people.clients, strict=True)
+        }
+        return _model_run(ctx, rng, n, name, procs, queues)
+
+
+def _model_run(
+    ctx: CheckContext, rng: random.Random, n: int, name: str, procs: list[str], queues: dict[str, Any]
+) -> str:
     lease = lease_seconds(queues["p0"])
     model = QueueModel(fifo=FIFO in ctx.subject.claims)
     state = model.init()
@@ -179,42 +188,48 @@ def queue_burst_check(ctx: CheckContext) -> str:
     producers, consumers = k // 2, k - k // 2
     per = 8
     name = ctx.namespace.key("burst")
-    queues = [queue_of(ctx, ctx.client(), name) for _ in range(k)]
-    lease = lease_seconds(queues[0])
     put_done = threading.Event()
     putting = [producers]
     guard = threading.Lock()
     got: list[tuple[str, Any, int]] = []
 
-    def produce(q: Any, p: int) -> list[str]:
+    async def produce(q: Any, p: int) -> list[str]:
         try:
-            return [q.put(f"p{p}-{i}") for i in range(per)]
+            return [await awaited(q.put(f"p{p}-{i}")) for i in range(per)]
         finally:
             with guard:
                 putting[0] -= 1
                 if not putting[0]:
                     put_done.set()
 
-    def consume(q: Any, c: int) -> int:
+    async def consume(q: Any, c: int) -> int:
         took, empty = 0, 0
         while empty < 2:
-            pair = _pair(q.take(0.05), f"consumer {c} take(0.05)")
+            pair = _pair(await awaited(q.take(0.05)), f"consumer {c} take(0.05)")
             if pair is None:
                 empty += 1 if put_done.is_set() else 0
                 continue
             empty = 0
             with guard:
                 got.append((*pair, c))
-            q.ack(pair[0])
+            await awaited(q.ack(pair[0]))
             took += 1
         return took
 
-    calls: list[Callable[[], Any]] = [
-        functools.partial(produce, q, p) for p, q in enumerate(queues[:producers])
-    ]
-    calls += [functools.partial(consume, q, c) for c, q in enumerate(queues[producers:])]
-    started = time.monotonic()
-    outcomes = burst(calls, timeout=60)
+    with crowd(ctx, k) as people:
+        queues = [queue_of(ctx, client, name) for client in people.clients]
+        lease = lease_seconds(queues[0])
+        works: list[tuple[Callable[..., Any], Any, int]] = [
+            (produce, q, p) for p, q in enumerate(queues[:producers])
+        ]
+        works += [(consume, q, c) for c, q in enumerate(queues[producers:])]
+        if people.asynchronous:  # tasks on the crowd's loop
+            calls = [functools.partial(work, q, i) for work, q, i in works]
+        else:  # threads, each running its work to the end (a synchronous queue never awaits)
+            calls = [functools.partial(to_the_end, work, q, i) for work, q, i in works]
+        started = time.monotonic()
+        outcomes = people.at_once(calls)
+        left = _pair(people.call(lambda: queues[0].take(0)), "a take after the burst")
     if failed := errors_summary(outcomes):
         raise CheckFailed(f"{producers} producers and {consumers} consumers at once: {failed}", prop=NO_LOSS)
     put = [f"p{p}-{i}" for p in range(producers) for i in range(per)]
@@ -233,7 +248,6 @@ def queue_burst_check(ctx: CheckContext) -> str:
             prop=NO_DOUBLE_DELIVERY,
         )
     missing = [item for item in put if item not in counts]
-    left = _pair(queues[0].take(0), "a take after the burst")
     if missing:
         raise CheckFailed(
             f"{len(missing)} of {len(put)} items put never came out, e.g. {missing[0]!r}"
@@ -257,8 +271,12 @@ def unknown_ack_check(ctx: CheckContext) -> str:
     """An ack of an id the queue never handed out, or of a job already acked, is refused or does
     nothing: the other jobs still come out, each once."""
     name = ctx.namespace.key("unknown-ack")
-    queue = queue_of(ctx, ctx.client(), name)
-    other = queue_of(ctx, ctx.client(), name)
+    with crowd(ctx, 2) as people:
+        queue, other = (Called(queue_of(ctx, c, name), people) for c in people.clients)
+        return _unknown_acks(queue, other)
+
+
+def _unknown_acks(queue: Any, other: Any) -> str:
     with expect("put('first'), put('second'), put('third')", prop=NO_LOSS):
         queue.put("first")
         queue.put("second")
@@ -310,7 +328,7 @@ def stale_holder_check(ctx: CheckContext) -> str:
     if ctx.target.clock is None:
         return f"{NOT_JUDGED} (leases must run out on the clock the check keeps)"
     done = []
-    probe = queue_with_lease(ctx, ctx.client(), ctx.namespace.key("stale", "probe"))
+    probe = queue_with_lease(ctx, _scheduled_client(ctx), ctx.namespace.key("stale", "probe"))
     actions = [a for a in ("ack", "nack", "extend") if callable(getattr(probe, a, None))]
     for action in actions:
         ctx.note(f"stale-holder: a stale {action}")
@@ -326,9 +344,16 @@ def queue_with_lease(ctx: CheckContext, client: Any, name: str) -> Any:
         return ctx.factory(client, name)
 
 
+def _scheduled_client(ctx: CheckContext) -> Any:
+    """A client for a scheduled consumer, of the kind the queue takes: a redis.asyncio one for async
+    code (it connects on its first command, on its scheduled client's own loop, and the scheduler
+    closes it there)."""
+    return ctx.target.async_client() if getattr(ctx.subject, "asynchronous", False) else ctx.client()
+
+
 def _stale(ctx: CheckContext, action: str) -> str:
     name = ctx.namespace.key("stale", action)
-    conns = [ctx.client() for _ in range(3)]
+    conns = [_scheduled_client(ctx) for _ in range(3)]
     a, b, c = (queue_with_lease(ctx, conn, name) for conn in conns)
     lease = lease_seconds(a)
     if lease is None:

@@ -92,7 +92,11 @@ def must_free_within(ctx: CheckContext, s: Scheduler, key: str, ttl: int, where_
     """crash liveness: after a cancelled acquire (or one that lost a reply, or a crash), another
     client gets the lock within a few TTLs. On servers that keep the scheduler's clock, that client
     is scheduled and the few TTLs pass in virtual time (to the millisecond, at no real cost); on one
-    that keeps its own (--redis-url), it waits in real time."""
+    that keeps its own (--redis-url), it waits in real time. Judged only for a lock that claims
+    crash liveness (as the synchronous lost-reply check does): one without a lease may stay held
+    by a client that died."""
+    if ctx.subject is not None and CRASH_LIVENESS not in ctx.subject.claims:
+        return
     trace = s.format_trace()
     bound = ttl * 3 / 1000 + 0.5
     if s.clock is None:

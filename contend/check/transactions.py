@@ -12,14 +12,13 @@ runs its calls to their end, or releases them together.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import random
 from collections.abc import Callable
 from typing import Any
 
-from contend.check.burst import Crowd, awaited, crowd, errors_summary
+from contend.check.burst import Called, Crowd, awaited, crowd, errors_summary, to_the_end
 from contend.check.framework import Check, CheckContext, CheckFailed, expect
 from contend.impl.catalog import APPLIES_ONCE, BAD_INPUT, CONSISTENT_AUDIT
 from contend.machines.transactions import open_record, server_table
@@ -30,32 +29,15 @@ ACCOUNTS = ("a", "b", "c")
 OPENING = 100
 
 
-class _Called:
-    """A bank whose methods are called to their end: awaited on the crowd's loop for async code."""
-
-    def __init__(self, obj: Any, people: Crowd) -> None:
-        self._obj = obj
-        self._crowd = people
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        method = getattr(self._obj, name)
-        return lambda *args: self._crowd.call(lambda: method(*args))
-
-
 def bank(ctx: CheckContext, people: Crowd, client: Any, opening: int | None = OPENING) -> Any:
     """A bank object on `client` (one of the crowd's), in the check's namespace, its methods called
     to their end; opening the accounts first (unless `opening` is None)."""
-    made = _Called(ctx.factory(client, ctx.namespace.prefix), people)
+    made = Called(ctx.factory(client, ctx.namespace.prefix), people)
     if opening is not None:
         with expect("opening the accounts"):
             for account in ACCOUNTS:
                 made.open(account, opening)
     return made
-
-
-def _to_the_end(work: Callable[..., Any], *args: Any) -> Any:
-    """A coroutine function's work run to its end on a loop of this thread's own."""
-    return asyncio.run(work(*args))
 
 
 def _balances(obj: Any, what: str) -> dict[str, int]:
@@ -125,7 +107,7 @@ def burst_check(ctx: CheckContext) -> str:
         if people.asynchronous:  # tasks on the crowd's loop
             calls = [functools.partial(work, i, obj) for i, obj in enumerate(banks)]
         else:  # threads, each running its work to the end (a synchronous bank never awaits)
-            calls = [functools.partial(_to_the_end, work, i, obj) for i, obj in enumerate(banks)]
+            calls = [functools.partial(to_the_end, work, i, obj) for i, obj in enumerate(banks)]
         outcomes = people.at_once(calls)
         final = _balances(opener, f"burst of {k} {people.who}")
     what = f"burst of {k} {people.who} × {rounds} transfers on {len(ACCOUNTS)} accounts"

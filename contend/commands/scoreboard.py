@@ -180,7 +180,8 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
 
             def installing(library: Library, env: Environment) -> None:
                 progress.status(
-                    f"{library.key}: making its environment ({' '.join(env.requirements)})", every=0
+                    f"{library.key}: making its environment ({' '.join((*env.no_deps, *env.requirements))})",
+                    every=0,
                 )
 
             try:

@@ -536,8 +536,9 @@ class ScheduledMachine(RuleBasedStateMachine):
         next runnable one in turn (`next_in_turn`), so no sleeper whose time has come is passed
         over for ever. A livelock is `max_steps` round trips in a row with no client waking from
         a sleep (clients that spin), or FINISH_BOUND seconds of virtual time (clients that sleep
-        and retry for ever); pollers waiting out a slow leader or a long lease are neither,
-        however many round trips their polls take."""
+        and retry for ever), or `operation_bound` if longer (a queue's consumer may work for
+        more than a lease of several minutes); pollers waiting out a slow leader or a long lease
+        are neither, however many round trips their polls take."""
         started, spinning = self.scheduler.vclock, 0
         for _ in range(FINISH_STEP_CAP):
             ready = self.scheduler.runnable()
@@ -555,7 +556,7 @@ class ScheduledMachine(RuleBasedStateMachine):
                     f"operations still running after {max_steps} round trips in a row with no client "
                     "waking from a sleep (livelock)",
                 )
-            if self.scheduler.vclock - started > FINISH_BOUND:
+            if self.scheduler.vclock - started > max(FINISH_BOUND, self.operation_bound):
                 break
         self.fail(
             PROGRESS,

@@ -30,7 +30,15 @@ says. Properties, judged when a take returns and at the end:
 
 An ack that raised or returned False (or 0) was refused; one whose reply was lost, or that
 returned after the lease ran out, may or may not have acked: its job is then neither required
-back nor forbidden to come back.
+back nor forbidden to come back. A refusal is no failure in itself, a valid holder's included
+(docs/protocol.md: any ack may be refused, and a valid holder's refused ack leaves the job to be
+delivered again): its job counts as not acked, so no-loss requires it back, and a queue that
+refuses the ack yet drops the job fails no-loss.
+
+The operations are plain functions for synchronous and redis.asyncio queues alike: what one returns
+(an async queue's coroutine) its client runs to the end on its own loop, and the virtual sleeps
+before it are the sync gate's (contend.schedule.client); an async queue's clients are
+redis.asyncio ones (`asynchronous`, set by contend.machines.family).
 """
 
 from __future__ import annotations
@@ -43,7 +51,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from contend.impl.catalog import NO_LOSS, NO_PHANTOM
-from contend.machines.base import _take_connection
+from contend.machines.base import _async_connection, _take_connection
 from contend.machines.queue_deliveries import Delivery, DeliveryBook, Put, as_compared, refused
 from contend.schedule.client import Status
 from contend.servers.target import Target
@@ -100,6 +108,9 @@ class QueueMachine(DeliveryBook):
         self.lossy: bool | None = None  # may replies be lost in this example (drawn at its first advance)
         self.repeats: bool | None = None  # may a put repeat an earlier item (drawn there too)
         self.stalls = False  # may every client stall past the lease (drawn there too)
+        #: client -> (timeout, until): a consumer's loop takes again, a tenth of the lease apart,
+        #: until it gets a job or the virtual clock reaches `until`; None: one take.
+        self.patience: dict[int, tuple[float, float] | None] = {}
         super().__init__(target, **kwargs)
 
     # Set-up ------------------------------------------------------------------------------
@@ -169,23 +180,25 @@ class QueueMachine(DeliveryBook):
         idle = self.idle_workers()
         index = idle[client % len(idle)]
         self.plans[index] = (work, then)
-        self.running[index] = ("take", self.scheduler.vclock)
-        queue = self.queues[index]
         lease = self.lease or LEASE_MS / 1000
-        if not patience:
-            self.start(index, lambda: queue.take(timeout), f"take({timeout:g})")
-            return
+        self.patience[index] = (timeout, self.scheduler.vclock + patience * lease) if patience else None
+        self.take_once(index, timeout)
 
-        def loop() -> Any:
-            until = time.monotonic() + patience * lease
-            while True:
-                self.running[index] = ("take", self.scheduler.vclock)  # the last take's start
-                got = queue.take(timeout)
-                if got is not None or time.monotonic() >= until:
-                    return got
-                time.sleep(lease / 10)
+    def take_once(self, index: int, timeout: float, pause: float = 0.0) -> None:
+        """One take by client `index`, after a (virtual) `pause`. The operation is a plain function
+        for sync and async code alike: what it returns (an async queue's coroutine) the client runs
+        to its end on its own loop (contend.schedule.client)."""
+        queue = self.queues[index]
+        self.running[index] = ("take", self.scheduler.vclock)
 
-        self.start(index, loop, f"take({timeout:g}) until a job, {patience * lease:g} s at most")
+        def once() -> Any:
+            if pause:
+                time.sleep(pause)
+            self.running[index] = ("take", self.scheduler.vclock)  # the take's own start
+            return queue.take(timeout)
+
+        label = f"take({timeout:g})" if not pause else f"wait {pause:g} s, take({timeout:g}) again"
+        self.start(index, once, label)
 
     @precondition(lambda self: self.some_client_runs())
     @rule(
@@ -254,7 +267,7 @@ class QueueMachine(DeliveryBook):
     def restart(self) -> None:
         """A crashed worker's process is started again: a new connection and queue object."""
         dead = next(i for i in self.worker_ids if i not in self.living_workers())
-        conn = _take_connection(self.target)
+        conn = _async_connection(self.target) if self.asynchronous else _take_connection(self.target)
         self.connections.append(conn)
         index = self.scheduler.add_client(connection=conn)
         self.queues[index] = self.new_queue(conn)
@@ -385,7 +398,11 @@ class QueueMachine(DeliveryBook):
             return
         got = outcome.value
         if got is None:
+            wait = self.patience.get(index)
+            if wait is not None and self.scheduler.vclock < wait[1]:
+                self.take_once(index, wait[0], pause=(self.lease or LEASE_MS / 1000) / 10)
             return
+        self.patience.pop(index, None)
         name = self.scheduler.clients[index].name
         if not isinstance(got, tuple | list) or len(got) != 2:
             self.fail(NO_PHANTOM, f"{name} take returned {got!r}, not (id, item) or None")

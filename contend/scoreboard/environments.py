@@ -65,6 +65,9 @@ class Environment:
     root: Path
     #: Add the redis-py contend drives (False only for environments without Redis in them).
     with_redis: bool = True
+    #: Installed after the requirements with `pip install --no-deps`: a library whose declared
+    #: redis-py range leaves out the one contend drives (its other dependencies are requirements).
+    no_deps: tuple[str, ...] = ()
 
     @property
     def installs(self) -> tuple[str, ...]:
@@ -74,9 +77,10 @@ class Environment:
     @property
     def path(self) -> Path:
         """scoreboard/py3.X/<first requirement>-<digest of what it installs>."""
-        wanted = "\n".join(self.installs)
+        wanted = "\n".join(self.installs) + "".join(f"\n--no-deps {req}" for req in self.no_deps)
         digest = hashlib.sha256(wanted.encode()).hexdigest()[:10]
-        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", self.requirements[0]) if self.requirements else "none"
+        first = (*self.no_deps, *self.requirements)
+        slug = re.sub(r"[^A-Za-z0-9._-]+", "_", first[0]) if first else "none"
         python = f"py{sys.version_info.major}.{sys.version_info.minor}"
         return self.root / "scoreboard" / python / f"{slug}-{digest}"
 
@@ -98,6 +102,25 @@ class Environment:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         building = self.path.with_name(f"{self.path.name}.building-{os.getpid()}")
         shutil.rmtree(building, ignore_errors=True)
+        self._pip(building, self.installs)
+        if self.no_deps:
+            self._pip(building, ("--no-deps", *self.no_deps))
+        marker: dict[str, object] = {"requirements": list(self.installs), "python": sys.version.split()[0]}
+        if self.no_deps:
+            marker["no_deps"] = list(self.no_deps)
+        try:
+            building.rename(self.path)
+        except OSError:  # another process finished the same environment first
+            shutil.rmtree(building, ignore_errors=True)
+            if self.ready:
+                return self.path
+            raise
+        marker["distributions"] = self.distributions()
+        (self.path / MARKER).write_text(json.dumps(marker, indent=1) + "\n")
+        return self.path
+
+    def _pip(self, building: Path, arguments: tuple[str, ...]) -> None:
+        """`pip install --target building ARGUMENTS`; EnvironmentFailed (the folder removed) if it fails."""
         command = [
             sys.executable,
             "-m",
@@ -109,33 +132,19 @@ class Environment:
             "--no-warn-conflicts",
             "--target",
             str(building),
-            *self.installs,
+            *arguments,
         ]
+        wanted = " ".join((*self.no_deps, *self.requirements))
         try:
             done = subprocess.run(
                 command, capture_output=True, text=True, timeout=INSTALL_SECONDS, stdin=subprocess.DEVNULL
             )
         except subprocess.TimeoutExpired:
             shutil.rmtree(building, ignore_errors=True)
-            raise EnvironmentFailed(
-                f"pip install {' '.join(self.requirements)} took over {INSTALL_SECONDS:.0f} s"
-            ) from None
+            raise EnvironmentFailed(f"pip install {wanted} took over {INSTALL_SECONDS:.0f} s") from None
         if done.returncode != 0:
             shutil.rmtree(building, ignore_errors=True)
-            raise EnvironmentFailed(
-                f"pip install {' '.join(self.requirements)} failed: {pip_reason(done.stderr)}"
-            )
-        marker: dict[str, object] = {"requirements": list(self.installs), "python": sys.version.split()[0]}
-        try:
-            building.rename(self.path)
-        except OSError:  # another process finished the same environment first
-            shutil.rmtree(building, ignore_errors=True)
-            if self.ready:
-                return self.path
-            raise
-        marker["distributions"] = self.distributions()
-        (self.path / MARKER).write_text(json.dumps(marker, indent=1) + "\n")
-        return self.path
+            raise EnvironmentFailed(f"pip install {wanted} failed: {pip_reason(done.stderr)}")
 
 
 def pip_reason(stderr: str) -> str:

@@ -82,9 +82,10 @@ class Runner:
     def environment(self, library: Library) -> Path | None:
         """The row's environment, made if need be (None: redis-py itself, contend's own)."""
         requirements = requirements_of(library, self.latest)
-        if not requirements:
+        no_deps = tuple(req.split("==")[0] for req in library.no_deps) if self.latest else library.no_deps
+        if not requirements and not no_deps:
             return None
-        env = Environment(requirements, self.root)
+        env = Environment(requirements, self.root, no_deps=no_deps)
         with self._guard:
             lock = self._building.setdefault(env.path, threading.Lock())
         with lock:

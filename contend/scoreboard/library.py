@@ -51,6 +51,9 @@ class Library:
     family: str = "lock"
     #: What its environment installs (pinned); () for redis-py itself, contend's own dependency.
     requirements: tuple[str, ...] = ()
+    #: Installed after `requirements` without their dependencies (pinned): a library that caps
+    #: redis-py below the range contend drives; `configuration` then says so.
+    no_deps: tuple[str, ...] = ()
     #: The library's own words for what it promises.
     quotes: tuple[Quote, ...] = ()
     #: Why the row cannot be judged, when it cannot ("" when it runs).
@@ -69,7 +72,7 @@ class Library:
 
     def pinned(self) -> str:
         """The version its requirements pin ("" when unpinned or redis-py's own)."""
-        for req in self.requirements:
+        for req in (*self.no_deps, *self.requirements):
             name, _, version = req.partition("==")
             if name.split("[")[0].lower() == self.distribution.lower():
                 return version

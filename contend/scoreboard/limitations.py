@@ -188,6 +188,37 @@ LIMITATIONS: dict[str, tuple[tuple[str, bool], ...]] = {
         ),
         ("every queue is added to RQ's global set `rq:queues`, outside contend's namespace", False),
     ),
+    "arq": (
+        ("no nack and no extend: a consumer cannot give a job back or lengthen its lease", False),
+        (
+            "a job is started again at most `max_tries` times (5 by default; this row sets 1000), then "
+            "failed: a job whose workers keep dying is not run for ever",
+            True,
+        ),
+        (
+            "its keys (`arq:job:<id>`, `arq:in-progress:<id>`, `arq:retry:<id>`, `arq:abort`) are "
+            "global, outside contend's namespace (only the queue's sorted set is named after it)",
+            False,
+        ),
+        (
+            "pins redis-py below 6 (python-arq/arq #454, open): judged beside contend's redis-py, "
+            "installed with --no-deps",
+            False,
+        ),
+    ),
+    "arq-unique": (
+        (
+            "uniqueness lasts while the job or its kept result exists: with `keep_result` > 0 (the "
+            "default, an hour) an id stays taken after its job ran (python-arq/arq #167, #222); this "
+            "row sets keep_result=0",
+            True,
+        ),
+        (
+            "no lease of the enqueuer's: a job nobody runs keeps its id for its `_expires` (a day by "
+            "default), so crash liveness is not claimed",
+            False,
+        ),
+    ),
     "dramatiq": (
         ("no fencing token, no extend, no blocking acquire (the actor is retried)", True),
         ("every acquire and release resets the counter's TTL: one busy key never expires", False),

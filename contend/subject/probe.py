@@ -81,9 +81,7 @@ def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[
         return Capabilities(remaining=callable(getattr(obj, "remaining", None)))
     extend = callable(getattr(obj, "extend", None))
     if kind == "queue":
-        return Capabilities(
-            extend=extend, nack=callable(getattr(obj, "nack", None)), lease_ms=declared_lease(obj, factory)
-        )
+        return _queue_capabilities(obj, factory)
     fencing = None
     try:
         acquired = obj.acquire(blocking=False)
@@ -112,6 +110,15 @@ def detect_capabilities(factory: Callable[..., Any], kind: str, make: Callable[[
     return Capabilities(extend=extend, fencing=fencing, clock=clock, ttl_resolution_ms=resolution)
 
 
+def _queue_capabilities(obj: Any, factory: Callable[..., Any]) -> Capabilities:
+    """A queue's: extend and nack if it has them, and the lease it declares (sync or async alike)."""
+    return Capabilities(
+        extend=callable(getattr(obj, "extend", None)),
+        nack=callable(getattr(obj, "nack", None)),
+        lease_ms=declared_lease(obj, factory),
+    )
+
+
 def detect_async_capabilities(factory: Callable[..., Any], kind: str, url: str, key: str) -> Capabilities:
     """`detect_capabilities` for async code: one object on a fresh redis.asyncio client (a cluster
     client for a redis+cluster:// URL), and for a lock one acquire and release of it, run to the
@@ -128,6 +135,8 @@ def detect_async_capabilities(factory: Callable[..., Any], kind: str, url: str, 
                 return Capabilities(register_many=callable(getattr(obj, "register_many", None)))
             if kind == "single_flight":
                 return Capabilities()
+            if kind == "queue":
+                return _queue_capabilities(obj, factory)
             fencing = None
             try:
                 acquired = await obj.acquire(blocking=False)
@@ -309,6 +318,11 @@ def try_once(
             f"{type(error).__name__}: {error}{_where(error)}; `contend check --impl {spec} --kind {kind}` "
             "says more"
         ) from None
+    if kind == "queue" and built and inspect.iscoroutinefunction(getattr(built[0], "take", None)):
+        raise ProtocolError(
+            f"--impl {spec}: take() is a coroutine; runs under load take queues written for redis-py "
+            f"only so far (check a redis.asyncio queue with `contend check --impl {spec} --kind queue`)"
+        )
     if found is not None and found.note:
         raise ProtocolError(
             f"--impl {spec}: {found.note}: a run of it would measure nothing; "

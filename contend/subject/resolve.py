@@ -118,11 +118,6 @@ def on_target(subject: Subject, target: Target) -> Subject:
             f"--impl {spec.name}: hit() is a coroutine; contend checks rate limiters written for "
             "redis.asyncio not yet (a synchronous limiter only)"
         )
-    if asynchronous and spec.kind == "queue":
-        raise ProtocolError(
-            f"--impl {spec.name}: take() is a coroutine; contend checks queues written for "
-            "redis.asyncio not yet (a synchronous queue only)"
-        )
     client = target.client()
     ns = target.namespace(client=client)
     key = ns.prefix if spec.kind in NAMESPACE_KINDS else ns.key("probe")

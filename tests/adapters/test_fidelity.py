@@ -70,7 +70,7 @@ def test_the_adapter_passes_what_the_library_documents(lib, contend_target, ns):
 @pytest.mark.slow
 @pytest.mark.parametrize("lib", [lib for lib in ADAPTED if not importable(lib)], ids=lambda lib: lib.key)
 def test_the_adapter_passes_what_the_library_documents_in_its_own_environment(lib, contend_target, ns):
-    env = Environment(lib.requirements, cache_root())
+    env = Environment(lib.requirements, cache_root(), no_deps=lib.no_deps)
     try:
         path = env.ensure()
     except EnvironmentFailed as exc:
@@ -79,8 +79,9 @@ def test_the_adapter_passes_what_the_library_documents_in_its_own_environment(li
         raise
     module, _ = lib.adapter.split(":")
     code = (
-        "import sys, redis, importlib; m = importlib.import_module(sys.argv[1]); "
-        "print(m.fidelity(redis.Redis.from_url(sys.argv[2]), sys.argv[3]))"
+        "import sys, asyncio, redis, redis.asyncio, importlib; m = importlib.import_module(sys.argv[1]); "
+        "print(m.fidelity(redis.Redis.from_url(sys.argv[2]), sys.argv[3]) if hasattr(m, 'fidelity') "
+        "else asyncio.run(m.fidelity_async(redis.asyncio.Redis.from_url(sys.argv[2]), sys.argv[3])))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, module, contend_target.url, ns.key(lib.key)],

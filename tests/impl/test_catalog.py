@@ -42,7 +42,14 @@ def test_known_bad_locks_are_the_flawed_ones():
 def test_async_entries_stay_out_of_the_sync_catalog():
     sync_names = {i.name for i in catalog.IMPLEMENTATIONS}
     async_names = {i.name for i in catalog.ASYNC_IMPLEMENTATIONS}
-    assert async_names == {"async_token", "async_early_clear", "async_lua", "async_check_then_set"}
+    assert async_names == {
+        "async_token",
+        "async_early_clear",
+        "async_lua",
+        "async_check_then_set",
+        "async_stream_queue",
+        "async_short_claim_queue",
+    }
     assert not sync_names & async_names
     assert all(i.asynchronous for i in catalog.ASYNC_IMPLEMENTATIONS)
     assert not any(i.asynchronous for i in catalog.IMPLEMENTATIONS)
@@ -62,6 +69,7 @@ def test_async_entries_say_what_they_claim_and_violate():
     assert bad == {
         "async_early_clear": frozenset({catalog.CRASH_LIVENESS}),
         "async_check_then_set": catalog.by_name("naive").violates,
+        "async_short_claim_queue": catalog.by_name("short_claim_queue").violates,
     }
     for impl in catalog.ASYNC_IMPLEMENTATIONS:
         assert impl.claims and impl.claims <= catalog.properties_of(impl.family), impl.name

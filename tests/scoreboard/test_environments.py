@@ -26,12 +26,14 @@ from contend.scoreboard.environments import (
 )
 
 
-def wheel(folder: Path, dist: str, who: str) -> Path:
-    """A pure-Python wheel of `dist` 1.0 whose module `shadowed` says WHO = who."""
+def wheel(folder: Path, dist: str, who: str, requires: str = "") -> Path:
+    """A pure-Python wheel of `dist` 1.0 whose module `shadowed` says WHO = who (requiring
+    `requires`, if given)."""
     info = f"{dist}-1.0.dist-info"
+    needs = f"Requires-Dist: {requires}\n" if requires else ""
     files = {
         "shadowed.py": f"WHO = {who!r}\n",
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n{needs}",
         f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     files[f"{info}/RECORD"] = "".join(f"{name},,\n" for name in files) + f"{info}/RECORD,,\n"
@@ -85,6 +87,21 @@ def test_a_library_that_does_not_install_says_why_and_leaves_nothing(tmp_path, n
         env.ensure()
     assert not env.ready
     assert not any(env.path.parent.iterdir())
+
+
+def test_a_library_whose_dependencies_conflict_is_installed_without_them(tmp_path, no_index):
+    """arq pins redis-py below the range contend drives: its environment installs it with
+    --no-deps after the other requirements (pip refuses it otherwise)."""
+    (tmp_path / "capped").mkdir()
+    capped = wheel(tmp_path / "capped", "capped-lib", "capped", requires="contend-no-such-dep<1")
+    helper = wheel(tmp_path, "helper-lib", "helper")
+    with pytest.raises(EnvironmentFailed, match="failed"):
+        Environment((str(capped),), tmp_path / "cache", with_redis=False).ensure()
+    env = Environment((str(helper),), tmp_path / "cache", with_redis=False, no_deps=(str(capped),))
+    assert env.path != Environment((str(helper),), tmp_path / "cache", with_redis=False).path
+    made = env.ensure()
+    assert env.distributions() == {"capped-lib": "1.0", "helper-lib": "1.0"}
+    assert who_in(made) == "helper"  # the first install's module stays
 
 
 def test_the_path_depends_on_what_is_installed_and_on_python(tmp_path):
