@@ -45,12 +45,12 @@ from __future__ import annotations
 
 import inspect
 import time
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
-from contend.impl.catalog import NO_LOSS, NO_PHANTOM
+from contend.impl.catalog import ACK_FINAL, FIFO, NO_DOUBLE_DELIVERY, NO_LOSS, NO_PHANTOM
 from contend.machines.base import _async_connection, _take_connection
 from contend.machines.queue_deliveries import Delivery, DeliveryBook, Put, as_compared, refused
 from contend.schedule.client import Status
@@ -94,6 +94,12 @@ class QueueMachine(DeliveryBook):
     essential_rules = frozenset({"put", "take", "advance"})
     anchor = ("queue",)
     judged_on_kept_time = "leases running out (stalls, pauses, redelivery after a crash: no-loss)"
+    situations: ClassVar[dict[str, str]] = {
+        NO_DOUBLE_DELIVERY: "a take that returned a job while another consumer held a valid lease",
+        ACK_FINAL: "a take that began after an ack had returned",
+        FIFO: "a take that began while two or more items put were still undelivered",
+        NO_LOSS: "a consumer that died, or lost a reply, with a job taken or being taken, or whose lease ran out before its ack",
+    }
 
     def __init__(self, target: Target, **kwargs: Any) -> None:
         self.queues: dict[int, Any] = {}
@@ -356,7 +362,9 @@ class QueueMachine(DeliveryBook):
             record.status, record.ended = "maybe", self.scheduler.vclock
         elif what == "take":
             self.maybe_takes.append(record)
+            self.met[NO_LOSS] += 1
         elif what in ("ack", "nack", "extend"):
+            self.met[NO_LOSS] += 1
             d = record[0] if what == "extend" else record
             if what == "ack" and d.let_go is not None:
                 d.acked = "maybe"
@@ -386,6 +394,8 @@ class QueueMachine(DeliveryBook):
                 record.acked = "refused"
             else:
                 record.acked = "yes" if now <= record.valid_until else "maybe"
+            if now > record.valid_until or self.indeterminate(index):
+                self.met[NO_LOSS] += 1
             record.fate.append(f"ack at {record.let_go:.3f} s: {record.acked or 'done'}")
         elif what == "extend":
             self.extended(index, record, outcome)
@@ -417,6 +427,7 @@ class QueueMachine(DeliveryBook):
         seconds = work * (self.lease or LEASE_MS / 1000)
         if then == "die":
             if len(self.living_workers()) > 1:
+                self.met[NO_LOSS] += 1
                 self.kill(index)
                 return
             then = "ack"

@@ -101,12 +101,30 @@ class DeliveryBook(ScheduledMachine):
         start = max(began, min(p.began for p in puts)) if puts else began
         lease_end = float("inf") if self.lease is None else start + self.lease
         delivery = Delivery(len(self.deliveries) + 1, index, name, job, item, began, now, lease_end)
+        self.note_situations(delivery)
         self.judge_delivery(delivery)
         if FIFO in self.claims:
             self.check_fifo(delivery)
         self.deliveries.append(delivery)
         self.last_lease_end = max(self.last_lease_end, now + (self.lease or 0))
         return delivery
+
+    def note_situations(self, d: Delivery) -> None:
+        """Count the situations the delivery's properties are judged in (QueueMachine.situations)."""
+        if any(
+            x.client != d.client and x.let_go is None and x.valid_until >= d.ended for x in self.deliveries
+        ):
+            self.met[NO_DOUBLE_DELIVERY] += 1
+        if any(x.acked == "yes" and x.ack_returned <= d.began for x in self.deliveries):
+            self.met[ACK_FINAL] += 1
+        delivered = {x.item for x in self.deliveries}
+        undelivered = [
+            p
+            for p in self.puts
+            if p.status == "ok" and p.ended is not None and p.ended <= d.began and p.item not in delivered
+        ]
+        if len(undelivered) >= 2:
+            self.met[FIFO] += 1
 
     def judge_delivery(self, d: Delivery) -> None:
         puts = [p for p in self.puts if p.item == d.item and p.began <= d.ended]
