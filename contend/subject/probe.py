@@ -128,6 +128,8 @@ def detect_async_capabilities(factory: Callable[..., Any], kind: str, url: str, 
                 return Capabilities(register_many=callable(getattr(obj, "register_many", None)))
             if kind == "single_flight":
                 return Capabilities()
+            if kind == "rate_limiter":
+                return Capabilities(remaining=callable(getattr(obj, "remaining", None)))
             fencing = None
             try:
                 acquired = await obj.acquire(blocking=False)
