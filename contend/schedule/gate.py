@@ -449,4 +449,4 @@ def _time() -> float:
 
 def _time_ns() -> int:
     client = current()
-    return wall_clock.REAL_TIME_NS() if client is None else int(client.wall_time() * 1e9)
+    return wall_clock.REAL_TIME_NS() if client is None else client.wall_time_ns()
