@@ -42,6 +42,10 @@ class PyrateLimiter:
 
     def __init__(self, client: redis.Redis, key: str, limit: int, window_ms: int) -> None:
         check_limiter(key, limit, window_ms)
+        if not isinstance(client, redis.Redis):  # RedisBucket.init would hand back a coroutine
+            raise TypeError(
+                f"a redis.Redis client, got {type(client).__name__} (the async row is fastapi-limiter's)"
+            )
         self.key = key
         bucket = RedisBucket.init([Rate(limit, window_ms)], client, key)
         self.limiter: Any = Limiter(SingleBucketFactory(bucket, schedule_leak=False))

@@ -99,3 +99,20 @@ def test_an_async_limiter_is_checked_and_an_async_read_then_write_is_caught(cont
     assert {r.check for r in row.failed} == {"burst", "schedule"}
     assert {r.prop for r in row.failed} == {catalog.FIXED_WINDOW}
     assert "tasks hitting one key at once" in next(r.detail for r in row.failed if r.check == "burst")
+
+
+def test_a_limiter_reading_a_clock_imported_by_name_is_not_blamed_for_time_it_never_saw(contend_target, ns):
+    """pyrate-limiter stamps hits with `from time import time_ns`, bound when it was imported: the
+    gate binds it to the virtual clock too, so the windows the machine lets pass reach it (before,
+    every hit after a quiet window was refused, reported as a false refusal)."""
+    pytest.importorskip("pyrate_limiter")
+    subject = user_subject(
+        "contend.adapters.pyrate_limiter:factory",
+        "rate_limiter",
+        contend_target,
+        claim=["sliding-log"],
+        no_claim=["no-stuck-key", "clock-skew-safe"],
+    )
+    options = CheckOptions(shrink=False, schedule_examples=30)
+    (row,) = run_battery(contend_target, [subject], options, ns, only_checks=["schedule"])
+    assert catalog.NO_FALSE_REFUSAL not in {r.prop for r in row.failed}, [r.detail for r in row.failed]

@@ -47,7 +47,7 @@ ROWS = [pytest.param(key, marks=() if key in DEFAULT_ROWS else pytest.mark.soak)
 def test_the_board_covers_the_locks_python_teams_run():
     families = {lib.family for lib in LIBRARIES}
     assert len({lib.distribution for lib in LIBRARIES}) >= 23 and len(LIBRARIES) >= 30
-    assert {"lock", "semaphore", "queue"} <= families
+    assert {"lock", "semaphore", "queue", "rate_limiter"} <= families
     assert any(lib.family == "lock" and lib.adapter.endswith("_async:factory") for lib in LIBRARIES)
     for lib in LIBRARIES:
         assert lib.quotes or lib.not_run, f"{lib.key}: what does it claim, in its own words?"
