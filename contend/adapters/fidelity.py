@@ -46,3 +46,45 @@ async def lease_probe_async(
     left = await client.pttl(key)
     await lock.release()
     return _judged(ttl_ms, int(left), False, "")
+
+
+def _windowed(key: str, window_ms: int, found: list[tuple[str, int]], ttl_windows: float | None) -> str:
+    """What a limiter's keys left on the server say about the window the library was given:
+    each key's PTTL within `ttl_windows` windows (None: the library sets no expiry, PTTL -1)."""
+    assert found, f"a hit left no key under {key}"
+    parts = []
+    for name, left in found:
+        if ttl_windows is None:
+            assert left == -1, f"{name}: PTTL {left} ms where the library sets no expiry"
+        else:
+            top = int(ttl_windows * window_ms)
+            assert top - 1100 < left <= top, f"window_ms={window_ms} gave PTTL {left} ms on {name}"
+        parts.append(f"PTTL {left} ms on {name.replace(key, '<key>')}")
+    return f"window_ms={window_ms}, limit 1: one hit admitted, the next refused → {'; '.join(parts)}"
+
+
+def window_probe(
+    factory: Callable[..., Any], client: redis.Redis, key: str, window_ms: int, ttl_windows: float | None = 1
+) -> str:
+    """Through `factory`, a limit of 1 per `window_ms` on a fresh key: one hit admitted, the next
+    refused; then the PTTL of every key the library wrote under `key`, read back."""
+    limiter = factory(client, key, 1, window_ms)
+    assert limiter.hit(1) is True, "the first hit on a fresh key was refused"
+    assert limiter.hit(1) is False, "a second hit within the window of a limit of 1 was admitted"
+    found = [(k.decode(), int(client.pttl(k))) for k in sorted(client.scan_iter(match=f"*{key}*"))]
+    return _windowed(key, window_ms, found, ttl_windows)
+
+
+async def window_probe_async(
+    factory: Callable[..., Any],
+    client: redis.asyncio.Redis,
+    key: str,
+    window_ms: int,
+    ttl_windows: float | None = 1,
+) -> str:
+    """`window_probe` for an adapter whose hit() is a coroutine on a redis.asyncio client."""
+    limiter = factory(client, key, 1, window_ms)
+    assert await limiter.hit(1) is True, "the first hit on a fresh key was refused"
+    assert await limiter.hit(1) is False, "a second hit within the window of a limit of 1 was admitted"
+    found = [(k.decode(), int(await client.pttl(k))) async for k in client.scan_iter(match=f"*{key}*")]
+    return _windowed(key, window_ms, sorted(found), ttl_windows)

@@ -31,3 +31,24 @@ def whole_seconds(ttl_ms: int) -> int:
             f"this library holds leases in whole seconds; {ttl_ms} ms is not a whole number of them"
         )
     return ttl_ms // 1000
+
+
+def check_limiter(key: Any, limit: Any, window_ms: Any) -> None:
+    """The rate-limiter protocol's bad input: an empty key, limit < 1 or window_ms <= 0 raises
+    before anything is written."""
+    if not isinstance(key, str | bytes) or not key:
+        raise ValueError(f"a rate limiter needs a non-empty key, got {key!r}")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"limit must be a whole number >= 1, got {limit!r}")
+    if isinstance(window_ms, bool) or not isinstance(window_ms, int) or window_ms <= 0:
+        raise ValueError(f"window_ms must be a whole number of milliseconds > 0, got {window_ms!r}")
+
+
+def window_seconds(window_ms: int) -> int:
+    """window_ms as whole seconds, for limiters whose windows are whole seconds (the battery's and
+    the machine's windows are); ValueError if it is not a whole number of them."""
+    if window_ms % 1000:
+        raise ValueError(
+            f"this library's windows are whole seconds; {window_ms} ms is not a whole number of them"
+        )
+    return window_ms // 1000

@@ -71,7 +71,8 @@ BATTERIES: dict[str, list[Check]] = {
 #: acquires, extends, releases and registrations too, and judges clock skew and a fencing token
 #: there). Locks also get expiry and crashes (the holder's task held or killed at a round trip).
 #: Single-flight has only the state machine so far. Banks get the synchronous battery's checks,
-#: written for both (model, burst, bad input), lost replies on the scheduler, and the machine.
+#: written for both (model, burst, bad input), lost replies on the scheduler, and the machine;
+#: rate limiters the same, their lost replies being the machine's.
 ASYNC_BATTERIES: dict[str, list[Check]] = {
     "registry": [ASYNC_BURST_ONE_NAME, REGISTRY_BAD_INPUT, ASYNC_REGISTRY_LOST_REPLY, SCHEDULE],
     "lock": [
@@ -89,6 +90,9 @@ ASYNC_BATTERIES: dict[str, list[Check]] = {
     # Queues: the synchronous battery's checks, written for both (model, burst, acks of ids never
     # handed out, a stale holder, bad input), and the machine with async clients.
     "queue": [*QUEUE_CHECKS, SCHEDULE],
+    # Rate limiters: the synchronous battery's checks, written for both (model, burst, bad input),
+    # and the machine with async clients (crashes, lost replies, stalls, waits, skewed clocks).
+    "rate_limiter": [*RATE_LIMITER_CHECKS, SCHEDULE],
 }
 
 

@@ -6,6 +6,11 @@ These real-time checks give the limiter a window of CHECK_WINDOW_MS (11.6 days):
 and no bucket refills while they run, so what a correct limiter answers is known exactly. A
 window aligned to the epoch could still end in the middle of one: the model allows for that edge
 (a multiple of the window on the server's clock), so it costs no false alarm.
+
+Each check is written once for synchronous limiters and for `redis.asyncio` ones (hit() a
+coroutine): a `Crowd` (contend.check.burst) holds clients of the kind the limiter takes, runs
+one client's calls to their end, and releases a burst's hits together (threads, or tasks on one
+loop).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from contend.check.burst import burst
+from contend.check.burst import Crowd, awaited, crowd
 from contend.check.framework import Check, CheckContext, CheckFailed, expect, expect_rejected
 from contend.impl.catalog import (
     BAD_INPUT,
@@ -68,45 +73,62 @@ def _timed_hit(limiter: Any, cost: int, number: int, client: str) -> Hit:
     return Hit(number, client, cost, began, time.time(), bool(admitted))
 
 
+async def _timed_hit_async(limiter: Any, cost: int, number: int, client: str) -> Hit:
+    """`_timed_hit` for a limiter whose hit() is a coroutine (code for redis.asyncio)."""
+    began = time.time()
+    try:
+        admitted = await awaited(limiter.hit(cost))
+    except Exception as exc:
+        return Hit(number, client, cost, began, time.time(), None, error=type(exc).__name__)
+    return Hit(number, client, cost, began, time.time(), bool(admitted))
+
+
+def _hit_call(people: Crowd, limiter: Any, cost: int, number: int, client: str) -> Callable[[], Any]:
+    """One timed hit as the crowd runs it: a coroutine for async code, a plain call otherwise."""
+    timed = _timed_hit_async if people.asynchronous else _timed_hit
+    return functools.partial(timed, limiter, cost, number, client)
+
+
 # --- one at a time -------------------------------------------------------------------------------
 
 
 def limiter_model_check(ctx: CheckContext) -> str:
     """On fresh keys, one client: `limit` hits admitted, the next refused; hit(limit + 1) refused
     and hit(limit) admitted; remaining() (if it has one) counts down from `limit` to 0. Judged by
-    models.rate_limiter, with no window running out."""
+    models.rate_limiter, with no window running out. Async code is awaited on a loop of its own."""
     lim = _limits(ctx)
-    client = ctx.client()
-    make = functools.partial(ctx.factory, client, limit=CHECK_LIMIT, window_ms=CHECK_WINDOW_MS)
-    limiter = make(ctx.namespace.key("model", "a"))
-    has_remaining = callable(getattr(limiter, "remaining", None))
-    hits: list[Hit] = []
-    counted = []
-    for step in range(CHECK_LIMIT + 2):
-        if has_remaining:
-            with expect(f"remaining() before hit {step + 1}"):
-                left = limiter.remaining()
-            want = max(0, CHECK_LIMIT - step)
-            if left != want:
-                raise CheckFailed(
-                    f"remaining() said {left!r} after {min(step, CHECK_LIMIT)} admitted hit(s) of {CHECK_LIMIT} "
-                    f"(and {max(0, step - CHECK_LIMIT)} refused) on a fresh key: {want} left",
-                    prop=NO_FALSE_REFUSAL
-                    if isinstance(left, int) and left < want
-                    else next(iter(_algorithms(ctx)), FIXED_WINDOW),
-                )
-            counted.append(left)
-        hit = _timed_hit(limiter, 1, len(hits) + 1, "c0")
-        hits.append(hit)
-        _judge(ctx, hits, lim, hit, f"hit {step + 1} of one client on a fresh key")
-    big = make(ctx.namespace.key("model", "b"))
-    over = _timed_hit(big, CHECK_LIMIT + 1, 1, "c0")
-    if over.outcome is True:
-        raise CheckFailed(
-            f"hit({CHECK_LIMIT + 1}) on a fresh key was admitted, above the limit of {CHECK_LIMIT}",
-            prop=_algorithms(ctx)[0] if _algorithms(ctx) else FIXED_WINDOW,
-        )
-    full = _timed_hit(make(ctx.namespace.key("model", "c")), CHECK_LIMIT, 1, "c0")
+    with crowd(ctx, 1) as people:
+        client = people.clients[0]
+        make = functools.partial(ctx.factory, client, limit=CHECK_LIMIT, window_ms=CHECK_WINDOW_MS)
+        limiter = make(ctx.namespace.key("model", "a"))
+        has_remaining = callable(getattr(limiter, "remaining", None))
+        hits: list[Hit] = []
+        counted = []
+        for step in range(CHECK_LIMIT + 2):
+            if has_remaining:
+                with expect(f"remaining() before hit {step + 1}"):
+                    left = people.call(limiter.remaining)
+                want = max(0, CHECK_LIMIT - step)
+                if left != want:
+                    raise CheckFailed(
+                        f"remaining() said {left!r} after {min(step, CHECK_LIMIT)} admitted hit(s) of {CHECK_LIMIT} "
+                        f"(and {max(0, step - CHECK_LIMIT)} refused) on a fresh key: {want} left",
+                        prop=NO_FALSE_REFUSAL
+                        if isinstance(left, int) and left < want
+                        else next(iter(_algorithms(ctx)), FIXED_WINDOW),
+                    )
+                counted.append(left)
+            hit = people.call(_hit_call(people, limiter, 1, len(hits) + 1, "c0"))
+            hits.append(hit)
+            _judge(ctx, hits, lim, hit, f"hit {step + 1} of one client on a fresh key")
+        big = make(ctx.namespace.key("model", "b"))
+        over = people.call(_hit_call(people, big, CHECK_LIMIT + 1, 1, "c0"))
+        if over.outcome is True:
+            raise CheckFailed(
+                f"hit({CHECK_LIMIT + 1}) on a fresh key was admitted, above the limit of {CHECK_LIMIT}",
+                prop=_algorithms(ctx)[0] if _algorithms(ctx) else FIXED_WINDOW,
+            )
+        full = people.call(_hit_call(people, make(ctx.namespace.key("model", "c")), CHECK_LIMIT, 1, "c0"))
     _judge(ctx, [full], lim, full, f"hit({CHECK_LIMIT}) on a fresh key")
     admitted = sum(h.outcome is True for h in hits)
     text = f"{CHECK_LIMIT + 2} hits admitted {admitted}; hit({CHECK_LIMIT + 1}) refused, hit({CHECK_LIMIT}) admitted"
@@ -117,28 +139,33 @@ def limiter_model_check(ctx: CheckContext) -> str:
 
 
 def limiter_burst_check(ctx: CheckContext) -> str:
-    """3 × limit clients hit one fresh key at the same instant, three times over: no more than the
-    claimed algorithm allows is admitted (no window runs out meanwhile)."""
+    """3 × limit clients (tasks on one loop, for async code) hit one fresh key at the same instant,
+    three times over: no more than the claimed algorithm allows is admitted (no window runs out
+    meanwhile)."""
     lim = _limits(ctx)
     key = ctx.namespace.key("burst")
     k = max(3 * CHECK_LIMIT, ctx.options.burst_clients)
-    limiters = [ctx.factory(ctx.client(), key, CHECK_LIMIT, CHECK_WINDOW_MS) for _ in range(k)]
     hits: list[Hit] = []
-    for round_ in range(3):
-        ctx.note(f"burst: round {round_ + 1} of 3")
-        calls: list[Callable[[], Hit]] = [
-            functools.partial(_timed_hit, limiter, 1, len(hits) + i + 1, f"c{i}")
-            for i, limiter in enumerate(limiters)
-        ]
-        outcomes = burst(calls, timeout=60)
-        new = [o.value for o in outcomes if o.ok]
-        hits.extend(new)
-        for hit in sorted(new, key=lambda h: h.ended):
-            if hit.outcome is True:
-                _judge(ctx, hits, lim, hit, f"{k} clients hitting one key at once, round {round_ + 1}")
+    with crowd(ctx, k) as people:
+        limiters = [ctx.factory(client, key, CHECK_LIMIT, CHECK_WINDOW_MS) for client in people.clients]
+        for round_ in range(3):
+            ctx.note(f"burst: round {round_ + 1} of 3")
+            calls = [
+                _hit_call(people, limiter, 1, len(hits) + i + 1, f"c{i}")
+                for i, limiter in enumerate(limiters)
+            ]
+            outcomes = people.at_once(calls, timeout=60)
+            new = [o.value for o in outcomes if o.ok]
+            hits.extend(new)
+            for hit in sorted(new, key=lambda h: h.ended):
+                if hit.outcome is True:
+                    _judge(
+                        ctx, hits, lim, hit, f"{k} {people.who} hitting one key at once, round {round_ + 1}"
+                    )
+        who = people.who
     admitted = sum(h.cost for h in hits if h.outcome is True)
     errors = sorted({h.error for h in hits if h.error})
-    return f"{k} clients × 3 rounds at once: {admitted} admitted of {CHECK_LIMIT} per window" + (
+    return f"{k} {who} × 3 rounds at once: {admitted} admitted of {CHECK_LIMIT} per window" + (
         f" (some raised: {', '.join(errors)})" if errors else ""
     )
 
@@ -158,12 +185,13 @@ def limiter_bad_input_check(ctx: CheckContext) -> str:
         ("an empty key", "", 5, 1000),
     ]
     raised = set()
-    for what, name, limit, window in cases:
+    with crowd(ctx, 1) as people:
+        for what, name, limit, window in cases:
 
-        def attempt(name: str = name, limit: Any = limit, window: Any = window) -> Any:
-            return ctx.factory(ctx.client(), name, limit, window).hit(1)
+            def attempt(name: str = name, limit: Any = limit, window: Any = window) -> Any:
+                return people.call(lambda: ctx.factory(people.clients[0], name, limit, window).hit(1))
 
-        raised.add(expect_rejected(ctx, what, attempt))
+            raised.add(expect_rejected(ctx, what, attempt))
     return f"{len(cases)} bad arguments refused ({', '.join(sorted(raised))}), nothing written"
 
 

@@ -46,7 +46,7 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         parents=[common],
         help=COMMANDS["scoreboard"],
         description="Run each library (unmodified, behind an adapter in contend/adapters/) through "
-        "its family's battery (locks, semaphores) and the schedule check, judged on what its own "
+        "its family's battery (locks, semaphores, queues, rate limiters) and the schedule check, judged on what its own "
         "documentation claims. Prints library × property, writes report.md and index.html with "
         "every counterexample (shrunk interleaving, replay command, the defect in the library's "
         "source). Each library runs in an environment of its own that contend makes with pip under "

@@ -193,6 +193,12 @@ class ClientHandle:
         self.read_wall_clock = True
         return self.scheduler.wall_base + self.scheduler.vclock + self.skew
 
+    def wall_time_ns(self) -> int:
+        """`wall_time` in whole nanoseconds, added up in integers: a float of 1.7e9 s keeps only
+        about 240 ns, and 1 ms of virtual time read through it could come out as 0.999936 ms."""
+        self.read_wall_clock = True
+        return round(self.scheduler.wall_base * 1e9) + round((self.scheduler.vclock + self.skew) * 1e9)
+
     def _check_alive(self) -> None:
         if self.status is Status.CRASHED:
             raise ClientCrashed(self.name)

@@ -33,12 +33,13 @@ unmodified code, third-party libraries included:
   sends (the confirmation of a SUBSCRIBE the client sent, counted by the gated
   `PubSub.execute_command`) is read blocking, in real time: on a busy machine it
   may not have arrived yet, and a poll must not take "not yet" for "none".
-* `time.sleep`, `time.monotonic`, `time.time`, `time.perf_counter` and
+* `time.sleep`, `time.monotonic`, `time.time`, `time.time_ns`, `time.perf_counter` and
   `timeit.default_timer` read a virtual clock in scheduled threads: a sleep is a yield that ends when the
   scheduler's clock reaches the wake-up time, so retry loops cost no real time.
   `threading.Event.wait` becomes a virtual poll of the event. Code that
   imported `sleep` or `monotonic` by name before the gate was installed keeps
-  the real ones.
+  the real ones; `time` and `time_ns` imported by name are bound to the virtual
+  wall clock while the gate is on (contend.schedule.wall_clock).
 * `ThreadPoolExecutor.submit` from a scheduled thread runs the function at
   once in that thread (a done future): a library that fans its commands out
   to worker threads (Redlock over several masters) stays one client whose
@@ -67,6 +68,7 @@ import redis.retry
 import redis.utils
 
 from contend.errors import ContendError
+from contend.schedule import wall_clock
 from contend.schedule.gating import (
     MAX_POLL_INTERVAL,
     POLL_INTERVAL,
@@ -187,8 +189,11 @@ def patch() -> None:
     time.sleep = _sleep  # type: ignore[assignment]
     time.monotonic = _monotonic
     time.time = _time
+    time.time_ns = _time_ns
     time.perf_counter = _perf_counter
     timeit.default_timer = _perf_counter  # what pottery's ContextTimer reads
+    # The wall clock a library imported by name (pyrate-limiter's `from time import time_ns`).
+    wall_clock.rebind({REAL_TIME: _time, wall_clock.REAL_TIME_NS: _time_ns})
 
 
 def unpatch() -> None:
@@ -214,6 +219,8 @@ def unpatch() -> None:
     time.sleep = REAL_SLEEP
     time.monotonic = REAL_MONOTONIC
     time.time = REAL_TIME
+    time.time_ns = wall_clock.REAL_TIME_NS
+    wall_clock.restore()
     time.perf_counter = REAL_PERF_COUNTER
     timeit.default_timer = REAL_PERF_COUNTER
 
@@ -473,3 +480,8 @@ def _perf_counter() -> float:
 def _time() -> float:
     client = current()
     return REAL_TIME() if client is None else client.wall_time()
+
+
+def _time_ns() -> int:
+    client = current()
+    return wall_clock.REAL_TIME_NS() if client is None else client.wall_time_ns()

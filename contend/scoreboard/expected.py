@@ -13,7 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from contend.impl.catalog import CRASH_LIVENESS, MUTUAL_EXCLUSION, NO_SPURIOUS_ERRORS, PROGRESS, SAFE_RELEASE
+from contend.impl.catalog import (
+    CRASH_LIVENESS,
+    FIXED_WINDOW,
+    MUTUAL_EXCLUSION,
+    NO_SPURIOUS_ERRORS,
+    PROGRESS,
+    SAFE_RELEASE,
+)
 
 #: The redis-py the expectations were recorded with (the other libraries' versions are pinned in
 #: contend.scoreboard.libraries; the scoreboard says when another one ran).
@@ -444,6 +451,62 @@ FINDINGS: tuple[Finding, ...] = (
             "This Synchronizer only supports 1 reader or 1 writer at time, not concurrent readers.",
             "https://github.com/bbangert/beaker/blob/master/beaker/ext/redisnm.py",
         ),
+    ),
+    Finding(
+        "pyrate-limiter",
+        FIXED_WINDOW,
+        "pyrate_limiter/buckets/redis_bucket.py: `LuaScript.PUT_ITEM` (`ZCOUNT bucket window_start now`) "
+        "with the time `SingleBucketFactory.wrap_item` reads (`RedisBucket.now()`) before the script runs",
+        "A hit's time is read on the client, then its script counts the sorted set's members between "
+        "`now - interval` and `now`, that same time. A member stamped later than `now`, by a hit that read "
+        "its clock after this one and whose script ran first (another thread, process or host, no clock "
+        "skew needed), is not counted: both are admitted. Threads released together on one key (limit 5) "
+        "had 6 or more admitted in one window; with a limit of 1, a client preempted between its clock "
+        "read and its script and another client's hit meanwhile are both admitted. Counting to +inf "
+        "(every member not yet leaked), or taking the time in the script (TIME), would count them.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/pyrate_limiter_stale_stamp.py",
+        tracker="related: https://github.com/vutran1710/PyrateLimiter/issues/172 (open: threads, each "
+        "with a Limiter on one RedisBucket, are not limited as configured; no cause found) and "
+        "https://github.com/vutran1710/PyrateLimiter/issues/55 (closed, v2: timestamps of async workers "
+        "out of order in a Redis list); neither names the count's upper bound",
+        sometimes="the burst check meets it when its threads' clock reads and scripts interleave in "
+        "real time, which no seed fixes; the synchronous state machine seldom orders a later-stamped "
+        "hit's script first",
+        promise=Promise(
+            LIBRARY,
+            "RedisBucket stores one sorted-set member per consumed unit for exact sliding-window checks.",
+            "https://github.com/vutran1710/PyrateLimiter/blob/master/README.md",
+        ),
+        refs=(
+            "https://github.com/vutran1710/PyrateLimiter/issues/172",
+            "https://github.com/vutran1710/PyrateLimiter/issues/55",
+        ),
+    ),
+    Finding(
+        "fastapi-limiter",
+        FIXED_WINDOW,
+        "pyrate_limiter/buckets/redis_bucket.py: `LuaScript.PUT_ITEM`, which fastapi-limiter's "
+        "`WebSocketRateLimiter.__call__` (fastapi_limiter/depends.py) reaches through "
+        "`Limiter.try_acquire_async` (see pyrate-limiter's fixed-window finding)",
+        "fastapi-limiter 0.2.0 has no Redis code of its own: a request is pyrate-limiter's "
+        "`try_acquire_async` on the Limiter it is given, here over an async RedisBucket, whose script "
+        "does not count members stamped later than the request's own time. The state machine met it "
+        "with tasks taking turns: a request that read its clock, then two others that read theirs later "
+        "and ran first; all three passed a limit of 2.",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/fastapi_limiter_stale_stamp.py",
+        tracker=f"{NOT_IN_TRACKER} (long2ice/fastapi-limiter; the cause is pyrate-limiter's, see its "
+        "finding)",
+        sometimes="the state machine meets it in the full board's 200 interleavings (every seed tried), "
+        "seldom in --quick's 25: it needs a request that read its clock to be passed by two later ones",
+        promise=Promise(
+            LIBRARY,
+            "FastAPI-Limiter is a rate limiting tool for fastapi routes, powered by pyrate-limiter. ... "
+            "RedisBucket stores one sorted-set member per consumed unit for exact sliding-window checks.",
+            "https://github.com/long2ice/fastapi-limiter/blob/master/README.md",
+        ),
+        refs=("https://github.com/vutran1710/PyrateLimiter/issues/172",),
     ),
 )
 

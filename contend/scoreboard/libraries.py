@@ -1,5 +1,6 @@
 """The rows of the scoreboard, in its order: the locks (contend.scoreboard.lock_rows), then the
-libraries of the other families (ID generators, semaphores, queues), and how to pick them.
+libraries of the other families (ID generators, semaphores, queues; the rate limiters in
+contend.scoreboard.limiter_rows), and how to pick them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from contend.impl.catalog import (
     UNIQUE_IDS,
 )
 from contend.scoreboard.library import ID_FAMILY, Library, Quote
+from contend.scoreboard.limiter_rows import LIMITER_ROWS
 from contend.scoreboard.lock_rows import LOCK_ROWS
 
 #: arq's queue (asyncio only), judged as its own worker consumes it. arq 0.28.0 caps redis-py below
@@ -192,7 +194,7 @@ OTHER_ROWS: tuple[Library, ...] = (
     ARQ_UNIQUE,
 )
 
-LIBRARIES: tuple[Library, ...] = LOCK_ROWS + OTHER_ROWS
+LIBRARIES: tuple[Library, ...] = LOCK_ROWS + OTHER_ROWS + LIMITER_ROWS
 
 
 def by_key(keys: Sequence[str]) -> list[Library]:

@@ -219,6 +219,72 @@ LIMITATIONS: dict[str, tuple[tuple[str, bool], ...]] = {
             False,
         ),
     ),
+    "limits-fixed-window": (
+        (
+            'a fixed window lets up to twice the limit through around its edge: "Burst traffic that '
+            'bypasses the rate limit may occur at window boundaries" (README)',
+            True,
+        ),
+        ("windows are whole seconds (`RateLimitItemPerSecond`, EXPIRE)", True),
+        ("a refused hit is counted: a client that keeps hitting a full window keeps it full", True),
+    ),
+    "limits-moving-window": (
+        (
+            "the times in the log are `time.time()` on the client: clock-skew-safe is not claimed, "
+            "and a client that stalls between reading its clock and its script logs its hit as older "
+            "than it is (not met in the state machine's runs here)",
+            False,
+        ),
+        ("windows are whole seconds; the log's EXPIRE is the window's whole seconds", True),
+    ),
+    "limits-sliding-window-counter": (
+        (
+            '"approximates the moving window" (README): the previous window counts by a weight, as if '
+            "its hits were spread evenly, so neither a bound on what it admits in a window nor an exact "
+            "refusal is claimed or judged; only that its counters expire",
+            True,
+        ),
+    ),
+    "limits-aio-fixed-window": (
+        ("as the synchronous fixed window (the same script)", True),
+        (
+            'the async storage\'s default implementation is coredis; the row uses the documented "redispy"',
+            True,
+        ),
+    ),
+    "limits-aio-moving-window": (
+        ("as the synchronous moving window (times from the client's clock)", False),
+    ),
+    "limits-aio-sliding-window-counter": (
+        ("as the synchronous sliding window counter (an approximation)", True),
+    ),
+    "pyrate-limiter": (
+        (
+            "the sorted set never expires: entries outside every window are removed by a leaker (a "
+            "thread, or a task on the client's loop) the Limiter schedules, so no-stuck-key is not "
+            "claimed; the row turns the leaker off (`schedule_leak=False`), which no decision reads",
+            True,
+        ),
+        (
+            "times are the client's (`RedisBucket.now()`): the README asks distributed workers to "
+            "override `now()` with a shared clock, so clock-skew-safe is not claimed",
+            True,
+        ),
+        ("`try_acquire` blocks by default until there is room; the row uses `blocking=False`", True),
+    ),
+    "fastapi-limiter": (
+        (
+            "since 0.2.0 a wrapper of a pyrate-limiter `Limiter` (its README's examples use an in-memory "
+            "bucket): what Redis sees is pyrate-limiter's, with its limitations",
+            True,
+        ),
+        ("a request costs one unit: a hit of a larger cost is the Limiter's own `try_acquire_async`", False),
+    ),
+    "python-redis-rate-limit": (
+        ("windows are whole seconds (`expire`, EXPIRE); the default pool is 127.0.0.1:6379/0", True),
+        ('a refused hit is counted (`get_usage` "could be greater than the maximum")', True),
+        ("a cost above `max_requests` raises ValueError rather than being refused", False),
+    ),
     "dramatiq": (
         ("no fencing token, no extend, no blocking acquire (the actor is retried)", True),
         ("every acquire and release resets the counter's TTL: one busy key never expires", False),

@@ -137,6 +137,8 @@ def detect_async_capabilities(factory: Callable[..., Any], kind: str, url: str, 
                 return Capabilities()
             if kind == "queue":
                 return _queue_capabilities(obj, factory)
+            if kind == "rate_limiter":
+                return Capabilities(remaining=callable(getattr(obj, "remaining", None)))
             fencing = None
             try:
                 acquired = await obj.acquire(blocking=False)

@@ -113,11 +113,6 @@ def on_target(subject: Subject, target: Target) -> Subject:
             )
         factory = over_masters(factory, target.also)
     asynchronous = is_async(factory, spec.kind)  # builds probe objects: once
-    if asynchronous and spec.kind == "rate_limiter":
-        raise ProtocolError(
-            f"--impl {spec.name}: hit() is a coroutine; contend checks rate limiters written for "
-            "redis.asyncio not yet (a synchronous limiter only)"
-        )
     client = target.client()
     ns = target.namespace(client=client)
     key = ns.prefix if spec.kind in NAMESPACE_KINDS else ns.key("probe")

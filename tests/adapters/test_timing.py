@@ -1,6 +1,7 @@
 """Each adapter's acquire keeps the library's own timing: a try of a held lock is one try, and a
 blocking acquire with a timeout returns when the library returns, never later than the timeout
-plus what the library itself is documented (or seen in its source) to take past it.
+plus what the library itself is documented (or seen in its source) to take past it. A rate
+limiter's hit on a full window is refused at once: one try, no waiting for room.
 
 A row's probe (tests/adapters/timing_probe.py) runs here when its library is installed (the libs
 extra), else in the row's own environment (slow: made with pip when it is not cached).
@@ -47,15 +48,28 @@ def installed_here(lib: Library) -> bool:
     return True
 
 
+#: The rate limiters.
+LIMITERS = [lib for lib in LIBRARIES if lib.adapter and lib.family == "rate_limiter"]
+
+
 def measured(lib: Library, url: str, key: str) -> dict[str, object]:
     if installed_here(lib):
+        if lib.family == "rate_limiter":
+            return timing_probe.measure_hit(lib.adapter, url, key)
         return timing_probe.measure(lib.adapter, url, key, TIMEOUT)
     try:
         path = Environment(lib.requirements, cache_root()).ensure() if lib.requirements else None
     except EnvironmentFailed as exc:
         pytest.skip(f"no package index answers here: {exc}")
     done = subprocess.run(
-        [sys.executable, str(PROBE), lib.adapter, url, key, str(TIMEOUT)],
+        [
+            sys.executable,
+            str(PROBE),
+            lib.adapter,
+            url,
+            key,
+            "hit" if lib.family == "rate_limiter" else str(TIMEOUT),
+        ],
         capture_output=True,
         text=True,
         env=worker_environ(path),
@@ -109,3 +123,18 @@ def test_a_probe_catches_an_adapter_that_retries_past_the_timeout(contend_target
         pytest.skip("dramatiq is not installed here (pip install 'contend[libs]')")
     seen = timing_probe.measure(lib.adapter, contend_target.url, ns.key("late"), TIMEOUT)
     assert seen["wait_s"] > TIMEOUT * 2 - 0.05
+
+
+@pytest.mark.parametrize(
+    "lib",
+    [
+        pytest.param(lib, marks=() if installed_here(lib) else pytest.mark.slow, id=lib.key)
+        for lib in LIMITERS
+    ],
+)
+def test_a_limiter_adapter_refuses_at_once(lib, contend_target, ns):
+    """pyrate-limiter (and fastapi-limiter over it) blocks by default until there is room: the
+    adapter asks for its documented non-blocking try, and no row waits."""
+    seen = measured(lib, contend_target.url, ns.key(lib.key))
+    assert seen["admitted"] is True and seen["refused"] is True, seen
+    assert seen["refused_s"] < SLACK, f"a hit on a full window took {seen['refused_s']:.2f} s to be refused"

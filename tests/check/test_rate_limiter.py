@@ -81,3 +81,38 @@ def test_a_hit_resent_by_the_clients_retries_is_no_false_refusal(contend_target,
     retrying = dataclasses.replace(contend_target, client_retries=3)
     row = run("fixed_window", retrying, ns, ["schedule"], schedule_examples=300)
     assert row.verdict == "pass", {r.check: r.detail for r in row.results}
+
+
+def test_an_async_limiter_is_checked_and_an_async_read_then_write_is_caught(contend_target, ns):
+    """Limiters for redis.asyncio (hit() a coroutine) get the battery: the real-time checks run on
+    a loop of their own (a burst is tasks released together), the machine on async clients."""
+    good = user_subject("tests.fixtures.async_foreign.counter_window:make", "rate_limiter", contend_target)
+    assert good.asynchronous and good.capabilities.remaining
+    options = CheckOptions(shrink=False, schedule_examples=30)
+    (row,) = run_battery(contend_target, [good], options, ns)
+    assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
+    assert [r.check for r in row.results] == ["model", "burst", "bad-input", "schedule"]
+    bad = user_subject(
+        "tests.fixtures.async_foreign.get_then_incr_window:make", "rate_limiter", contend_target
+    )
+    (row,) = run_battery(contend_target, [bad], options, ns, only_checks=["burst", "schedule"])
+    assert {r.check for r in row.failed} == {"burst", "schedule"}
+    assert {r.prop for r in row.failed} == {catalog.FIXED_WINDOW}
+    assert "tasks hitting one key at once" in next(r.detail for r in row.failed if r.check == "burst")
+
+
+def test_a_limiter_reading_a_clock_imported_by_name_is_not_blamed_for_time_it_never_saw(contend_target, ns):
+    """pyrate-limiter stamps hits with `from time import time_ns`, bound when it was imported: the
+    gate binds it to the virtual clock too, so the windows the machine lets pass reach it (before,
+    every hit after a quiet window was refused, reported as a false refusal)."""
+    pytest.importorskip("pyrate_limiter")
+    subject = user_subject(
+        "contend.adapters.pyrate_limiter:factory",
+        "rate_limiter",
+        contend_target,
+        claim=["sliding-log"],
+        no_claim=["no-stuck-key", "clock-skew-safe"],
+    )
+    options = CheckOptions(shrink=False, schedule_examples=30)
+    (row,) = run_battery(contend_target, [subject], options, ns, only_checks=["schedule"])
+    assert catalog.NO_FALSE_REFUSAL not in {r.prop for r in row.failed}, [r.detail for r in row.failed]

@@ -514,3 +514,44 @@ def test_the_next_operation_sending_the_same_command_is_no_resend(contend_target
         resent = [step for step in s.trace if step.resend_of is not None]
     assert isinstance(first.error, redis.ConnectionError) and second.value == 2
     assert resent == []
+
+
+def test_a_wall_clock_imported_by_name_is_skewed_too(contend_target, monkeypatch):
+    """`from time import time_ns` (pyrate-limiter's RedisBucket.now) reads the virtual wall clock
+    while the gate is on, and the real one again after: a library that bound the real reader when
+    it was imported would otherwise see none of the time the machines let pass."""
+    import sys
+    import types
+
+    library = types.ModuleType("contend_test_by_name_clock")
+    library.time_ns = time.time_ns  # what `from time import time_ns` leaves in a module
+    library.time = time.time
+    monkeypatch.setitem(sys.modules, library.__name__, library)
+    conns = clients(contend_target, 2)
+    with Scheduler() as s:
+        for c in conns:
+            s.add_client(connection=c)
+        s.skew(1, 100)
+        for i in range(2):
+            s.start(i, lambda: (library.time_ns(), library.time()), "time_ns(), time()")
+        (ns0, t0), (ns1, t1) = (s.clients[i].outcome.value for i in range(2))
+        assert (ns1 - ns0) / 1e9 == pytest.approx(100, abs=0.01)
+        assert t1 - t0 == pytest.approx(100, abs=0.01)
+    assert library.time_ns is time.time_ns and library.time is time.time
+    for c in conns:
+        c.close()
+
+
+def test_time_ns_counts_virtual_milliseconds_exactly(contend_target):
+    """A millisecond of virtual time is a million nanoseconds of `time.time_ns()`: read through a
+    float of 1.7e9 s it came out as 999,936 ns, and a limiter that floors to milliseconds
+    (pyrate-limiter) saw no time pass."""
+    conns = clients(contend_target, 1)
+    with Scheduler() as s:
+        s.add_client(connection=conns[0])
+        s.start(0, time.time_ns, "time_ns()")
+        first = s.clients[0].outcome.value
+        s.advance(0.001)
+        s.start(0, time.time_ns, "time_ns()")
+        assert s.clients[0].outcome.value - first == 1_000_000
+    conns[0].close()

@@ -69,6 +69,8 @@ SEEN = {
         "a_acquired_again_while_b_holds": True,
     },
     "huey_lock_release": {"a_acquired": True, "b_refused": True, "c_acquired_while_a_holds": True},
+    "pyrate_limiter_stale_stamp": {"a_admitted": True, "b_admitted": True, "entries_in_the_window": 2},
+    "fastapi_limiter_stale_stamp": {"b_passed": True, "a_passed": True},
 }
 
 

@@ -47,7 +47,7 @@ ROWS = [pytest.param(key, marks=() if key in DEFAULT_ROWS else pytest.mark.soak)
 def test_the_board_covers_the_locks_python_teams_run():
     families = {lib.family for lib in LIBRARIES}
     assert len({lib.distribution for lib in LIBRARIES}) >= 23 and len(LIBRARIES) >= 30
-    assert {"lock", "semaphore", "queue"} <= families
+    assert {"lock", "semaphore", "queue", "rate_limiter"} <= families
     assert any(lib.family == "lock" and lib.adapter.endswith("_async:factory") for lib in LIBRARIES)
     for lib in LIBRARIES:
         assert lib.quotes or lib.not_run, f"{lib.key}: what does it claim, in its own words?"
@@ -75,7 +75,9 @@ def test_each_row_is_as_recorded(key, capsys, piped_stdout):
     assert code == 0 or (sometimes and code == 3 and "not met this run" in out), out
     assert "every verdict as recorded: 1 row(s)" in out or code == 3
     assert "inconclusive" not in out or by_key([key])[0].may_be_inconclusive
-    assert ("FAIL" in out) == any(f.library == key and not f.sometimes for f in expected.FINDINGS)
+    certain = any(f.library == key and not f.sometimes for f in expected.FINDINGS)
+    # A finding some runs miss shows as FAIL when this run met it (pyrate-limiter's burst, say).
+    assert ("FAIL" in out) == certain or (sometimes and "FAIL" in out), out
 
 
 @pytest.mark.slow
