@@ -58,7 +58,8 @@ def measured(lib: Library, url: str, key: str) -> dict[str, object]:
             return timing_probe.measure_hit(lib.adapter, url, key)
         return timing_probe.measure(lib.adapter, url, key, TIMEOUT)
     try:
-        path = Environment(lib.requirements, cache_root()).ensure() if lib.requirements else None
+        wanted = lib.requirements or lib.no_deps
+        path = Environment(lib.requirements, cache_root(), no_deps=lib.no_deps).ensure() if wanted else None
     except EnvironmentFailed as exc:
         pytest.skip(f"no package index answers here: {exc}")
     done = subprocess.run(

@@ -121,7 +121,7 @@ def test_the_reproduction_shows_the_defect(name, contend_target, ns):
         assert module.reproduce(contend_target.url, key) == SEEN[name]
         return
     try:
-        path = Environment(lib.requirements, cache_root()).ensure()
+        path = Environment(lib.requirements, cache_root(), no_deps=lib.no_deps).ensure()
     except EnvironmentFailed as exc:
         pytest.skip(f"no package index answers here: {exc}")
     code = (
