@@ -307,6 +307,27 @@ FINDINGS: tuple[Finding, ...] = (
         ),
     ),
     Finding(
+        "redis-semaphore",
+        PROGRESS,
+        "redis_semaphore/__init__.py: `Semaphore.current_time` (see its mutual-exclusion finding)",
+        "The same cause as its mutual-exclusion finding, as the many-permit model check sees it: "
+        "a token given back early while its holder still holds it is held twice, the count of "
+        "tokens no longer matches the grants, and a later acquire is refused while the model "
+        "counts a permit free. (Contend's model check names a refused acquire of a free permit "
+        "progress; the property the clock breaks is mutual exclusion, which the hold check meets.)",
+        documented=False,
+        reproduction="tests/scoreboard/reproductions/redis_semaphore_clock.py",
+        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore: nothing on `current_time`)",
+        sometimes="the model check meets it when a holder's grab and a later acquire fall on either "
+        "side of a second's first tenth on the real clock, which no seed fixes",
+        promise=Promise(
+            CONTEND,
+            "progress: an acquire of a free permit is granted (the model check's rule; the "
+            "semaphore's clock runs fast, which its documentation does not speak of)",
+            "docs/protocol.md#what-a-factory-must-do",
+        ),
+    ),
+    Finding(
         "redis-lock-py",
         PROGRESS,
         "redis_lock/lock.py: `RedisLock.acquire` (`pubsub_timeout += delay_interval * 2 ** attempts`)",
