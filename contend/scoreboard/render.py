@@ -348,7 +348,8 @@ def findings_count(board: Scoreboard | None = None) -> dict[str, int]:
             if f.library == r.library.key
         ]
         counts["met"] = sum(r.verdict(f.prop) == FAIL_V for r, f in judged)
-        counts["not_met"] = len(judged) - counts["met"]
+        counts["undecided"] = sum(r.verdict(f.prop) == INCONCLUSIVE_V for r, f in judged)
+        counts["not_met"] = len(judged) - counts["met"] - counts["undecided"]
         counts["not_judged"] = len(findings) - len(judged)  # their rows did not run (or not faithfully)
     return counts
 
@@ -358,6 +359,7 @@ def findings_tally(board: Scoreboard) -> str:
     findings met; 5 not met" (and how many were in rows that did not run)."""
     c = findings_count(board)
     text = f"{c['met']} of {c['findings']} recorded finding(s) met; {c['not_met']} not met"
+    text += f"; {c['undecided']} inconclusive" if c["undecided"] else ""
     return text + (f"; {c['not_judged']} in rows not run" if c["not_judged"] else "")
 
 

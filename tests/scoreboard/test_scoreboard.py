@@ -198,6 +198,7 @@ def test_a_recorded_finding_not_met_fails_the_run_with_its_own_code(capsys, monk
     document = json.loads(path.read_text())
     assert document["exit_code"] == 3 and document["not_met"] and document["findings"]["met"] == 0
     assert document["findings"]["not_met"] == 1 and document["findings"]["not_judged"] == 0
+    assert document["findings"]["undecided"] == 0
     assert "0 of 1 recorded finding(s) met; 1 not met" in document["headline"]
     (row,) = document["libraries"]
     assert row["findings"][0]["met"] is False and row["findings"][0]["promise"]["whose"] == "contend"
