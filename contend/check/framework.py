@@ -116,9 +116,11 @@ class CheckContext:
         """A lease of `ms` milliseconds, rounded up to what the implementation can hold (a library
         that takes whole seconds declares `ttl_resolution_ms = 1000` on its factory); MASTERS_SCALE
         times as long for a lock over several masters, whose acquire is a round trip per master and
-        whose validity is the lease minus their time (short leases would run out on a busy machine)."""
+        whose validity is the lease minus their time (short leases would run out on a busy machine):
+        a row that spans them (`--masters`), or one whose target does (a scoreboard row over
+        several masters, whose adapter builds the lock over the target's `also`)."""
         step = getattr(getattr(self.subject, "capabilities", None), "ttl_resolution_ms", 1) or 1
-        if getattr(self.subject, "masters", 0):
+        if getattr(self.subject, "masters", 0) or self.target.masters:
             ms *= MASTERS_SCALE
         return -(-ms // step) * step
 

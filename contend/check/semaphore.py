@@ -26,7 +26,7 @@ from contend.check.faults import (
 )
 from contend.check.framework import Check, CheckContext, CheckFailed, expect
 from contend.check.locks import COMMON, take_then_give_back
-from contend.impl.catalog import FIFO, MUTUAL_EXCLUSION, PROGRESS, SAFE_RELEASE
+from contend.impl.catalog import CRASH_LIVENESS, FIFO, MUTUAL_EXCLUSION, PROGRESS, SAFE_RELEASE
 from contend.models.base import UNKNOWN, Op
 from contend.models.semaphore import SemaphoreModel
 from contend.subject.protocols import granted
@@ -50,6 +50,7 @@ def _semaphore_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
     renewed: dict[str, float] = {}
     recent: collections.deque[str] = collections.deque(maxlen=8)
     non_holder_releases = 0  # since the last grant: a release that freed another's permit shows up next
+    expired_since_grant = False  # a permit was freed by expiry since the last grant
     expiries = sorted(rng.sample(range(5, n), 3))
     expired = 0
     for step in range(n):
@@ -62,6 +63,7 @@ def _semaphore_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
             renewed.clear()
             recent.append("expire all")
             expired += 1
+            expired_since_grant = True
             continue
         p = rng.choice(procs)
         # One object is one permit, so a client holding one would take a second: the model's
@@ -85,7 +87,9 @@ def _semaphore_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
         if not legal:
             if any(done - renewed.get(str(h), done) > ctx.ttl(MODEL_TTL) * 0.7 / 1000 for h in state.holders):
                 raise Inconclusive
-            prop = PROGRESS if output is False else SAFE_RELEASE if non_holder_releases else MUTUAL_EXCLUSION
+            prop = _property_broken(
+                output, non_holder_releases=bool(non_holder_releases), expired=expired_since_grant, ctx=ctx
+            )
             raise CheckFailed(
                 f"op {step}: {p} {f} returned {output!r}; the model says {expected!r} "
                 f"(state: {model.describe_state(state)}; last ops: {'; '.join(recent)})",
@@ -95,8 +99,22 @@ def _semaphore_sequence(ctx: CheckContext, n: int, attempt: int) -> str:
             held[p] = lock
             renewed[p] = done
             non_holder_releases = 0
+            expired_since_grant = False
         state = nxt
     return f"{n} operations by 5 clients on {limit} permits with {expired} expiries agree with the {model.name} model"
+
+
+def _property_broken(output: Any, *, non_holder_releases: bool, expired: bool, ctx: CheckContext) -> str:
+    """The property a step the semaphore model refuses breaks, as the lease model check judges a
+    lock's: a grant past the limit breaks safe release when a non-holder released since the last
+    grant, else mutual exclusion; a refused acquire of a free permit breaks crash liveness when
+    the permit was freed by expiry (a lease that outlived its TTL: an acquire that is refused
+    returns, which progress asks no more of), else progress."""
+    if output is False:
+        return (
+            CRASH_LIVENESS if expired and CRASH_LIVENESS in getattr(ctx.subject, "claims", ()) else PROGRESS
+        )
+    return SAFE_RELEASE if non_holder_releases else MUTUAL_EXCLUSION
 
 
 def limit_check(ctx: CheckContext) -> str:
@@ -121,6 +139,52 @@ def limit_check(ctx: CheckContext) -> str:
                 prop=PROGRESS,
             )
     return f"{rounds} rounds of {k} clients at once on {limit} permits: exactly {limit} won each time"
+
+
+# --- a holder keeps its permit for its lease ------------------------------------------------------
+
+#: Rounds of the hold check: back to back, over more than two seconds of the server's clock.
+HOLD_ROUNDS = 16
+
+
+def hold_check(ctx: CheckContext) -> str:
+    """A holder keeps its permit for its whole lease: each round, one client takes the only permit
+    and another tries every 10 ms until 0.7 of the lease has passed; a grant that returns within
+    0.8 of it is a second holder. The rounds follow one another over more than two seconds, so
+    every part of the server's second falls inside some holder's lease (Redis-Semaphore's clock
+    misreads the first tenth of each: a live holder's grab looks stale there)."""
+    ttl = ctx.ttl(MODEL_TTL) / 1000
+    holder_client, other_client = ctx.client(), ctx.client()
+    too_slow = 0
+    for r in range(HOLD_ROUNDS):
+        ctx.note(f"hold: round {r + 1} of {HOLD_ROUNDS}")
+        key = ctx.namespace.key("hold", r)
+        holder, other = (
+            ctx.factory(holder_client, key, ctx.ttl(MODEL_TTL)),
+            ctx.factory(other_client, key, ctx.ttl(MODEL_TTL)),
+        )
+        began = time.monotonic()  # its lease was written after this
+        with expect(f"round {r + 1}: the holder acquires", prop=MUTUAL_EXCLUSION):
+            if not granted(holder.acquire(blocking=False)):
+                raise CheckFailed(f"round {r + 1}: an acquire of a free permit was refused", prop=PROGRESS)
+        won = False
+        while not won and time.monotonic() < began + 0.7 * ttl:
+            with expect(f"round {r + 1}: another client tries", prop=MUTUAL_EXCLUSION):
+                won = granted(other.acquire(blocking=False))
+            after = time.monotonic() - began
+            if won and after < 0.8 * ttl:
+                raise CheckFailed(
+                    f"round {r + 1}: another client acquired {after * 1000:.0f} ms after the holder "
+                    f"did, while the holder's {ttl * 1000:g} ms lease was valid and it had not released",
+                    prop=MUTUAL_EXCLUSION,
+                )
+            too_slow += won  # granted too late to tell: the holder's lease may have run out
+            time.sleep(0.01)
+        for lock in (holder, other) if won else (holder,):
+            with contextlib.suppress(Exception):
+                lock.release()
+    late = f" ({too_slow} too late to tell: the machine is busy)" if too_slow else ""
+    return f"{HOLD_ROUNDS} holders kept their permit for 0.7 of their {ttl * 1000:g} ms lease{late}"
 
 
 # --- FIFO ---------------------------------------------------------------------------------------------
@@ -171,6 +235,10 @@ SEMAPHORE_CHECKS: list[Check] = [
     ),
     Check(
         "limit-n", "16 clients at once on 3 permits: exactly 3 win", limit_check, MUTUAL_EXCLUSION,
+        needs=MUTUAL_EXCLUSION,
+    ),
+    Check(
+        "hold", "a holder keeps its permit for its lease", hold_check, MUTUAL_EXCLUSION,
         needs=MUTUAL_EXCLUSION,
     ),
     Check("fifo", "queued waiters granted in order", fifo_check, FIFO, needs=FIFO),

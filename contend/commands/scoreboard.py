@@ -263,6 +263,7 @@ def _summary(
         out.print("[bold red]not as recorded in contend/scoreboard/expected.py[/]:")
         for line in board.surprises:
             out.print(f"  {escape(line)}", soft_wrap=True)
+        out.print(f"[bold red]{escape(headline)}[/]", soft_wrap=True)
     elif code == ExitCode.INCONCLUSIVE:
         out.print(f"[bold yellow]{escape(headline)}[/] (recorded in contend/scoreboard/expected.py):")
         for line in board.not_met:
@@ -293,14 +294,19 @@ def _verdict(board: Scoreboard, args: argparse.Namespace) -> tuple[ExitCode, str
     """The exit code, a verdict word and a headline."""
     if args.replay:
         return ExitCode.OK, "replayed", "replayed"
+    tally = render.findings_tally(board)
     if board.surprises:
-        return ExitCode.FAILED, "not-as-recorded", f"{len(board.surprises)} verdict(s) not as recorded"
+        return (
+            ExitCode.FAILED,
+            "not-as-recorded",
+            f"{len(board.surprises)} verdict(s) not as recorded · {tally}",
+        )
     if board.not_met:
         return (
             ExitCode.INCONCLUSIVE,
             "findings-not-met",
             f"{len(board.not_met)} recorded finding(s) not met this run: the board did not reach its "
-            "verdicts (run it again, or without --quick)",
+            f"verdicts (run it again, or without --quick) · {tally}",
         )
     ran = [r for r in board.results if not r.skipped]
     skipped = len(board.results) - len(ran)
@@ -308,7 +314,7 @@ def _verdict(board: Scoreboard, args: argparse.Namespace) -> tuple[ExitCode, str
     return (
         ExitCode.OK,
         "as-recorded",
-        f"every verdict as recorded: {len(ran)} row(s){also} · {board.seconds:.0f} s",
+        f"every verdict as recorded: {len(ran)} row(s){also} · {tally} · {board.seconds:.0f} s",
     )
 
 

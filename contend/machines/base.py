@@ -346,31 +346,42 @@ class ScheduledMachine(RuleBasedStateMachine):
         """Run one operation on client `index` to its end while every other client stays paused
         (a probe of what the server holds now); its outcome."""
         self.start(index, operation, label)
-        self.step_alone(index, max_steps)
+        taken = self.step_alone(index, max_steps)
         client = self.scheduler.clients[index]
         if client.status not in (Status.IDLE, Status.CRASHED):  # a planned crash ends it too
-            self.fail(PROGRESS, f"{client.name} {label} did not finish in {max_steps} round trips on its own")
+            whose = ", ".join(f"{name} {n}" for name, n in taken.most_common())
+            states = ", ".join(
+                f"{c.name} {c.status.value}" for c in self.scheduler.clients if self._runs_for(c.index, index)
+            )
+            self.fail(
+                PROGRESS,
+                f"{client.name} {label} did not finish in {max_steps} round trips on its own "
+                f"(steps taken: {whose or 'none'}; now {states})",
+            )
         return client.outcome
 
-    def step_alone(self, index: int, max_steps: int, until: Callable[[], bool] | None = None) -> None:
+    def step_alone(self, index: int, max_steps: int, until: Callable[[], bool] | None = None) -> Counter[str]:
         """Step client `index` while it has something to do (the operation in flight, and any its
         end starts), at most `max_steps` round trips, every other client paused, and (given
         `until`) until that says enough. Threads its code started run too (redis-py's async
         cluster pipeline runs each command of a transaction on a thread of its own and joins it):
-        they are the same client's work."""
+        they are the same client's work. Returns the steps taken, by client name."""
+        taken: Counter[str] = Counter()  # steps by client name: what a run that did not finish did
         for _ in range(max_steps):
             if until is not None and until():
-                return
+                return taken
             # Only its own clients count: another one ready to send, paused, must not keep the
             # clock from jumping while this one sleeps (in a retry, or in the join of its thread).
             own = [c.index for c in self.scheduler.clients if self._runs_for(c.index, index)]
             ready = self.scheduler.runnable(among=own)
             if not ready:
-                return
+                return taken
             who = index if index in ready else ready[0]
             self.before_step(who)
             self.scheduler.step(who)
+            taken[self.scheduler.clients[who].name] += 1
             self._after_progress(who)
+        return taken
 
     def _runs_for(self, candidate: int, index: int) -> bool:
         """Is client `candidate` client `index`, or a thread its code started (at any depth)?"""

@@ -43,7 +43,12 @@ unmodified code, third-party libraries included:
 * `ThreadPoolExecutor.submit` from a scheduled thread runs the function at
   once in that thread (a done future): a library that fans its commands out
   to worker threads (Redlock over several masters) stays one client whose
-  round trips the scheduler orders.
+  round trips the scheduler orders. `concurrent.futures.as_completed` yields
+  such futures in the order they were submitted: its own order is that of a
+  set, by the futures' ids, which changes from run to run, and a library that
+  stops at a quorum (pottery's Redlock) would otherwise look at another
+  master's reply, raise or log on one run and not on the next, on the same
+  schedule.
 
 Threads that are not scheduled clients pass through untouched. A connection
 belongs to the first client that sends on it; a send on it from another
@@ -54,10 +59,11 @@ of that client and passes through. Clients must not share a connection pool.
 from __future__ import annotations
 
 import concurrent.futures
+import itertools
 import threading
 import time
 import timeit
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import redis
@@ -163,6 +169,7 @@ def patch() -> None:
     _originals["pubsub"] = redis.client.PubSub.parse_response
     _originals["pubsub_execute"] = redis.client.PubSub.execute_command
     _originals["submit"] = concurrent.futures.ThreadPoolExecutor.submit
+    _originals["as_completed"] = concurrent.futures.as_completed
     conn_cls.send_packed_command = _gated_send  # type: ignore[method-assign]
     conn_cls.read_response = _recorded_read  # type: ignore[method-assign]
     conn_cls.on_connect_check_health = _ungated_handshake  # type: ignore[method-assign]
@@ -171,6 +178,7 @@ def patch() -> None:
     redis.client.PubSub.parse_response = _polled_pubsub  # type: ignore[method-assign]
     redis.client.PubSub.execute_command = _counted_pubsub_command  # type: ignore[method-assign]
     concurrent.futures.ThreadPoolExecutor.submit = _inline_submit  # type: ignore[method-assign]
+    concurrent.futures.as_completed = _submitted_order
     threading.Event.wait = _event_wait  # type: ignore[method-assign]
     _originals["call_with_retry"] = redis.retry.Retry.call_with_retry
     redis.retry.Retry.call_with_retry = _tracked_retry  # type: ignore[method-assign]
@@ -207,6 +215,7 @@ def unpatch() -> None:
     redis.client.PubSub.parse_response = _originals["pubsub"]  # type: ignore[method-assign]
     redis.client.PubSub.execute_command = _originals["pubsub_execute"]  # type: ignore[method-assign]
     concurrent.futures.ThreadPoolExecutor.submit = _originals["submit"]  # type: ignore[method-assign]
+    concurrent.futures.as_completed = _originals["as_completed"]
     threading.Event.wait = REAL_EVENT_WAIT  # type: ignore[method-assign]
     redis.retry.Retry.call_with_retry = _originals["call_with_retry"]  # type: ignore[method-assign]
     for holder, name in _CLUSTER_RETRY_LOOPS:
@@ -404,11 +413,26 @@ def _inline_submit(self: Any, fn: Callable[..., Any], /, *args: Any, **kwargs: A
     if current() is None:
         return _originals["submit"](self, fn, *args, **kwargs)
     future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    future._contend_submitted = next(_SUBMITTED)  # type: ignore[attr-defined]
     try:
         future.set_result(fn(*args, **kwargs))
     except Exception as exc:
         future.set_exception(exc)
     return future
+
+
+#: The order in which futures were run inline (`_inline_submit`), for `_submitted_order`.
+_SUBMITTED = itertools.count()
+
+
+def _submitted_order(fs: Any, timeout: float | None = None) -> Iterator[concurrent.futures.Future[Any]]:
+    """`concurrent.futures.as_completed`, but futures run inline (all done already) come in the
+    order they were submitted rather than in a set's order, which follows their ids."""
+    futures = list(fs)
+    if futures and all(hasattr(f, "_contend_submitted") for f in futures):
+        return iter(sorted(set(futures), key=lambda f: f._contend_submitted))
+    made: Iterator[concurrent.futures.Future[Any]] = _originals["as_completed"](futures, timeout)
+    return made
 
 
 def _thread_start(self: threading.Thread) -> None:

@@ -210,17 +210,22 @@ FINDINGS: tuple[Finding, ...] = (
         "check's finding).",
         documented=False,
         reproduction="tests/scoreboard/reproductions/redis_semaphore_crash.py",
-        tracker="related, maybe the same: https://github.com/bluele/redis-semaphore/issues/15 "
-        "(open: after a crash a new process cannot acquire although stale_client_timeout "
-        "passed); the Ruby original's https://github.com/dv/redis-semaphore/issues/49 shows the "
-        "same state (EXISTS, no AVAILABLE)",
+        tracker="related: https://github.com/bluele/redis-semaphore/pull/12 (closed, not merged: "
+        "the same GETSET-then-EXPIRE crash window in `release_stale_locks`, on the RELEASE_LOCKS "
+        "key, where a client killed between the two leaves the key without a TTL and stale tokens "
+        "never come back); https://github.com/bluele/redis-semaphore/issues/15 (open: after a crash "
+        "a new process cannot acquire although stale_client_timeout passed), maybe the same; the "
+        "Ruby original's https://github.com/dv/redis-semaphore/issues/49 shows the same state "
+        "(EXISTS, no AVAILABLE)",
         promise=Promise(
             LIBRARY,
             "A distributed semaphore and mutex built on Redis. (stale_client_timeout: a crashed client's token comes back)",
             "https://github.com/bluele/redis-semaphore/blob/master/README.md",
         ),
         refs=(
+            "https://github.com/bluele/redis-semaphore/pull/12",
             "https://github.com/bluele/redis-semaphore/issues/15",
+            "https://github.com/dv/redis-semaphore/issues/49",
             "https://github.com/dv/redis-semaphore/pull/39",
             "https://github.com/dv/redis-semaphore/pull/66",
         ),
@@ -260,7 +265,11 @@ FINDINGS: tuple[Finding, ...] = (
         documented=False,
         reproduction="tests/scoreboard/reproductions/redis_semaphore_token_reuse.py",
         tracker="related: https://github.com/bluele/redis-semaphore/issues/14 (open: `signal` of a "
-        "token not held adds a slot), the same want of an owner check on release",
+        "token not held adds a slot), the same want of an owner check on release; in the Ruby "
+        "original it is known: https://github.com/dv/redis-semaphore/issues/10 (open: a stale "
+        "token is pushed back twice, by `release_stale_locks` and by its holder that still runs) "
+        "and https://github.com/dv/redis-semaphore/pull/58 (closed: check the grab's time before "
+        "giving a stale token back)",
         sometimes="whether a stalled holder counts as stale depends on the microseconds of the server's "
         "clock (`current_time` reads 5123 µs as 0.5123 s), so the model check meets it in some runs",
         promise=Promise(
@@ -268,46 +277,60 @@ FINDINGS: tuple[Finding, ...] = (
             "A distributed semaphore and mutex built on Redis.",
             "https://github.com/bluele/redis-semaphore/blob/master/README.md",
         ),
-        refs=("https://github.com/bluele/redis-semaphore/issues/14",),
+        refs=(
+            "https://github.com/bluele/redis-semaphore/issues/14",
+            "https://github.com/dv/redis-semaphore/issues/10",
+            "https://github.com/dv/redis-semaphore/pull/58",
+        ),
     ),
     Finding(
         "redis-semaphore",
         MUTUAL_EXCLUSION,
-        "redis_semaphore/__init__.py: `Semaphore.release` (see its safe-release finding)",
-        "The same cause as its safe-release finding, met by the lease model check: a stalled "
-        "holder's late release gives back the token its successor now holds, and another client "
-        "takes it while the successor still holds it.",
+        "redis_semaphore/__init__.py: `Semaphore.current_time` "
+        "(`float('.'.join(map(str, self.client.time())))`), read by `release_stale_locks`",
+        "The server's TIME is seconds and microseconds; joined as strings, 5123 µs reads as "
+        "0.5123 s, so in the first tenth of every second the semaphore's clock runs up to a second "
+        "fast. An acquire there finds a live holder's grab older than `stale_client_timeout`, gives "
+        "its token back and takes it: with `stale_client_timeout=1`, a holder's token went to "
+        "another client 0.66 s after it was granted (3 runs of 3), with no stall, while the holder "
+        "still held it: two holders of one slot. (A grab recorded in such a tenth looks younger "
+        "instead, and a crashed holder's token comes back late: its crash-liveness finding.) The "
+        "lease model check meets the same property broken a second way, a stalled holder's late "
+        "release (its safe-release finding).",
         documented=False,
-        reproduction="tests/scoreboard/reproductions/redis_semaphore_token_reuse.py",
-        tracker="related: https://github.com/bluele/redis-semaphore/issues/14 (open: `signal` of a "
-        "token not held adds a slot), the same want of an owner check on release",
-        sometimes="whether a stalled holder counts as stale depends on the microseconds of the server's "
-        "clock (its progress finding), so the model check meets it in some runs",
+        reproduction="tests/scoreboard/reproductions/redis_semaphore_clock.py",
+        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore: nothing on `current_time`; its second "
+        "way is the safe-release finding's, related to "
+        "https://github.com/bluele/redis-semaphore/issues/14 and known in the Ruby original as "
+        "https://github.com/dv/redis-semaphore/issues/10)",
         promise=Promise(
             LIBRARY,
             "A distributed semaphore and mutex built on Redis.",
             "https://github.com/bluele/redis-semaphore/blob/master/README.md",
         ),
-        refs=("https://github.com/bluele/redis-semaphore/issues/14",),
+        refs=(
+            "https://github.com/bluele/redis-semaphore/issues/14",
+            "https://github.com/dv/redis-semaphore/issues/10",
+        ),
     ),
     Finding(
         "redis-semaphore",
         PROGRESS,
-        "redis_semaphore/__init__.py: `Semaphore.current_time` "
-        "(`float('.'.join(map(str, self.client.time())))`)",
-        "The server's TIME is seconds and microseconds; joined as strings, 5123 µs reads as 0.5123 s, "
-        "so whenever the microseconds have fewer than six digits the semaphore's clock runs up to a "
-        "second fast. A grab recorded at such a moment looks younger than it is and a stale token "
-        "comes back late; read at such a moment, a live holder's grab looks older. The many-permit "
-        "model check met a free permit that could not be taken.",
+        "redis_semaphore/__init__.py: `Semaphore.current_time` (see its mutual-exclusion finding)",
+        "The same cause as its mutual-exclusion finding, as the many-permit model check sees it: "
+        "a token given back early while its holder still holds it is held twice, the count of "
+        "tokens no longer matches the grants, and a later acquire is refused while the model "
+        "counts a permit free. (Contend's model check names a refused acquire of a free permit "
+        "progress; the property the clock breaks is mutual exclusion, which the hold check meets.)",
         documented=False,
         reproduction="tests/scoreboard/reproductions/redis_semaphore_clock.py",
-        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore)",
-        sometimes="it depends on the microseconds of the server's clock when a grab is recorded and "
-        "when it is judged stale, which no seed fixes",
+        tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore: nothing on `current_time`)",
+        sometimes="the model check meets it when a holder's grab and a later acquire fall on either "
+        "side of a second's first tenth on the real clock, which no seed fixes",
         promise=Promise(
             CONTEND,
-            "progress: an acquire of a free permit is granted (the semaphore's clock runs fast, which its documentation does not speak of)",
+            "progress: an acquire of a free permit is granted (the model check's rule; the "
+            "semaphore's clock runs fast, which its documentation does not speak of)",
             "docs/protocol.md#what-a-factory-must-do",
         ),
     ),

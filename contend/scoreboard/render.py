@@ -340,10 +340,27 @@ def findings_count(board: Scoreboard | None = None) -> dict[str, int]:
         "library_promise_not_in_tracker": sum(f.tracker_status == TRACKER_NOT_FOUND for f in own),
     }
     if board is not None:
-        counts["met"] = sum(
-            r.verdict(f.prop) == FAIL_V for r in board.results for f in findings if f.library == r.library.key
-        )
+        judged = [
+            (r, f)
+            for r in board.results
+            if r.row is not None and not r.fidelity_error
+            for f in findings
+            if f.library == r.library.key
+        ]
+        counts["met"] = sum(r.verdict(f.prop) == FAIL_V for r, f in judged)
+        counts["undecided"] = sum(r.verdict(f.prop) == INCONCLUSIVE_V for r, f in judged)
+        counts["not_met"] = len(judged) - counts["met"] - counts["undecided"]
+        counts["not_judged"] = len(findings) - len(judged)  # their rows did not run (or not faithfully)
     return counts
+
+
+def findings_tally(board: Scoreboard) -> str:
+    """The board's recorded findings met and not met, in words (issue 41): "8 of 13 recorded
+    findings met; 5 not met" (and how many were in rows that did not run)."""
+    c = findings_count(board)
+    text = f"{c['met']} of {c['findings']} recorded finding(s) met; {c['not_met']} not met"
+    text += f"; {c['undecided']} inconclusive" if c["undecided"] else ""
+    return text + (f"; {c['not_judged']} in rows not run" if c["not_judged"] else "")
 
 
 def _judges(check: str, family: str) -> str:

@@ -115,3 +115,18 @@ def test_a_stale_release_of_its_own_copy_is_not_blamed_for_a_broken_quorum(monke
                 step_while(m, 0, "release(")
     assert info.value.property == MUTUAL_EXCLUSION, info.value.detail
     assert "changed only keys that held its own token" in info.value.detail
+
+
+def test_a_row_whose_target_spans_masters_gets_the_longer_leases(contend_target, ns):
+    """A scoreboard row over several masters (pottery-3) is a one-client factory whose adapter
+    builds the lock over the target's other masters: its subject does not say `masters`, its
+    target does. Its real-time checks' leases are MASTERS_SCALE times as long, as `--masters`
+    rows' are: at 250 ms, three round trips and a connection per master each acquire left the
+    model check inconclusive on a busy machine (three runs of three, load average 10)."""
+    from contend.check.framework import MASTERS_SCALE, CheckContext
+
+    spans = dataclasses.replace(contend_target, also=("redis://127.0.0.1:1/0",) * 2)
+    one = CheckContext(contend_target, ns, lambda *a: None, OPTIONS)
+    spanning = CheckContext(spans, ns, lambda *a: None, OPTIONS)
+    assert one.ttl(250) == 250
+    assert spanning.ttl(250) == 250 * MASTERS_SCALE

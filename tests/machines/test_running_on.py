@@ -187,3 +187,30 @@ def test_a_waiter_whose_wall_clock_is_set_back_keeps_its_timeout(contend_target,
             assert 1 not in m.in_flight  # it gave up: acquire returned False
             assert m.scheduler.clients[1].outcome.value is False
             assert m.in_flight[0].startswith("release")  # the holder was held all along
+
+
+def test_a_probe_runs_while_another_clients_renewer_is_due(contend_target):
+    """The scoreboard's python-redis-lock-renewal row (issue 42): c0 holds with auto_renewal, its
+    renewer thread asleep in Event.wait; a clock jump past the lease (a stale extend's "pauses
+    until its own lease must have run out") leaves that renewer due, ready to run, and the probe
+    acquires alone, starting a renewer of its own, then releases (joins it). Before the fix of
+    the same commit as the test above, step_alone took no step at all while another client was
+    ready ("probe release() did not finish in 200 round trips on its own": the full boards of
+    issue 42, 3 of 3); the library is not at fault: its renewer ends at its next wake."""
+    adapter = pytest.importorskip("contend.adapters.python_redis_lock")
+    impl = SimpleNamespace(
+        name="python-redis-lock-renewal",
+        family="lock",
+        factory=adapter.auto_renewal_factory,
+        claims=frozenset({MUTUAL_EXCLUSION, SAFE_RELEASE, CRASH_LIVENESS}),
+    )
+    with driven_by_hand(family_machine(impl)(contend_target)) as m:
+        holder = m.locks[0]
+        assert m.run_alone(0, lambda: holder.acquire(blocking=False), "take it").value is True
+        renewer = m.scheduler.clients[0].children[0]
+        m.start(0, holder.release, "give it back")  # asleep in the join of its renewer
+        m.scheduler.advance(2 * m.ttl, note="past the lease: c0 and its renewer are due")
+        due = m.scheduler.runnable(among=[0, renewer.index])
+        assert due, "another client ready, paused while the probe runs alone"
+        assert m.probe_acquires()  # acquired, and released (its own renewer joined) on its own
+        assert m.scheduler.clients[m.probe].status is Status.IDLE

@@ -338,6 +338,35 @@ def test_a_thread_pool_runs_inline_in_a_scheduled_client(contend_target, ns):
     conn.close()
 
 
+def test_as_completed_yields_inline_futures_in_the_order_they_were_submitted(contend_target, ns):
+    """A quorum loop (pottery's Redlock) reads `as_completed` over a set of futures and stops at
+    a majority: in a set's order (by id) it looked at another master's reply, and raised or
+    logged, on one run and not on the next, on the same schedule (Hypothesis's
+    FlakyStrategyDefinition on the scoreboard's pottery-3 row)."""
+    import concurrent.futures
+    from concurrent.futures import ThreadPoolExecutor
+
+    conn = contend_target.client()
+    conn.ping()
+    seen: list[list[int]] = []
+
+    def fan_out() -> list[int]:
+        with ThreadPoolExecutor(2) as pool:
+            futures = {pool.submit(lambda i=i: i) for i in range(40)}
+            conn.incr(ns.key("n"))  # a round trip: the client is scheduled
+            # The set's own order is not the submission order (40 ids: it never is, by chance).
+            seen.append([f.result() for f in futures])
+            return [f.result() for f in concurrent.futures.as_completed(futures)]
+
+    with Scheduler() as s:
+        s.add_client(connection=conn)
+        s.start(0, fan_out, "fan out")
+        s.run_all(lambda current, ready: ready[0])
+        assert s.clients[0].outcome.value == list(range(40))
+    assert seen[0] != list(range(40)), "the set iterated in submission order: the test forces nothing"
+    conn.close()
+
+
 def test_pubsub_waits_are_virtual(contend_target, ns):
     conn = contend_target.client()
     conn.ping()

@@ -53,7 +53,7 @@ SEEN = {
         "a_released": True,
         "c_token_while_b_holds": b"0",
     },
-    "redis_semaphore_clock": {"reads_more_than_100_ms_late": True},
+    "redis_semaphore_clock": {"a": b"0", "b_while_a_holds": b"0", "within_1_s": True},
     "cashews_cancelled_unlock": {"ttl_left": 60, "b_acquired": False},
     "pottery_nextid_contention": {"all_ids_distinct": True, "some_draws_raised": True},
     "redis_lock_py_backoff": {"b_acquired": True, "b_noticed_2_s_late": True},

@@ -149,7 +149,7 @@ def test_a_row_runs_in_a_worker_process_by_default(tmp_path, capsys):
     )  # fmt: skip
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "every verdict as recorded: 1 row(s)" in out
+    assert "every verdict as recorded: 1 row(s) · 0 of 0 recorded finding(s) met; 0 not met" in out
     (row,) = json.loads(path.read_text())["libraries"]
     assert row["library"] == "redis-py-asyncio" and row["version"] and row["fidelity"]["seen"]
     assert set(row["properties"]) >= {"mutual-exclusion", "safe-release", "crash-liveness"}
@@ -196,8 +196,12 @@ def test_a_recorded_finding_not_met_fails_the_run_with_its_own_code(capsys, monk
     out = capsys.readouterr().out
     assert "1 recorded finding(s) not met this run" in out
     assert "redis-py-asyncio · safe-release: pass, recorded as a finding that some runs miss" in out
+    assert "0 of 1 recorded finding(s) met; 1 not met" in out  # the summary counts them (issue 41)
     document = json.loads(path.read_text())
     assert document["exit_code"] == 3 and document["not_met"] and document["findings"]["met"] == 0
+    assert document["findings"]["not_met"] == 1 and document["findings"]["not_judged"] == 0
+    assert document["findings"]["undecided"] == 0
+    assert "0 of 1 recorded finding(s) met; 1 not met" in document["headline"]
     (row,) = document["libraries"]
     assert row["findings"][0]["met"] is False and row["findings"][0]["promise"]["whose"] == "contend"
 
