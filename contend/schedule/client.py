@@ -189,14 +189,15 @@ class ClientHandle:
         """Client thread: its code is starting `thread`; make it a client of its own."""
         self.scheduler._adopt(self, thread)
 
-    def wall_time(self) -> float:
-        self.read_wall_clock = True
+    def wall_time(self, read: bool = True) -> float:
+        """Its wall clock now; `read`: the code read it (then clock skew matters to it)."""
+        self.read_wall_clock |= read
         return self.scheduler.wall_base + self.scheduler.vclock + self.skew
 
-    def wall_time_ns(self) -> int:
+    def wall_time_ns(self, read: bool = True) -> int:
         """`wall_time` in whole nanoseconds, added up in integers: a float of 1.7e9 s keeps only
         about 240 ns, and 1 ms of virtual time read through it could come out as 0.999936 ms."""
-        self.read_wall_clock = True
+        self.read_wall_clock |= read
         return round(self.scheduler.wall_base * 1e9) + round((self.scheduler.vclock + self.skew) * 1e9)
 
     def _check_alive(self) -> None:

@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import itertools
+import sys
 import threading
 import time
 import timeit
@@ -503,9 +504,16 @@ def _perf_counter() -> float:
 
 def _time() -> float:
     client = current()
-    return REAL_TIME() if client is None else client.wall_time()
+    return REAL_TIME() if client is None else client.wall_time(read=not _for_a_log_record())
 
 
 def _time_ns() -> int:
     client = current()
-    return wall_clock.REAL_TIME_NS() if client is None else client.wall_time_ns()
+    return wall_clock.REAL_TIME_NS() if client is None else client.wall_time_ns(read=not _for_a_log_record())
+
+
+def _for_a_log_record() -> bool:
+    """Is the clock read by the logging module (a LogRecord's timestamp), not by the code? A
+    library that logs a lost reply is no lock that reads its wall clock: were it counted, the
+    clock-skew rules would be on in one run of an example and off in its replay."""
+    return sys._getframe(2).f_globals.get("__name__") == "logging"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 
 import pytest
@@ -584,3 +585,16 @@ def test_time_ns_counts_virtual_milliseconds_exactly(contend_target):
         s.start(0, time.time_ns, "time_ns()")
         assert s.clients[0].outcome.value - first == 1_000_000
     conns[0].close()
+
+
+def test_a_log_record_is_not_the_code_reading_its_wall_clock():
+    """logging stamps each record with time.time(): a client that only logs has not read its wall
+    clock (the clock-skew rules stay off for it), one that calls time.time() has."""
+    logger = logging.getLogger("contend.tests.wall-clock")
+    with Scheduler() as s:
+        s.add_client()
+        s.add_client()
+        s.start(0, lambda: logger.warning("a lost reply, retried"), "logs")
+        s.start(1, time.time, "reads the clock")
+        s.run_all(lambda current, ready: ready[0])
+        assert [c.read_wall_clock for c in s.clients] == [False, True]
