@@ -112,6 +112,8 @@ RUN: dict[str, Run] = {
     f"{C} check --family lock": Run(f"{C} check --only token --only setnx_del"),
     f"{C} check --only setnx_getset --no-shrink": Run(),
     f"{C} check --impl tests.fixtures.foreign.raising_lock:make --kind lock": Run(),
+    # figures.md: the wall-clock deadline mutant, caught for progress (exit 1).
+    f"{C} check --impl tests.fixtures.foreign.wall_deadline_lock:make --kind lock --seed 1": Run(codes=(1,)),
     # docs/commands/history.md
     f"{C} history check tests/data/etcd_002.log --model cas-register --html timeline.html": Run(),
     f"{C} history check tests/data/etcd_000.log tests/data/etcd_002.log --model cas-register": Run(

@@ -31,7 +31,6 @@ example.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import gc
@@ -53,6 +52,7 @@ from hypothesis.stateful import RuleBasedStateMachine, precondition, rule
 
 from contend.errors import Abandoned
 from contend.impl.catalog import CLUSTER_SLOTS, PROGRESS
+from contend.machines.connections import SyncView, async_connection, give_back, take_connection
 from contend.machines.settings import keep_enabled
 from contend.schedule import DrawChooser, Scheduler, Status
 from contend.schedule.gating import LostReply
@@ -64,81 +64,6 @@ from contend.servers.target import Target
 
 #: The trace's note for a key the virtual clock ran out (contend.machines.stale_leases reads it).
 EXPIRED_NOTE = "expires: its TTL passed"
-
-#: Connected clients left by finished examples, per server URL and client settings: an example
-#: takes them instead of connecting anew (a connect costs more than a whole step).
-_idle_connections: dict[tuple[str, int], list[redis.Redis]] = {}
-
-
-def _pool_key(target: Target) -> tuple[str, int]:
-    return target.url, target.client_retries
-
-
-def _take_connection(target: Target) -> redis.Redis:
-    idle = _idle_connections.setdefault(_pool_key(target), [])
-    if idle:
-        return idle.pop()
-    conn = target.client()
-    conn.ping()  # connect before the run: the handshake is no step
-    return conn
-
-
-def forget_connections(target: Target) -> None:
-    """Close the connections finished examples left for `target` (a server they talked to was
-    restarted): the next example connects anew."""
-    for conn in _idle_connections.pop(_pool_key(target), []):
-        with contextlib.suppress(Exception):
-            conn.close()
-
-
-def _async_connection(target: Target) -> Any:
-    """A redis.asyncio client for one scheduled client (a cluster client on a Redis Cluster): it
-    connects on its first command, on that client's loop (the handshake, and a cluster client's
-    discovery of the nodes, are no step), and is closed when the scheduler closes."""
-    options = dict(ASYNC_CLIENT_OPTIONS)
-    try:  # redis-py 7+: no maintenance notifications to set up on each new connection (a round trip)
-        from redis.maint_notifications import MaintNotificationsConfig
-
-        options["maint_notifications_config"] = MaintNotificationsConfig(enabled=False)
-    except ImportError:
-        pass
-    return target.async_client(**options)
-
-
-#: A scheduled async client's options (every example makes its clients anew, on new loops).
-ASYNC_CLIENT_OPTIONS: dict[str, Any] = {}
-
-
-class _SyncView:
-    """Calls an async implementation's methods synchronously, outside the scheduler (the
-    controller thread is no client: nothing is gated, nothing is virtual), each run to its end
-    on a loop and client of the view's own, made on its first call and kept until `_close()` (a
-    cluster client finds out the cluster's nodes once, not at every call)."""
-
-    def __init__(self, make: Callable[[Any], Any], target: Target) -> None:
-        self._make = make
-        self._target = target
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._client: Any = None
-
-    def __getattr__(self, name: str) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                self._client = self._target.async_client()
-            return self._loop.run_until_complete(getattr(self._make(self._client), name)(*args, **kwargs))
-
-        return call
-
-    def _close(self) -> None:
-        loop, self._loop = self._loop, None
-        if loop is None:
-            return
-        try:
-            loop.run_until_complete(self._client.aclose())
-        finally:
-            loop.close()
-
 
 #: One advance in this many loses the reply of its first round trip (rare: a lost reply turns the
 #: operation it hits into an indeterminate one, which hides the races other properties need; at one
@@ -231,7 +156,7 @@ class ScheduledMachine(RuleBasedStateMachine):
         #: Do the servers keep the virtual clock (contend started them)? If not (--redis-url), no
         #: lease runs out in virtual time, and what needs one to is not judged.
         self.server_keeps_time = target.clock is not None
-        self.admin = _take_connection(target)
+        self.admin = take_connection(target)
         self.ns = Namespace(self.admin, self._example_prefix(namespace), dbs=self.dbs, other_urls=target.also)
         #: Refusals because of hash slots before this example (on a Redis Cluster): one during it
         #: is the finding, whatever the implementation made of it.
@@ -246,13 +171,13 @@ class ScheduledMachine(RuleBasedStateMachine):
         #: Clients whose operation in flight lost a reply (it is indeterminate if it raises).
         self.lost_reply_in: set[int] = set()
         self._known_keys: set[str] = set()
-        self._views: list[_SyncView] = []  # the harness's views of async code, closed at teardown
+        self._views: list[SyncView] = []  # the harness's views of async code, closed at teardown
         self._key_prefix = self.ns.prefix + ":"
         #: How often each property's situation was met and judged (shared across a check's examples).
         self.met: Counter[str] = Counter()
         self.scheduler.on_jump = self._note_expiries
         for _ in range(self.clients):
-            conn = _async_connection(target) if self.asynchronous else _take_connection(target)
+            conn = async_connection(target) if self.asynchronous else take_connection(target)
             self.connections.append(conn)
             self.scheduler.add_client(connection=conn)
         self.setup_clients()
@@ -315,7 +240,7 @@ class ScheduledMachine(RuleBasedStateMachine):
         run to their end at once, on a loop and client of its own (closed at teardown)."""
         if not self.asynchronous:
             return make(self.admin)
-        view = _SyncView(make, self.target)
+        view = SyncView(make, self.target)
         self._views.append(view)
         return view
 
@@ -540,7 +465,7 @@ class ScheduledMachine(RuleBasedStateMachine):
             self.ns.cleanup()
             for conn in [*self.connections, self.admin]:
                 if isinstance(conn, (redis.Redis, redis.cluster.RedisCluster)):  # not an async one
-                    _idle_connections.setdefault(_pool_key(self.target), []).append(conn)
+                    give_back(self.target, conn)
 
     def finish_all(self, max_steps: int = 5_000) -> None:
         """Run every client to the end of its operation: the current one while it can, then the

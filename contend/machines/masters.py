@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
-from contend.machines.base import forget_connections
+from contend.machines.connections import forget_connections
 from contend.machines.fencing import CriticalSections
 from contend.machines.locks import LockMachine
 from contend.schedule.gating import DOWN, PARTITION, PAUSED

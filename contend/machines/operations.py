@@ -38,7 +38,8 @@ from contend.history.checker import check_history
 from contend.history.records import Record
 from contend.history.verdict import Linearizability
 from contend.impl.catalog import LINEARIZABLE, NO_SPURIOUS_ERRORS
-from contend.machines.base import EXPIRED_NOTE, ScheduledMachine, _take_connection
+from contend.machines.base import EXPIRED_NOTE, ScheduledMachine
+from contend.machines.connections import take_connection
 from contend.machines.sequential import ModelSpec, Outcome, ReRunSpec, SpecModel, expected_after
 from contend.models.base import UNKNOWN
 from contend.servers.target import Target
@@ -143,7 +144,7 @@ class OperationsMachine(ScheduledMachine):
         self.op_waited.pop(index, None)
         self.pending.pop(index, None)  # no completion: info
         self.conn_of.pop(index, None)
-        conn = _take_connection(self.target)
+        conn = take_connection(self.target)
         self.connections.append(conn)
         fresh = self.scheduler.add_client(connection=conn)
         self.conn_of[fresh] = conn

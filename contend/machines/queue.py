@@ -51,7 +51,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from contend.impl.catalog import ACK_FINAL, FIFO, NO_DOUBLE_DELIVERY, NO_LOSS, NO_PHANTOM
-from contend.machines.base import _async_connection, _take_connection
+from contend.machines.connections import async_connection, take_connection
 from contend.machines.queue_deliveries import Delivery, DeliveryBook, Put, as_compared, refused
 from contend.schedule.client import Status
 from contend.servers.target import Target
@@ -273,7 +273,7 @@ class QueueMachine(DeliveryBook):
     def restart(self) -> None:
         """A crashed worker's process is started again: a new connection and queue object."""
         dead = next(i for i in self.worker_ids if i not in self.living_workers())
-        conn = _async_connection(self.target) if self.asynchronous else _take_connection(self.target)
+        conn = async_connection(self.target) if self.asynchronous else take_connection(self.target)
         self.connections.append(conn)
         index = self.scheduler.add_client(connection=conn)
         self.queues[index] = self.new_queue(conn)
