@@ -21,7 +21,7 @@ counted as admitted, and it counts against a refusal (twice, if its command may 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
@@ -64,6 +64,11 @@ class RateLimiterMachine(ScheduledMachine):
     essential_rules = frozenset({"hit", "advance"})
     anchor = ("limiter",)
     judged_on_kept_time = "windows running out (waits, stalls, no-false-refusal)"
+    situations: ClassVar[dict[str, str]] = {
+        **dict.fromkeys(sorted(OVER_ADMISSION_PROPERTIES), "a hit admitted while another hit was under way"),
+        CLOCK_SKEW_SAFE: "a hit that returned while a client's wall clock was skewed (by a limiter that reads one)",
+        NO_STUCK_KEY: "a hit cut off by a crash or a lost reply",
+    }
 
     def __init__(self, target: Target, **kwargs: Any) -> None:
         self.limiters: dict[int, Any] = {}
@@ -150,6 +155,7 @@ class RateLimiterMachine(ScheduledMachine):
         return 1 + max(0, self.target.client_retries)
 
     def crashed(self, index: int) -> None:
+        self.met[NO_STUCK_KEY] += 1
         cost, began = self.running.pop(index, (1, self.scheduler.vclock))
         name = self.scheduler.clients[index].name
         self.hits.append(
@@ -171,6 +177,13 @@ class RateLimiterMachine(ScheduledMachine):
         else:
             hit = Hit(len(self.hits) + 1, name, cost, began, now, bool(outcome.value), weight)
         self.hits.append(hit)
+        if lost:
+            self.met[NO_STUCK_KEY] += 1
+        if self._skewed() or not any(c.read_wall_clock for c in self.scheduler.clients[: self.workers]):
+            self.met[CLOCK_SKEW_SAFE] += 1  # skewed, or no skew can matter to it (it reads no wall clock)
+        if hit.outcome is True and self.running:
+            for prop in OVER_ADMISSION_PROPERTIES:
+                self.met[prop] += 1
         if hit.outcome is True:
             self.judge_admitted(hit)
         elif hit.outcome is False or hit.error:

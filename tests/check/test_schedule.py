@@ -41,7 +41,13 @@ def test_a_failure_still_being_shrunk_when_the_budget_ends_is_reported(contend_t
 
 @pytest.mark.parametrize(
     ("name", "family"),
-    [("token", "lock"), ("lua", "registry"), ("single_flight", "single_flight"), ("list_queue", "queue")],
+    [
+        ("token", "lock"),
+        ("lua", "registry"),
+        ("single_flight", "single_flight"),
+        ("list_queue", "queue"),
+        ("fixed_window", "rate_limiter"),
+    ],
 )
 def test_a_pass_names_each_claimed_property_whose_situation_never_arose(contend_target, ns, name, family):
     """One or two examples (seed fixed) of a correct implementation do not meet every situation a
