@@ -35,6 +35,9 @@ class Case:
     module: str
     kind: str
     masters: int = 0
+    #: What it claims beyond its kind's defaults, and what it does not (a token bucket: not
+    #: fixed-window), as the test suite gives them.
+    claims: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
 
     @property
     def name(self) -> str:
@@ -42,6 +45,8 @@ class Case:
 
     def arguments(self) -> list[str]:
         extra = ["--masters", str(self.masters)] if self.masters else []
+        extra += [arg for prop in self.claims[0] for arg in ("--claim", prop)]
+        extra += [arg for prop in self.claims[1] for arg in ("--no-claim", prop)]
         return ["--impl", f"{self.module}:make", "--kind", self.kind, *extra]
 
 
@@ -53,8 +58,12 @@ def correct_cases() -> list[Case]:
         name: importlib.import_module(f"tests.fixtures.{name}")
         for name in ("foreign", "async_foreign", "masters")
     }
+    claims = getattr(fixtures["foreign"], "LIMITER_CLAIMS", {})
     return [
-        *(Case(f"tests.fixtures.foreign.{m}", family_label(kind)) for m, kind in fixtures["foreign"].CORRECT),
+        *(
+            Case(f"tests.fixtures.foreign.{m}", family_label(kind), claims=claims.get(m, ((), ())))
+            for m, kind in fixtures["foreign"].CORRECT
+        ),
         *(Case(f"tests.fixtures.async_foreign.{m}", "lock") for m in fixtures["async_foreign"].CORRECT),
         *(Case(f"tests.fixtures.masters.{m}", "lock", masters=3) for m in fixtures["masters"].CORRECT),
     ]
