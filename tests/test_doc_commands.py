@@ -284,6 +284,8 @@ NOT_RUN: dict[str, str] = {
     ".venv/bin/python -m contend.benchmarks.faults --every-correct --runs 20 --max-examples 50 --hogs 2": MEASURE,
     ".venv/bin/python -m contend.benchmarks.impl_times --runs 5 --contend ../before/.venv/bin/contend --contend "
     ".venv/bin/contend": PLACEHOLDER.format(what="second checkout (../before) to compare with"),
+    ".venv/bin/python -m contend.benchmarks.impl_times --runs 3 --contend ../before39/.venv/bin/contend --contend "
+    ".venv/bin/contend": PLACEHOLDER.format(what="second checkout (../before39) to compare with"),
     f"{C} hunt --only transfer_no_watch --only transfer_watch_some --only audit_separate_reads --runs 20": MEASURE,
     f"{C} redlock --runs 10 --max-examples 1000": MEASURE,
     ".venv/bin/python -m contend.benchmarks.faults --runs 20": MEASURE,
