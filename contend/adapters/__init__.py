@@ -1,4 +1,4 @@
-"""Adapters: the Python Redis lock libraries people use, behind contend's lock protocol.
+"""Adapters: the Python Redis libraries people use, behind contend's protocols.
 
 One module per library, each a factory `factory(client, key, ttl_ms)` that uses
 the library's own API the way its documentation says (its own sleep, blocking

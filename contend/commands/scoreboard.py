@@ -1,4 +1,4 @@
-"""`contend scoreboard`: which Python Redis lock libraries keep their promises."""
+"""`contend scoreboard`: which Python Redis libraries (locks, semaphores, queues, rate limiters) keep their promises."""
 
 from __future__ import annotations
 

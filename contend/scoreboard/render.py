@@ -116,7 +116,7 @@ def blocks(board: Scoreboard, command: str) -> list[Block]:
     """The whole written report."""
     mode = "quick (fewer examples)" if board.quick else "full"
     out: list[Block] = [
-        Heading("contend scoreboard: Python Redis lock libraries", 1),
+        Heading("contend scoreboard: Python Redis locks, queues and rate limiters", 1),
         Para(
             f"Made with contend {__version__} on {board.server}, Python {platform.python_version()}, "
             f"{mode} run, {board.seconds:.0f} s in all: `{command}`. Each library runs unmodified "
