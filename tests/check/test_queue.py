@@ -22,11 +22,14 @@ def run(name: str, target, ns, checks=(), **options):
     return row
 
 
-def test_the_quick_checks_pass_correct_queues_and_catch_a_racy_take(contend_target, ns):
+def test_the_quick_checks_pass_correct_queues_and_the_search_catches_a_racy_take(contend_target, ns):
+    """The burst's threads race in real time, so whether they meet peek_take_queue's window is
+    up to the machine (CI missed it once, at load 4): the racy take is caught by the schedule
+    search instead, which forces the interleaving (seed fixed)."""
     for name in ("list_queue", "stream_queue"):
         row = run(name, contend_target, ns, ["model", "burst", "unknown-ack", "bad-input"])
         assert row.verdict == "pass", {r.check: r.detail for r in row.results}
-    row = run("peek_take_queue", contend_target, ns, ["burst"])
+    row = run("peek_take_queue", contend_target, ns, ["schedule"], seed=0)
     assert row.verdict == "caught" and {r.prop for r in row.failed} == {catalog.NO_DOUBLE_DELIVERY}
 
 
