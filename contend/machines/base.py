@@ -276,7 +276,8 @@ class ScheduledMachine(RuleBasedStateMachine):
         if client.status not in (Status.IDLE, Status.CRASHED):  # a planned crash ends it too
             whose = ", ".join(f"{name} {n}" for name, n in taken.most_common())
             states = ", ".join(
-                f"{c.name} {c.status.value}" for c in self.scheduler.clients if self._runs_for(c.index, index)
+                f"{self.scheduler.clients[i].name} {self.scheduler.clients[i].status.value}"
+                for i in self.scheduler.own_clients(index)
             )
             self.fail(
                 PROGRESS,
@@ -297,8 +298,7 @@ class ScheduledMachine(RuleBasedStateMachine):
                 return taken
             # Only its own clients count: another one ready to send, paused, must not keep the
             # clock from jumping while this one sleeps (in a retry, or in the join of its thread).
-            own = [c.index for c in self.scheduler.clients if self._runs_for(c.index, index)]
-            ready = self.scheduler.runnable(among=own)
+            ready = self.scheduler.runnable(among=self.scheduler.own_clients(index))
             if not ready:
                 return taken
             who = index if index in ready else ready[0]
@@ -307,15 +307,6 @@ class ScheduledMachine(RuleBasedStateMachine):
             taken[self.scheduler.clients[who].name] += 1
             self._after_progress(who)
         return taken
-
-    def _runs_for(self, candidate: int, index: int) -> bool:
-        """Is client `candidate` client `index`, or a thread its code started (at any depth)?"""
-        client: Any = self.scheduler.clients[candidate]
-        while client is not None:
-            if client.index == index:
-                return True
-            client = client.parent
-        return False
 
     #: time.monotonic() of the first violation any machine of the run found (set by a caller
     #: that wants to know how long the search took before shrinking: a one-element list)

@@ -298,13 +298,17 @@ class Scheduler:
     def idle(self, index: int) -> bool:
         return self.clients[index].status in (Status.IDLE, Status.CRASHED, Status.ENDED)
 
+    def own_clients(self, index: int) -> list[int]:
+        """Client `index` and the threads its code started (at any depth), in client order."""
+        return sorted([index, *(c.index for c in descendants(self.clients[index]))])
+
     def next_alone(self, index: int) -> int | None:
         """The client to step to run client `index` on alone (it, or a thread its code started),
         every other client paused: the clock jumps to its own next wake-up, even while a paused
         client is ready to send. None once its operation has ended or none of them can run."""
         if self.idle(index):
             return None
-        ready = self.runnable(among=[index, *(c.index for c in descendants(self.clients[index]))])
+        ready = self.runnable(among=self.own_clients(index))
         if not ready:
             return None
         return index if index in ready else ready[0]
