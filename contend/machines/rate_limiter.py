@@ -88,6 +88,10 @@ class RateLimiterMachine(ScheduledMachine):
         for index in range(self.clients):
             self.limiters[index] = type(self).factory(self.connections[index], self.key, LIMIT, WINDOW_MS)
 
+    def reads_wall_clock(self) -> bool:
+        """Has the limiter's code read a worker's wall clock (time.time)? Then skew matters to it."""
+        return any(c.read_wall_clock for c in self.scheduler.clients[: self.workers])
+
     def idle_workers(self) -> list[int]:
         return [i for i in range(self.workers) if self.scheduler.clients[i].status is Status.IDLE]
 
@@ -120,9 +124,7 @@ class RateLimiterMachine(ScheduledMachine):
         seconds = share * self.window
         self.scheduler.advance(seconds, note=f"{seconds:g} s pass")
 
-    @precondition(
-        lambda self: self.skews < 2 and any(c.read_wall_clock for c in self.scheduler.clients[: self.workers])
-    )
+    @precondition(lambda self: self.skews < 2 and self.reads_wall_clock())
     @rule(client=st.integers(0, 2), share=st.sampled_from(SKEWS), ahead=st.booleans())
     def skew_clock(self, client: int, share: float, ahead: bool) -> None:
         """One worker's wall clock jumps by half a window or a whole one (only once the limiter's
@@ -179,7 +181,7 @@ class RateLimiterMachine(ScheduledMachine):
         self.hits.append(hit)
         if lost:
             self.met[NO_STUCK_KEY] += 1
-        if self._skewed() or not any(c.read_wall_clock for c in self.scheduler.clients[: self.workers]):
+        if self._skewed() or not self.reads_wall_clock():
             self.met[CLOCK_SKEW_SAFE] += 1  # skewed, or no skew can matter to it (it reads no wall clock)
         if hit.outcome is True and self.running:
             for prop in OVER_ADMISSION_PROPERTIES:
