@@ -8,6 +8,10 @@ how many runs were over `--limit` seconds. Give `--contend` twice (e.g. an older
 `contend` and this one's) to compare: the commands take turns run by run, so both see the same
 machine, and each line ends with the ratio of the medians to the first command's. Run it from the
 repository's root (the fixtures are its tests').
+
+`--mutants` takes instead every mutant of the faults benchmark (`python -m
+contend.benchmarks.faults`), run `--runs` times with the seeds 1, 2, ...: each run must catch the
+mutant for a property its defect breaks, and the lines count the catches.
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ class Case:
     #: What it claims beyond its kind's defaults, and what it does not (a token bucket: not
     #: fixed-window), as the test suite gives them.
     claims: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    #: The properties its defect breaks, one of which a run must fail to catch it (empty: correct).
+    broken: frozenset[str] = frozenset()
 
     @property
     def name(self) -> str:
@@ -50,15 +56,36 @@ class Case:
         return ["--impl", f"{self.module}:make", "--kind", self.kind, *extra]
 
 
+def _limiter_claims() -> dict[str, tuple[tuple[str, ...], tuple[str, ...]]]:
+    sys.path.insert(0, str(Path.cwd()))
+    return getattr(importlib.import_module("tests.fixtures.foreign"), "LIMITER_CLAIMS", {})
+
+
+def mutant_cases() -> list[Case]:
+    """Every mutant of the faults benchmark, with the properties it must be caught for."""
+    from contend.benchmarks.faults import MUTANTS
+
+    claims = _limiter_claims()
+    return [
+        Case(
+            f"tests.fixtures.{m.module}",
+            family_label(m.kind),
+            masters=m.masters,
+            claims=claims.get(m.module.rpartition(".")[2], ((), ())),
+            broken=m.broken,
+        )
+        for m in MUTANTS
+    ]
+
+
 def correct_cases() -> list[Case]:
     """Every correct implementation the test suite names (the CORRECT lists of tests/fixtures'
     foreign, async_foreign and masters), read from the repository the command runs in."""
-    sys.path.insert(0, str(Path.cwd()))
+    claims = _limiter_claims()
     fixtures = {
         name: importlib.import_module(f"tests.fixtures.{name}")
         for name in ("foreign", "async_foreign", "masters")
     }
-    claims = getattr(fixtures["foreign"], "LIMITER_CLAIMS", {})
     return [
         *(
             Case(f"tests.fixtures.foreign.{m}", family_label(kind), claims=claims.get(m, ((), ())))
@@ -86,14 +113,16 @@ class Timing:
         return max(self.seconds) if self.seconds else float("nan")
 
 
-def run_one(contend: list[str], case: Case) -> tuple[float, str, str]:
-    """Seconds of the whole command, its verdict ("pass", or the failed checks), and its message
-    when it refused the implementation (exit 2)."""
+def run_one(contend: list[str], case: Case, seed: int | None = None) -> tuple[float, str, str]:
+    """Seconds of the whole command, its verdict ("pass", "caught" for a mutant caught for a
+    property its defect breaks, or the failed checks), and its message when it refused the
+    implementation (exit 2). `seed`: the command's `--seed`, or its own default."""
+    seeded = ["--seed", str(seed)] if seed is not None else []
     with tempfile.TemporaryDirectory() as folder:
         report = Path(folder) / "check.json"
         start = time.perf_counter()
         done = subprocess.run(
-            [*contend, "check", *case.arguments(), "--json", str(report), "-q"],
+            [*contend, "check", *case.arguments(), *seeded, "--json", str(report), "-q"],
             capture_output=True,
             text=True,
         )
@@ -101,21 +130,28 @@ def run_one(contend: list[str], case: Case) -> tuple[float, str, str]:
         if done.returncode == 2 or not report.exists():
             lines = (done.stderr or done.stdout).strip().splitlines()
             return seconds, "refused", lines[-1] if lines else f"exit {done.returncode}"
-        return seconds, verdict(json.loads(report.read_text())), ""
+        return seconds, verdict(json.loads(report.read_text()), case.broken), ""
 
 
-def verdict(document: dict) -> str:
-    """The verdict: "pass", or the row's verdict and the checks that did not pass, from `contend check --json`."""
+def verdict(document: dict, broken: frozenset[str] = frozenset()) -> str:
+    """The verdict from `contend check --json`: "pass"; "caught" when a check failed for one of
+    `broken` (a mutant's properties); else the row's verdict and the checks that did not pass."""
     (row,) = document["implementations"]
     if row["verdict"] == "pass":
         return "pass"
-    others = [f"{c['check']} {c['status']}" for c in row["checks"] if c["status"] != "pass"]
+    failed = [c for c in row["checks"] if c["status"] != "pass"]
+    if any(c.get("property") in broken for c in failed):
+        return "caught"
+    others = [f"{c['check']} {c['status']}" for c in failed]
     return f"{row['verdict']}: {', '.join(others)}"
 
 
-def measure(commands: list[list[str]], cases: list[Case], runs: int) -> dict[Case, list[Timing]]:
+def measure(
+    commands: list[list[str]], cases: list[Case], runs: int, seeded: bool = False
+) -> dict[Case, list[Timing]]:
     """Every case `runs` times with every command, the commands taking turns; a command that
-    refused a case is not asked again. Progress goes to stderr, one line a run."""
+    refused a case is not asked again. `seeded`: run N gets `--seed N`. Progress goes to stderr,
+    one line a run."""
     timings = {case: [Timing() for _ in commands] for case in cases}
     for run in range(runs):
         for case in cases:
@@ -123,7 +159,7 @@ def measure(commands: list[list[str]], cases: list[Case], runs: int) -> dict[Cas
                 timing = timings[case][index]
                 if timing.refused:
                     continue
-                seconds, said, message = run_one(command, case)
+                seconds, said, message = run_one(command, case, run + 1 if seeded else None)
                 if said == "refused":
                     timing.refused = message
                     print(
@@ -149,8 +185,9 @@ def line(case: Case, timings: list[Timing], limit: float) -> str:
             continue
         verdicts = sorted(set(timing.verdicts))
         over = sum(1 for s in timing.seconds if s > limit)
+        wanted = "caught" if case.broken else "pass"
         parts.append(
-            f"{'/'.join(verdicts)} {timing.verdicts.count('pass')}/{len(timing.verdicts)}"
+            f"{'/'.join(verdicts)} {timing.verdicts.count(wanted)}/{len(timing.verdicts)}"
             f"  median {timing.median:5.1f} s  worst {timing.worst:5.1f} s  over {limit:g} s: {over}"
         )
     base = timings[0]
@@ -181,12 +218,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--limit", type=float, default=30.0, help="count the runs longer than this (default 30 s)"
     )
+    parser.add_argument(
+        "--mutants",
+        action="store_true",
+        help="the faults benchmark's mutants instead, run N with --seed N: each run must catch its "
+        "mutant for a property its defect breaks",
+    )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error(f"--runs must be at least 1, not {args.runs}")
     if not Path("tests/fixtures/foreign").is_dir():
         parser.error("run it from the repository's root: the implementations are tests/fixtures/*")
-    every = correct_cases()
+    every = mutant_cases() if args.mutants else correct_cases()
     cases = [c for c in every if not args.only or c.name in args.only]
     unknown = sorted(set(args.only or ()) - {c.name for c in every})
     if unknown:
@@ -202,17 +245,22 @@ def main(argv: list[str] | None = None) -> int:
             f"--contend {missing[0]!r}: no such program (give the path of a contend, or a command that runs one)"
         )
     started = time.perf_counter()
-    timings = measure(commands, cases, args.runs)
+    timings = measure(commands, cases, args.runs, seeded=args.mutants)
     for index, command in enumerate(commands):
         print(f"[{index + 1}] {shlex.join(command)}")
     for case in cases:
         print(line(case, timings[case], args.limit))
-    alarms = [case.name for case in cases for t in timings[case] if any(v != "pass" for v in t.verdicts)]
+    wrong = [
+        case.name
+        for case in cases
+        for t in timings[case]
+        if any(v != ("caught" if case.broken else "pass") for v in t.verdicts)
+    ]
     print(
         f"{len(cases)} implementation(s) x {args.runs} run(s) in {time.perf_counter() - started:.0f} s; "
-        f"false alarms: {', '.join(sorted(set(alarms))) or 'none'}"
+        f"{'runs not caught' if args.mutants else 'false alarms'}: {', '.join(sorted(set(wrong))) or 'none'}"
     )
-    return 1 if alarms else 0
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

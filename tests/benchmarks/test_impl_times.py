@@ -50,3 +50,27 @@ def test_a_contend_command_that_does_not_exist_is_refused_before_anything_runs(c
         impl_times.main(["--contend", "/no/such/contend", "--only", "foreign.flight"])
     assert exit_.value.code == 2
     assert "--contend '/no/such/contend': no such program" in capsys.readouterr().err
+
+
+def test_a_mutant_is_caught_only_by_a_failure_for_a_property_its_defect_breaks():
+    broken = frozenset({"progress"})
+    failed = {"verdict": "FAIL", "checks": [{"check": "schedule", "status": "fail", "property": "progress"}]}
+    assert verdict({"implementations": [failed]}, broken) == "caught"
+    other = {
+        "verdict": "FAIL",
+        "checks": [{"check": "burst", "status": "fail", "property": "mutual-exclusion"}],
+    }
+    assert verdict({"implementations": [other]}, broken) == "FAIL: burst fail"
+    assert verdict(document("pass", {"schedule": "pass"}), broken) == "pass"
+
+
+def test_the_mutants_are_the_faults_benchmarks_with_their_claims():
+    from contend.benchmarks.faults import MUTANTS
+
+    cases = impl_times.mutant_cases()
+    assert [c.module for c in cases] == [f"tests.fixtures.{m.module}" for m in MUTANTS]
+    assert all(c.broken for c in cases)
+    log = next(c for c in cases if c.name == "foreign.client_clock_log")
+    assert "--claim" in log.arguments() and "sliding-log" in log.arguments()
+    caught = Timing(seconds=[3.0], verdicts=["caught"])
+    assert "caught 1/1" in line(log, [caught], limit=30.0)
