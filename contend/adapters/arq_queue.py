@@ -25,9 +25,10 @@ seconds. No nack and no extend: arq offers a consumer neither.
 
 What cannot be judged so: arq runs a job's timeout (`asyncio.wait_for(job, job_timeout)`) on the
 worker's loop, which runs here only while its consumer is in an operation, so a job that overruns
-is failed at its consumer's next operation rather than at `job_timeout`; and arq reads the real
-clock (`from time import time`, bound before contend's scheduler), so jobs put within one real
-millisecond are ordered by id and a replayed schedule may deliver them in another order.
+is failed at its consumer's next operation rather than at `job_timeout`. arq reads the wall clock
+by a name it imported (`from time import time`): contend binds that name to the scheduler's clock
+while it runs (contend.schedule.wall_clock), so the scores, and the order of jobs put in the same
+millisecond, are those of the schedule.
 """
 
 from __future__ import annotations

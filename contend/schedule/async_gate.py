@@ -1,8 +1,10 @@
 """The gate for `redis.asyncio`: the same steps as the synchronous gate, for async code.
 
 Each scheduled client runs in a thread of its own (as for synchronous code) with an
-event loop of its own, `VirtualClockLoop`, which lives as long as the client: its
-connections belong to that loop. A client's coroutine runs on its loop; when it
+event loop of its own, `VirtualClockLoop` (contend.schedule.event_loop), which lives as
+long as the client: its connections belong to that loop, and a reply it is owed, or a
+connect, is waited for before another of its tasks runs (`read_response` below notes
+which reads are owed). A client's coroutine runs on its loop; when it
 reaches a round trip, the patched `send_packed_command` hands the baton back to the
 scheduler *synchronously*, so the client's whole loop stands still until its next
 turn. Only one client runs at any moment, and the same choices give the same outcome.
@@ -178,6 +180,30 @@ async def _gated_send(self: Any, command: Any, check_health: bool = True) -> Non
 
 
 async def _recorded_read(self: Any, *args: Any, **kwargs: Any) -> Any:
+    owed = _owed_on_loop(self, args, kwargs)
+    try:
+        return await _record_read(self, *args, **kwargs)
+    finally:
+        if owed is not None:
+            owed.pop(id(self), None)
+
+
+def _owed_on_loop(conn: Any, args: Any, kwargs: Any) -> dict[int, Any] | None:
+    """In a scheduled client's loop, note that `conn` waits for a reply the server owes (not a
+    pub/sub wait, which passes a timeout or push_request): the loop waits for it before it runs
+    another task (contend.schedule.event_loop). The loop's book of owed reads, or None."""
+    if current() is None:
+        return None
+    timeout = kwargs.get("timeout", args[1] if len(args) > 1 else None)
+    if timeout is not None or kwargs.get("push_request"):
+        return None
+    owed: dict[int, Any] | None = getattr(asyncio.get_running_loop(), "owed_reads", None)
+    if owed is not None:
+        owed[id(conn)] = conn
+    return owed
+
+
+async def _record_read(self: Any, *args: Any, **kwargs: Any) -> Any:
     client = _scheduled()
     lost = getattr(self, "_contend_lost", None)
     if lost is not None:

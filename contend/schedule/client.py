@@ -12,12 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from contend.schedule.event_loop import VirtualClockLoop
 from contend.schedule.gating import (
     REAL_EVENT_WAIT,
     CancelAt,
     LostReply,
     SchedulerView,
-    VirtualClockLoop,
     bind,
     is_script_run,
 )

@@ -249,14 +249,3 @@ class CancelAt(enum.Enum):
     BEFORE_SEND = "before its command is sent"
     AFTER_SEND = "after its command is sent, while it awaits the reply"
     SLEEPING = "while it sleeps between round trips"
-
-
-class VirtualClockLoop(asyncio.SelectorEventLoop):
-    """A client's event loop whose clock is the scheduler's virtual monotonic clock."""
-
-    def __init__(self, client: GatedClient) -> None:
-        super().__init__()
-        self._contend_client = client
-
-    def time(self) -> float:
-        return self._contend_client.scheduler.monotonic()

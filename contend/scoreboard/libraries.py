@@ -52,9 +52,6 @@ ARQ_QUEUE = Library(
         ),
         Quote("cancelled, will be run again", "arq/worker.py (Worker.run_job)"),
     ),
-    may_be_inconclusive="arq reads the real clock (`from time import time`, imported by name before "
-    "contend's scheduler patches time.time): jobs put within one real millisecond are ordered by id, so "
-    "a replayed schedule may deliver them in another order",
 )
 
 #: arq's job uniqueness (issue 42), read as a lock whose key is the job id (see the adapter).
@@ -80,13 +77,6 @@ ARQ_UNIQUE = Library(
             "arq/connections.py (ArqRedis.enqueue_job)",
         ),
     ),
-    may_be_inconclusive="the schedule check ended inconclusive in about one run in three (Hypothesis's "
-    "FlakyStrategyDefinition: the same schedule behaved differently); the cause is not pinned down. "
-    "Searches of 60 examples: flaky on 2 seeds of 8 without the machine's cancellations, on 2 of 8 "
-    "with arq's clock made virtual as well, on none of 4 with a blocking acquire made a single try "
-    "(and none of 4 for a lease-less asyncio lock that polls as this adapter does). In one pair of "
-    "runs of the same example, the two parted right after a lost reply to enqueue_job's WATCH (where "
-    "redis-py disconnects a watching pipeline)",
 )
 
 OTHER_ROWS: tuple[Library, ...] = (
