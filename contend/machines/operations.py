@@ -71,6 +71,7 @@ class OperationsMachine(ScheduledMachine):
     reruns: ClassVar[dict[tuple[str, str], ReRunSpec]] = {}
     #: What an example the machine could not judge leaves unjudged (contend.check.schedule says it).
     unjudged_property = LINEARIZABLE
+    situations: ClassVar[dict[str, str]] = {LINEARIZABLE: "two operations under way at once"}
 
     def __init__(self, target: Target, **kwargs: Any) -> None:
         #: The check's namespace (each example's is one below it), where the re-run runs.
@@ -81,6 +82,8 @@ class OperationsMachine(ScheduledMachine):
         self.clock = itertools.count(1)
         self.begun = 0
         self.client_of: dict[int, str] = {}  # process -> the client that ran its operation
+        #: Did two operations of this example overlap (one began while another was under way)?
+        self.overlapped = False
         super().__init__(target, **kwargs)
 
     @precondition(lambda self: bool(self.idle_workers()))
@@ -115,6 +118,7 @@ class OperationsMachine(ScheduledMachine):
         """Client `index` starts `name(*args)` on an object the factory makes anew (recorded)."""
         make, conn, where = type(self).factory, self.conn_of[index], self.ns.prefix
         process = next(self.processes)
+        self.overlapped = self.overlapped or bool(self.pending)
         self.pending[index] = (process, name, args)
         self.client_of[process] = self.scheduler.clients[index].name
         self.records.append(Record(process, "invoke", name, value=args, time=next(self.clock)))
@@ -198,6 +202,8 @@ class OperationsMachine(ScheduledMachine):
         try:
             verdict = check_history(self.records, SpecModel(spec), timeout=SEARCH_SECONDS)
             if verdict.outcome is Linearizability.LINEARIZABLE:
+                if self.overlapped:
+                    self.met[LINEARIZABLE] += 1
                 return
             if verdict.outcome is Linearizability.UNKNOWN:
                 if self.unjudged is not None:

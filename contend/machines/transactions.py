@@ -41,8 +41,8 @@ from __future__ import annotations
 import re
 import threading
 import time
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import redis
 from hypothesis import strategies as st
@@ -105,6 +105,8 @@ class Operation:
     status: str = "running"  # running, ok, raised, maybe (indeterminate or crashed)
     value: Any = None
     crashed: bool = False
+    #: The operations under way at some moment while this one was (their names).
+    beside: set[str] = field(default_factory=set)
 
 
 class TransactionMachine(ScheduledMachine):
@@ -112,6 +114,11 @@ class TransactionMachine(ScheduledMachine):
     claims: frozenset[str] = frozenset({SERIALIZABLE, CONSISTENT_AUDIT, APPLIES_ONCE})
     anchor = ("bank",)
     essential_rules = frozenset({"begin", "advance"})  # swarm testing never turns them off
+    situations: ClassVar[dict[str, str]] = {
+        SERIALIZABLE: "two transactions under way at once",
+        CONSISTENT_AUDIT: "an audit under way beside a transfer",
+        APPLIES_ONCE: "a transfer cut off by a lost reply or a crash",
+    }
 
     def __init__(self, target: Target, **kwargs: Any) -> None:
         self.operations: list[Operation] = []
@@ -233,6 +240,9 @@ class TransactionMachine(ScheduledMachine):
             move = (ACCOUNTS[src], ACCOUNTS[(src + offset) % len(ACCOUNTS)], amount)
             op = Operation(name, index, f"{name} transfer{move}", move)
             call = lambda: bank.transfer(*move)  # noqa: E731
+        for other in self.running.values():
+            other.beside.add(op.name)
+            op.beside.add(other.name)
         self.operations.append(op)
         self.running[index] = op
         self.start(index, call, op.label)
@@ -340,6 +350,9 @@ class TransactionMachine(ScheduledMachine):
             op.status, op.value = "ok", outcome.value
         self.check_graph()
         if op.move is None and op.status == "ok" and CONSISTENT_AUDIT in self.claims:
+            transfers = {o.name for o in self.operations if o.move is not None}
+            if op.beside & transfers:
+                self.met[CONSISTENT_AUDIT] += 1
             seen = {str(k): int(v) for k, v in dict(op.value).items()}
             if (problem := explain_audit(dict.fromkeys(ACCOUNTS, OPENING), seen)) and not self.broken_audit:
                 # Reported once the operations in flight have ended, unless the graph has a cycle
@@ -377,6 +390,8 @@ class TransactionMachine(ScheduledMachine):
                 f"{cycle.describe()}; the operations: " + ", ".join(ops[n] for n in involved),
             )
         self._unplaced = judged.unplaced
+        if any(op.beside for op in self.operations):
+            self.met[SERIALIZABLE] += 1
         return judged
 
     def _crash_named(self, judged: Judgement | None, problem: str) -> str:
@@ -428,6 +443,8 @@ class TransactionMachine(ScheduledMachine):
         maybe = [o.move for o in self.operations if o.move and o.status in ("maybe", "running")]
         if problem := explain_final(dict.fromkeys(ACCOUNTS, OPENING), done, maybe, final):
             self.fail(APPLIES_ONCE, self._crash_named(judged, problem))
+        if maybe:
+            self.met[APPLIES_ONCE] += 1
 
     def teardown(self) -> None:
         try:

@@ -25,6 +25,17 @@ def test_a_correct_primitive_passes(module, contend_target):
     assert [r.check for r in row.results] == ["schedule"]
 
 
+def test_one_example_without_two_operations_at_once_is_not_exercised_and_says_so(contend_target):
+    """Linearizability is only tested where operations overlap: the first example (seed fixed) ran
+    them one at a time, and the pass says the situation never arose; two examples meet it."""
+    impl = f"{FIXTURES}.stock_script:make"
+    (row,) = check_operations(impl, contend_target, schedule_examples=1, seed=0)
+    (result,) = row.results
+    assert result.not_exercised == {LINEARIZABLE: "two operations under way at once"}
+    (row,) = check_operations(impl, contend_target, schedule_examples=2, seed=0)
+    assert row.results[0].not_exercised == {}
+
+
 def test_a_model_is_used_instead_of_the_re_run(contend_target):
     from tests.fixtures.operations.stock_script import StockModel, make
 

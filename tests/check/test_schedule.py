@@ -47,6 +47,7 @@ def test_a_failure_still_being_shrunk_when_the_budget_ends_is_reported(contend_t
         ("single_flight", "single_flight"),
         ("list_queue", "queue"),
         ("fixed_window", "rate_limiter"),
+        ("bank_watch", "transaction"),
     ],
 )
 def test_a_pass_names_each_claimed_property_whose_situation_never_arose(contend_target, ns, name, family):
