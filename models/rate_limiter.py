@@ -18,7 +18,9 @@ clock), and a hit took effect at one instant between its `began` and its `ended`
   (any outcome, any time in the window before it, resends counted as many times as they may have
   been applied) leaves room for its cost. Every algorithm has room back then: a fixed window that
   holds this hit started less than a window ago, a log counts the last window only, and a bucket
-  holds at least `limit` minus what was taken in the last window.
+  holds at least `limit` minus what was taken in the last window. A limiter that claims a token
+  bucket and no window is judged by the bucket's own rule (`refusal_rule`): a refused hit takes
+  no token, and the refill since the bucket was last full counts.
 
 `slack` widens every bound by the rounding a correct limiter may do (whole milliseconds, a float
 emission interval). A hit whose outcome is unknown (its reply lost, its client crashed) is never
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from contend.models.base import UNKNOWN, Op
 
@@ -170,8 +172,21 @@ def _fixed(hits: Sequence[Hit], admitted: Sequence[Hit], lim: Limits, new: Hit |
     return None
 
 
-def refused_with_room(hit: Hit, hits: Sequence[Hit], lim: Limits) -> str | None:
-    """Evidence that `hit` (refused, or raising with no reply lost) was refused with room for it."""
+def refusal_rule(claims: frozenset[str] | set[str]) -> str:
+    """The false-refusal rule for a limiter claiming `claims` (catalog property names): the token
+    bucket's when it claims a bucket and no window, else the envelope every algorithm meets."""
+    if TOKEN_BUCKET in claims and not claims & {FIXED_WINDOW, SLIDING_LOG}:
+        return TOKEN_BUCKET
+    return FIXED_WINDOW
+
+
+def refused_with_room(
+    hit: Hit, hits: Sequence[Hit], lim: Limits, algorithm: str = FIXED_WINDOW
+) -> str | None:
+    """Evidence that `hit` (refused, or raising with no reply lost) was refused with room for it:
+    by the bucket's own rule for `token-bucket` (`refusal_rule`), else by the envelope."""
+    if algorithm == TOKEN_BUCKET:
+        return _bucket_refused(hit, hits, lim)
     since = hit.began - lim.window - lim.slack
     counted = [h for h in hits if h.number != hit.number and h.ended > since and h.began < hit.ended]
     # The hit itself may have been applied before the try that answered (a command resent).
@@ -183,6 +198,53 @@ def refused_with_room(hit: Hit, hits: Sequence[Hit], lim: Limits) -> str | None:
         f"{hit.describe()} {what}, yet hits that could count against it in the {lim.window:g} s before "
         f"it used {used} of {lim.limit}" + (f": {_listing(counted)}" if counted else " (there were none)")
     )
+
+
+def _bucket_refused(hit: Hit, hits: Sequence[Hit], lim: Limits) -> str | None:
+    """A token bucket (GCRA too) takes nothing for a refused hit, and a bucket of `limit` refilled
+    at `limit` per window, full when the first hit came (a fresh key, as the history is whole),
+    holds at any time at least what `_least_holding` says. A refusal is false when that least
+    holding covers
+    the hit's cost at every moment of the hit, counting every hit that may have taken from the
+    bucket by then: admitted or of unknown outcome, as many times as it may have been applied,
+    and refused ones (the hit itself too) once for each resend that may have been applied before
+    the try that refused."""
+    others = [h for h in hits if h.number != hit.number]
+    takers = [h for h in others if h.outcome is not False]
+    # A refused hit took nothing in the try that answered, but each resend before it may have:
+    # other refused hits, and the hit itself.
+    takers += [replace(h, weight=h.weight - 1) for h in others if h.outcome is False and h.weight > 1]
+    if hit.weight > 1:
+        takers.append(replace(hit, number=-hit.number, weight=hit.weight - 1))
+    rate = lim.limit / lim.window
+    moments = [hit.began, *sorted({h.began for h in takers if hit.began < h.began <= hit.ended})]
+    start = min(h.began for h in [*hits, hit])
+    least = min(_least_holding(t, takers, lim, rate, start) for t in moments)
+    if least + 1e-9 < hit.cost:
+        return None
+    what = f"raised {hit.error}" if hit.error else "was refused"
+    counted = [h for h in takers if h.began <= hit.ended and h.ended > hit.began - lim.window]
+    return (
+        f"{hit.describe()} {what}, yet a bucket of {lim.limit} refilled at {lim.limit} per {lim.window:g} s "
+        f"held at least {least:.2f} at every moment of it, counting every hit that could have taken from "
+        f"it (a refused hit takes nothing)" + (f": {_listing(counted)}" if counted else " (there were none)")
+    )
+
+
+def _least_holding(t: float, takers: Sequence[Hit], lim: Limits, rate: float, start: float) -> float:
+    """The least a token bucket, full at `start` (the first hit on its fresh key), may hold at time
+    t: for the last moment s it was full, `limit` plus the refill since s, less what hits that may
+    have taken in (s, t] took; the least over s, which is `start`, t itself (hits under way at t
+    may have taken just now) or the end of a hit that may have taken (the slack widens each
+    refill by a correct bucket's rounding)."""
+
+    def taken(since: float) -> int:
+        return sum(h.cost * h.weight for h in takers if h.began <= t and h.ended >= since)
+
+    least = float(lim.limit)
+    for s in {start, t, *(h.ended for h in takers if start <= h.ended <= t)}:
+        least = min(least, lim.limit + rate * (t - s + lim.slack) - taken(s))
+    return least
 
 
 @dataclass(frozen=True)
@@ -215,7 +277,8 @@ class RateLimiterModel:
         if outcome is True:
             return over_admitted(nxt.hits, self.limits, self.algorithm) is None, nxt
         if outcome is False:
-            return refused_with_room(hit, nxt.hits, self.limits) is None, nxt
+            rule = TOKEN_BUCKET if self.algorithm == TOKEN_BUCKET else FIXED_WINDOW
+            return refused_with_room(hit, nxt.hits, self.limits, rule) is None, nxt
         return True, nxt
 
     def partition(self, ops: Sequence[Op]) -> list[list[Op]]:

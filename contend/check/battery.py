@@ -32,6 +32,7 @@ from contend.check.framework import (
     CheckResult,
     run_check,
 )
+from contend.check.limiter_lost_reply import LIMITER_LOST_REPLY
 from contend.check.locks import ASYNC_BURST, LOCK_CHECKS
 from contend.check.lost_reply import (
     FLIGHT_LOST_REPLY,
@@ -63,8 +64,9 @@ BATTERIES: dict[str, list[Check]] = {
     "queue": [*QUEUE_CHECKS, SCHEDULE],
     # A user's own primitive: the scheduler's faults, judged against its sequential specification.
     "operations": [SCHEDULE],
-    # Crashes, lost replies, stalls, windows running out and skewed clocks: the state machine's.
-    "rate_limiter": [*RATE_LIMITER_CHECKS, SCHEDULE],
+    # Lost replies with one unit left (the tap); crashes, lost replies, stalls, windows running
+    # out and skewed clocks: the state machine's.
+    "rate_limiter": [*RATE_LIMITER_CHECKS, LIMITER_LOST_REPLY, SCHEDULE],
 }
 #: The checks of async implementations (coroutine methods on redis.asyncio clients): bursts of tasks,
 #: cancellation, bad input, and the family's state machine with async clients (which cancels

@@ -85,7 +85,7 @@ def resent(trips: RoundTrips) -> str:
     )
 
 
-def _count(
+def count_round_trips(
     ctx: CheckContext, extra: list[redis.Redis], run: Callable[[Any], Any], make: Callable[[Any], Any]
 ) -> int:
     """Round trips `run(obj)` makes on a fresh object (twice: the first may load scripts)."""
@@ -175,7 +175,7 @@ def lock_check(ctx: CheckContext) -> str:
         def key(what: str) -> str:
             return ctx.namespace.key("lost", what, next(counter))
 
-        acquiring = _count(
+        acquiring = count_round_trips(
             ctx, extra, lambda lock: lock.acquire(blocking=False), lambda c: _lock(ctx, c, key("n"), ttl)
         )
 
@@ -184,8 +184,8 @@ def lock_check(ctx: CheckContext) -> str:
             lock.acquire(blocking=False)
             return lock
 
-        releasing = _count(ctx, extra, lambda lock: lock.release(), held)
-        extending = _count(ctx, extra, lambda lock: lock.extend(ttl), held) if extendable else 0
+        releasing = count_round_trips(ctx, extra, lambda lock: lock.release(), held)
+        extending = count_round_trips(ctx, extra, lambda lock: lock.extend(ttl), held) if extendable else 0
         tried = 0
         for k in range(1, acquiring + 1):
             tried += _acquire_free(ctx, extra, key("free"), k, acquiring, ttl, bound)
@@ -386,7 +386,9 @@ def registry_check(ctx: CheckContext) -> str:
         def space() -> str:
             return ctx.namespace.child("lost", str(next(made)))
 
-        steps = _count(ctx, extra, lambda reg: reg.register("a"), lambda c: ctx.factory(c, space()))
+        steps = count_round_trips(
+            ctx, extra, lambda reg: reg.register("a"), lambda c: ctx.factory(c, space())
+        )
         for k in range(1, steps + 1):
             _registration(ctx, extra, space(), k, steps)
     return f"the reply to each of {steps} round trip(s) of a registration lost: one id per name, ids 1..n"
@@ -438,7 +440,9 @@ def flight_check(ctx: CheckContext) -> str:
         def key() -> str:
             return ctx.namespace.key("lost-flight", next(made))
 
-        steps = _count(ctx, extra, lambda f: f.call(lambda: 3), lambda c: ctx.factory(c, key(), ttl))
+        steps = count_round_trips(
+            ctx, extra, lambda f: f.call(lambda: 3), lambda c: ctx.factory(c, key(), ttl)
+        )
         for k in range(1, steps + 1):
             _flight(ctx, extra, key(), k, steps, ttl)
     return f"the reply to each of {steps} round trip(s) of a call lost: the next caller got a value"
@@ -491,7 +495,7 @@ def transaction_check(ctx: CheckContext) -> str:
                 obj.open(account, OPENING)
             return obj
 
-        steps = _count(ctx, extra, lambda bank: bank.transfer("a", "b", 30), opened)
+        steps = count_round_trips(ctx, extra, lambda bank: bank.transfer("a", "b", 30), opened)
         opening = dict.fromkeys(ACCOUNTS, OPENING)
         for k in range(1, steps + 1):
             prefix = ctx.namespace.child("lost", str(next(made)))

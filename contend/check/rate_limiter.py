@@ -30,7 +30,7 @@ from contend.impl.catalog import (
     OVER_ADMISSION_PROPERTIES,
     TOKEN_BUCKET,
 )
-from contend.models.rate_limiter import Hit, Limits, over_admitted, refused_with_room
+from contend.models.rate_limiter import Hit, Limits, over_admitted, refusal_rule, refused_with_room
 
 #: The window of the real-time checks (ms): nothing runs out while they run.
 CHECK_WINDOW_MS = 1_000_000_000
@@ -38,7 +38,7 @@ CHECK_WINDOW_MS = 1_000_000_000
 CHECK_LIMIT = 5
 
 
-def _limits(ctx: CheckContext) -> Limits:
+def check_limits(ctx: CheckContext) -> Limits:
     """The checks' limits on the server's clock (seconds since the epoch), so an epoch-aligned
     window's edge falls where the model expects it."""
     seconds, micros = ctx.client().time()
@@ -50,7 +50,7 @@ def _algorithms(ctx: CheckContext) -> list[str]:
     return sorted(OVER_ADMISSION_PROPERTIES & ctx.subject.claims)
 
 
-def _judge(ctx: CheckContext, hits: list[Hit], lim: Limits, hit: Hit, what: str) -> None:
+def judge_hit(ctx: CheckContext, hits: list[Hit], lim: Limits, hit: Hit, what: str) -> None:
     """CheckFailed if `hit`, just ended, breaks a claimed bound or was refused with room."""
     if hit.outcome is True:
         for algorithm in _algorithms(ctx):
@@ -59,12 +59,13 @@ def _judge(ctx: CheckContext, hits: list[Hit], lim: Limits, hit: Hit, what: str)
                     evidence += BUCKET_HINT
                 raise CheckFailed(f"{what}: {evidence}", prop=algorithm)
     elif (
-        NO_FALSE_REFUSAL in ctx.subject.claims and (evidence := refused_with_room(hit, hits, lim)) is not None
+        NO_FALSE_REFUSAL in ctx.subject.claims
+        and (evidence := refused_with_room(hit, hits, lim, refusal_rule(ctx.subject.claims))) is not None
     ):
         raise CheckFailed(f"{what}: {evidence}", prop=NO_FALSE_REFUSAL)
 
 
-def _timed_hit(limiter: Any, cost: int, number: int, client: str) -> Hit:
+def timed_hit(limiter: Any, cost: int, number: int, client: str) -> Hit:
     began = time.time()
     try:
         admitted = limiter.hit(cost)
@@ -74,7 +75,7 @@ def _timed_hit(limiter: Any, cost: int, number: int, client: str) -> Hit:
 
 
 async def _timed_hit_async(limiter: Any, cost: int, number: int, client: str) -> Hit:
-    """`_timed_hit` for a limiter whose hit() is a coroutine (code for redis.asyncio)."""
+    """`timed_hit` for a limiter whose hit() is a coroutine (code for redis.asyncio)."""
     began = time.time()
     try:
         admitted = await awaited(limiter.hit(cost))
@@ -85,7 +86,7 @@ async def _timed_hit_async(limiter: Any, cost: int, number: int, client: str) ->
 
 def _hit_call(people: Crowd, limiter: Any, cost: int, number: int, client: str) -> Callable[[], Any]:
     """One timed hit as the crowd runs it: a coroutine for async code, a plain call otherwise."""
-    timed = _timed_hit_async if people.asynchronous else _timed_hit
+    timed = _timed_hit_async if people.asynchronous else timed_hit
     return functools.partial(timed, limiter, cost, number, client)
 
 
@@ -96,7 +97,7 @@ def limiter_model_check(ctx: CheckContext) -> str:
     """On fresh keys, one client: `limit` hits admitted, the next refused; hit(limit + 1) refused
     and hit(limit) admitted; remaining() (if it has one) counts down from `limit` to 0. Judged by
     models.rate_limiter, with no window running out. Async code is awaited on a loop of its own."""
-    lim = _limits(ctx)
+    lim = check_limits(ctx)
     with crowd(ctx, 1) as people:
         client = people.clients[0]
         make = functools.partial(ctx.factory, client, limit=CHECK_LIMIT, window_ms=CHECK_WINDOW_MS)
@@ -120,7 +121,7 @@ def limiter_model_check(ctx: CheckContext) -> str:
                 counted.append(left)
             hit = people.call(_hit_call(people, limiter, 1, len(hits) + 1, "c0"))
             hits.append(hit)
-            _judge(ctx, hits, lim, hit, f"hit {step + 1} of one client on a fresh key")
+            judge_hit(ctx, hits, lim, hit, f"hit {step + 1} of one client on a fresh key")
         big = make(ctx.namespace.key("model", "b"))
         over = people.call(_hit_call(people, big, CHECK_LIMIT + 1, 1, "c0"))
         if over.outcome is True:
@@ -129,7 +130,7 @@ def limiter_model_check(ctx: CheckContext) -> str:
                 prop=_algorithms(ctx)[0] if _algorithms(ctx) else FIXED_WINDOW,
             )
         full = people.call(_hit_call(people, make(ctx.namespace.key("model", "c")), CHECK_LIMIT, 1, "c0"))
-    _judge(ctx, [full], lim, full, f"hit({CHECK_LIMIT}) on a fresh key")
+    judge_hit(ctx, [full], lim, full, f"hit({CHECK_LIMIT}) on a fresh key")
     admitted = sum(h.outcome is True for h in hits)
     text = f"{CHECK_LIMIT + 2} hits admitted {admitted}; hit({CHECK_LIMIT + 1}) refused, hit({CHECK_LIMIT}) admitted"
     return text + (f"; remaining() said {counted}" if has_remaining else "")
@@ -142,7 +143,7 @@ def limiter_burst_check(ctx: CheckContext) -> str:
     """3 × limit clients (tasks on one loop, for async code) hit one fresh key at the same instant,
     three times over: no more than the claimed algorithm allows is admitted (no window runs out
     meanwhile)."""
-    lim = _limits(ctx)
+    lim = check_limits(ctx)
     key = ctx.namespace.key("burst")
     k = max(3 * CHECK_LIMIT, ctx.options.burst_clients)
     hits: list[Hit] = []
@@ -159,7 +160,7 @@ def limiter_burst_check(ctx: CheckContext) -> str:
             hits.extend(new)
             for hit in sorted(new, key=lambda h: h.ended):
                 if hit.outcome is True:
-                    _judge(
+                    judge_hit(
                         ctx, hits, lim, hit, f"{k} {people.who} hitting one key at once, round {round_ + 1}"
                     )
         who = people.who

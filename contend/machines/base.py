@@ -65,15 +65,15 @@ from contend.servers.target import Target
 #: The trace's note for a key the virtual clock ran out (contend.machines.stale_leases reads it).
 EXPIRED_NOTE = "expires: its TTL passed"
 
-#: One advance in this many loses the reply of its first round trip (rare: a lost reply turns the
-#: operation it hits into an indeterminate one, which hides the races other properties need; at one
-#: in 16 most examples had one, and races a lock's stale release needs took twice as many examples).
-#: With a dozen advances an example, about one example in five still loses a reply.
+#: Of this many advances, two lose the reply of their first round trip (`lose_one_in`: one of each
+#: kind of loss). Rare: a lost reply turns the operation it hits into an indeterminate one, which
+#: hides the races other properties need; at 2 in 16 most examples had one, and races a lock's
+#: stale release needs took twice as many examples.
 LOSE_ONE_IN = 48
 #: Where a lost reply bites: while another client is in the middle of an operation too (a
 #: waiter polls while the holder releases, a competitor is about to win, a second EXEC is in
-#: flight), what the code sends in answer to the loss can harm that client. There one advance
-#: in LOSE_CONTENDED_ONE_IN loses its first reply.
+#: flight), what the code sends in answer to the loss can harm that client. There two advances
+#: in LOSE_CONTENDED_ONE_IN lose their first reply.
 LOSE_CONTENDED_ONE_IN = 16
 #: How long (virtual seconds) the operations under way at an example's end may take to finish,
 #: and how many round trips that may take at most (a bound on the real time it costs).
@@ -83,7 +83,8 @@ FINISH_STEP_CAP = 100_000
 
 @functools.cache
 def lose_one_in(n: int) -> st.SearchStrategy[LostReply | None]:
-    """No loss, or a lost reply (either kind) once in `n` draws."""
+    """No loss, or a lost reply: in `n` draws, one of each kind (a dropped connection, a client-side
+    timeout), so a reply is lost in 2 of `n`."""
     return st.sampled_from([None] * (n - 2) + [LostReply.CONNECTION, LostReply.TIMEOUT])
 
 

@@ -68,7 +68,7 @@ from contend.machines.stale_leases import StaleLeases
 from contend.schedule.client import Status
 from contend.subject.protocols import granted
 
-#: One in how many release or extend round trips loses its reply while another client waits.
+#: Of this many release or extend round trips while another client waits, two lose their reply.
 LOSE_RELEASE_ONE_IN = 4
 #: Stalls and pauses are drawn rarely (one draw in this many): a stall ends the very leases whose
 #: overlap a race needs, so frequent stalls hide races (the battery stalls at every round trip). Yet

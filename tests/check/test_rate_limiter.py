@@ -116,3 +116,54 @@ def test_a_limiter_reading_a_clock_imported_by_name_is_not_blamed_for_time_it_ne
     options = CheckOptions(shrink=False, schedule_examples=30)
     (row,) = run_battery(contend_target, [subject], options, ns, only_checks=["schedule"])
     assert catalog.NO_FALSE_REFUSAL not in {r.prop for r in row.failed}, [r.detail for r in row.failed]
+
+
+def _foreign(module: str, target) -> object:
+    from tests.fixtures.foreign import LIMITER_CLAIMS
+
+    claim, no_claim = LIMITER_CLAIMS.get(module, ((), ()))
+    return user_subject(
+        f"tests.fixtures.foreign.{module}:make",
+        "rate_limiter",
+        target,
+        claim=list(claim),
+        no_claim=list(no_claim),
+    )
+
+
+@pytest.mark.parametrize("retries", [0, 3])
+def test_the_lost_reply_check_passes_limiters_in_other_styles(contend_target, ns, retries):
+    """Each round trip of a hit loses its reply, on a fresh key and with one unit left: correct
+    limiters in four styles (and the catalog's three) pass, with and without redis-py's resends."""
+    target = dataclasses.replace(contend_target, client_retries=retries)
+    subjects = [_foreign(m, target) for m in ("watch_bucket", "hash_window", "list_log")]
+    subjects += catalog_subjects(["rate_limiter"], ["fixed_window", "sliding_log", "gcra"])
+    for row in run_battery(target, subjects, CheckOptions(shrink=False), ns, only_checks=["lost-reply"]):
+        assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
+
+
+@pytest.mark.parametrize(
+    ("module", "prop"),
+    [
+        ("transaction_bucket", catalog.NO_FALSE_REFUSAL),
+        ("retry_log", catalog.NO_FALSE_REFUSAL),
+    ],
+)
+def test_the_lost_reply_check_catches_a_retry_that_refuses_the_unit_it_took(contend_target, ns, module, prop):
+    """transaction_bucket's EXEC ran and its reply was lost: redis-py's transaction() retried and
+    found the last unit gone; retry_log resends its script: both refuse a hit the limiter counted."""
+    (row,) = run_battery(
+        contend_target,
+        [_foreign(module, contend_target)],
+        CheckOptions(shrink=False),
+        ns,
+        only_checks=["lost-reply"],
+    )
+    assert {r.prop for r in row.failed} == {prop}
+    assert "1 of 5" not in row.failed[0].detail and "4 of 5 units taken" in row.failed[0].detail
+
+
+def test_the_lost_reply_check_catches_a_counter_left_without_an_expiry(contend_target, ns):
+    row = run("incr_then_expire", contend_target, ns, ["lost-reply"])
+    assert {r.prop for r in row.failed} == {catalog.NO_STUCK_KEY}
+    assert "on a fresh key" in row.failed[0].detail and "had no expiry" in row.failed[0].detail

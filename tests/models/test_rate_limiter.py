@@ -14,6 +14,7 @@ from contend.models.rate_limiter import (
     Limits,
     RateLimiterModel,
     over_admitted,
+    refusal_rule,
     refused_with_room,
 )
 
@@ -99,3 +100,32 @@ def test_the_sequential_model_accepts_a_correct_run_and_rejects_an_extra_admissi
     assert "6 hits" in model.describe_state(_)
     with pytest.raises(ValueError, match="unknown rate-limiting algorithm"):
         RateLimiterModel(LIM, "leaky")
+
+
+def test_a_bucket_refusal_counts_no_refused_hit_and_the_refill_since_the_bucket_was_full():
+    """A token bucket (limit 2 per 1 s) takes nothing for a refused hit: two refusals do not stand
+    in for the room a third hit had. Two admitted hits a moment ago leave no room; half a window
+    later one token is back; a hit that may have been applied before it refused (a resend) took
+    its token, and so did another refused hit's resend."""
+    bucket = TOKEN_BUCKET
+    refusals = hits((0.0, 0.01, False), (0.0, 0.01, False), (0.5, 0.51, False))
+    assert "held at least 2.00" in refused_with_room(refusals[-1], refusals, LIM, bucket)
+    assert refused_with_room(refusals[-1], refusals, LIM) is None  # the envelope: refused may count
+    taken = hits((0.0, 0.01, True), (0.0, 0.01, True), (0.02, 0.03, False))
+    assert refused_with_room(taken[-1], taken, LIM, bucket) is None
+    later = hits((0.0, 0.01, True), (0.0, 0.01, True), (0.52, 0.53, False))
+    assert "held at least 1.0" in refused_with_room(later[-1], later, LIM, bucket)
+    one = hits((0.0, 0.01, True))
+    alone = Hit(2, "c1", 1, 0.02, 0.03, False)
+    assert refused_with_room(alone, [*one, alone], LIM, bucket) is not None  # 1 of 2 taken: room
+    resent_itself = Hit(2, "c1", 1, 0.02, 0.03, False, weight=2)  # its first try took the last one
+    assert refused_with_room(resent_itself, [*one, resent_itself], LIM, bucket) is None
+    resend = Hit(2, "c1", 1, 0.02, 0.03, False, weight=2)  # refused, but its first try took a token
+    third = Hit(3, "c2", 1, 0.04, 0.05, False)
+    assert refused_with_room(third, [*one, resend, third], LIM, bucket) is None
+
+
+def test_the_bucket_rule_is_for_a_limiter_that_claims_a_bucket_and_no_window():
+    assert refusal_rule({TOKEN_BUCKET, "no-false-refusal"}) == TOKEN_BUCKET
+    assert refusal_rule({TOKEN_BUCKET, FIXED_WINDOW}) == FIXED_WINDOW
+    assert refusal_rule({SLIDING_LOG}) == FIXED_WINDOW
