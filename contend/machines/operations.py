@@ -39,7 +39,7 @@ from contend.history.records import Record
 from contend.history.verdict import Linearizability
 from contend.impl.catalog import LINEARIZABLE, NO_SPURIOUS_ERRORS
 from contend.machines.base import EXPIRED_NOTE, ScheduledMachine
-from contend.machines.connections import take_connection
+from contend.machines.connections import async_connection, take_connection
 from contend.machines.sequential import ModelSpec, Outcome, ReRunSpec, SpecModel, expected_after
 from contend.models.base import UNKNOWN
 from contend.servers.target import Target
@@ -144,7 +144,7 @@ class OperationsMachine(ScheduledMachine):
         self.op_waited.pop(index, None)
         self.pending.pop(index, None)  # no completion: info
         self.conn_of.pop(index, None)
-        conn = take_connection(self.target)
+        conn = async_connection(self.target) if self.asynchronous else take_connection(self.target)
         self.connections.append(conn)
         fresh = self.scheduler.add_client(connection=conn)
         self.conn_of[fresh] = conn
@@ -226,8 +226,12 @@ class OperationsMachine(ScheduledMachine):
         key = (self.target.url, self.base)
         spec = type(self).reruns.get(key)
         if spec is None:
+            target = self.target
             spec = type(self).reruns[key] = ReRunSpec(
-                type(self).factory, self.admin, self.base or self.ns.prefix
+                type(self).factory,
+                self.admin,
+                self.base or self.ns.prefix,
+                async_client=(lambda: async_connection(target)) if self.asynchronous else None,
             )
         spec.client = self.admin  # this example's connection (they go back to a pool)
         return spec
@@ -301,5 +305,8 @@ def machine_for(impl: Any) -> type[OperationsMachine]:
             "operations": impl.operations,
             "claims": frozenset(impl.claims),
             "reruns": {},
+            # Code for redis.asyncio: async clients, each operation's coroutine run on its
+            # client's own loop; the re-run specification runs it on a loop of its own.
+            "asynchronous": bool(getattr(impl, "asynchronous", False)),
         },
     )

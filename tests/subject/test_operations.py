@@ -34,6 +34,14 @@ def test_a_named_list_and_model_go_into_the_replay_line():
     assert subject.selector[-4:] == ("--operations", f"{STOCK}:OPERATIONS", "--model", f"{STOCK}:StockModel")
 
 
+def test_an_async_primitive_is_found_async_before_any_server():
+    """Operations that are coroutines (code for redis.asyncio) are no refusal: the row says async."""
+    subject = loaded("tests.fixtures.operations.stock_async_watch:make")
+    assert subject.asynchronous
+    assert subject.operations.names == ("restock", "reserve", "stock")
+    assert not loaded(f"{STOCK}:make").asynchronous
+
+
 CASES = [
     ("an empty list", {"operations": f"{BAD}:EMPTY"}, "is empty: name at least one operation"),
     (
