@@ -254,13 +254,10 @@ def _row(
 
 
 def _with_operations(row: Subject, operations: Any) -> Subject:
-    """A user's own primitive's row: its operation list, on one server only (the re-run
-    specification snapshots and restores its namespace there; a cluster is not supported yet)."""
-    return replace(
-        row,
-        operations=operations,
-        single_node="--kind operations runs on one server (not yet on a Redis Cluster)",
-    )
+    """A user's own primitive's row: its operation list. It runs on a Redis Cluster too: the
+    re-run specification's snapshot (SCAN, DUMP, PTTL) and RESTORE of its namespace go to every
+    node (the cluster client's), and keys of one command that span slots are cluster-slots."""
+    return replace(row, operations=operations)
 
 
 def _operation_flags(spec: SubjectSpec) -> tuple[str, ...]:
