@@ -184,6 +184,14 @@ def _check_model(model: Any, ops: tuple[Operation, ...], spec: str) -> None:
 def check_operations_callable(obj: Any, ops: OperationList, spec: str) -> None:
     """Every operation names a method of the object the factory returned (a coroutine function
     too: code for redis.asyncio, see `operations_are_async`)."""
+    if inspect.isawaitable(obj):
+        if inspect.iscoroutine(obj):
+            obj.close()  # never awaited: no warning at exit
+        raise ProtocolError(
+            f"--impl {spec}: the factory returned a {type(obj).__name__}, not the object (is it `async "
+            "def`?): it must build the object and return it without awaiting; its operations may be "
+            "`async def`"
+        )
     for op in ops.operations:
         method = getattr(obj, op.name, None)
         if not callable(method):

@@ -59,6 +59,11 @@ CASES = [
     ("a list that is not there", {"operations": f"{BAD}:NOWHERE"}, "has no attribute 'NOWHERE'"),
     ("a model without a method", {"model": f"{BAD}:HalfModel"}, "HalfModel has no method stock"),
     ("a model that is no class", {"model": f"{BAD}:EMPTY"}, "not a class"),
+    (
+        "an async def factory",
+        {"impl": "awaited_factory"},
+        "the factory returned a coroutine, not the object (is it `async def`?)",
+    ),
 ]
 
 
