@@ -339,3 +339,27 @@ def test_the_async_re_run_judges_a_history_as_the_model_does(contend_target, cli
     finally:
         rerun.close()
     assert rerun._loop is None  # closed with its client
+
+
+def test_a_crashed_async_client_is_replaced_by_an_async_one(contend_target):
+    """c0 dies in its WATCH reservation: nothing was taken (stock() reads 3, no false alarm), and
+    the client that takes its place has a redis.asyncio connection of its own."""
+    import redis.asyncio
+
+    made = _forced(contend_target, "stock_async_watch")
+    try:
+        made.call(0, "restock", (3,))
+        _run(made, 0)
+        made.call(0, "reserve", (2,))
+        made.step_client(0)  # WATCH
+        made.crash_client(_Draws([0]), True)
+        fresh = max(made.conn_of)
+        assert isinstance(made.conn_of[fresh], redis.asyncio.Redis)
+        made.call(fresh, "stock", ())
+        _run(made, fresh)
+        assert made.scheduler.clients[fresh].outcome.value == 3
+        made.check_quiescent()
+        assert not made.failed
+    finally:
+        made.failed = True
+        made.teardown()
