@@ -215,6 +215,24 @@ CASES: list[tuple[str, list[str], str]] = [
         "stress runs the registry, lock and transaction families; check a queue with `contend check",
     ),
     (
+        "stress: your own primitive",
+        [
+            "stress",
+            "--impl",
+            "tests.fixtures.operations.stock_script:make",
+            "--kind",
+            "operations",
+            "--duration",
+            "1",
+        ],
+        "stress runs the registry, lock and transaction families; check your own primitive with `contend check",
+    ),
+    (
+        "load: your own primitive",
+        ["load", "--impl", "tests.fixtures.operations.stock_script:make", "--kind", "operations"],
+        "not your own primitive; check it with contend check --impl",
+    ),
+    (
         "load: a transfer strategy that does not exist",
         ["load", "--workload", "transfer", "--strategy", "lock-first", "--out", "{tmp}/load"],
         "none of --strategy lock-first applies to the transfer workload",

@@ -236,6 +236,14 @@ RUN: dict[str, Run] = {
     f"{C} check --impl tests.fixtures.operations.idempotency_check_then_set:make --kind operations": Run(
         codes=(1,)
     ),
+    f"{C} check --impl tests.fixtures.operations.stock_async_watch:make --kind operations": Run(),
+    f"{C} check --impl tests.fixtures.operations.stock_async_decr_then_refund:make --kind operations": Run(
+        codes=(1,)
+    ),
+    f"{C} check --cluster 3 --impl tests.fixtures.operations.idempotency_async_script:make --kind operations": Run(),
+    f"{C} check --cluster 3 --impl tests.fixtures.operations.idempotency_watch:make --kind operations": Run(
+        codes=(1,)
+    ),
     f"{C} check --impl tests.fixtures.operations.stock_script:make --kind operations --model "
     "tests.fixtures.operations.stock_script:StockModel": Run(),
     f"{C} check --impl tests.fixtures.foreign.list_log:make --kind rate-limiter --claim sliding-log": Run(),

@@ -95,6 +95,8 @@ ASYNC_BATTERIES: dict[str, list[Check]] = {
     # Rate limiters: the synchronous battery's checks, written for both (model, burst, bad input),
     # and the machine with async clients (crashes, lost replies, stalls, waits, skewed clocks).
     "rate_limiter": [*RATE_LIMITER_CHECKS, SCHEDULE],
+    # A user's own primitive: the machine with async clients, its re-run specification async too.
+    "operations": [SCHEDULE],
 }
 
 

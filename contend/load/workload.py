@@ -101,7 +101,7 @@ _RUNS = f"{', '.join(_EACH[:-1])} or {_EACH[-1]}"
 LOAD_SCOPE = Scope(
     named=LOAD_KINDS,
     kinds=tuple(USER_WORKLOADS),
-    other_kind=f"--kind {{label}}: contend load runs your {_RUNS}, not a {{label}}; check it with "
+    other_kind=f"--kind {{label}}: contend load runs your {_RUNS}, not {{what}}; check it with "
     "contend check --impl {spec} --kind {label}",
     unknown_kind=f"unknown --kind {{kind!r}}; contend load runs your {_RUNS}",
 )

@@ -17,8 +17,13 @@ Properties:
   raised, or whose client crashed in it, has an unknown outcome: it may have taken effect at any
   point after it began, or never.
 * no-spurious-errors (when an operation returns): an operation raises no Redis error (a script
-  error, WRONGTYPE, a WatchError let out of a transaction) other than the connection errors of a
-  lost reply. Any other exception is an outcome like a value, compared with the specification's.
+  error, WRONGTYPE, a WatchError let out of a transaction, a cluster client's refusal) other than
+  the connection errors of a lost reply. Any other exception is an outcome like a value, compared
+  with the specification's.
+
+On a Redis Cluster the same: the re-run specification's namespace is read and put back on every
+node, and a command, script or transaction whose keys span slots is cluster-slots (the base
+machine's), so the keys one command names must share a hash tag.
 
 A result that differs between two sequential runs of the same operations (a random token, a
 timestamp) cannot be judged against a re-run: the example is then not judged, and the check says
@@ -33,13 +38,14 @@ from typing import Any, ClassVar
 import redis
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
+from redis.exceptions import RedisClusterException
 
 from contend.history.checker import check_history
 from contend.history.records import Record
 from contend.history.verdict import Linearizability
 from contend.impl.catalog import LINEARIZABLE, NO_SPURIOUS_ERRORS
 from contend.machines.base import EXPIRED_NOTE, ScheduledMachine
-from contend.machines.connections import take_connection
+from contend.machines.connections import async_connection, take_connection
 from contend.machines.sequential import ModelSpec, Outcome, ReRunSpec, SpecModel, expected_after
 from contend.models.base import UNKNOWN
 from contend.servers.target import Target
@@ -53,6 +59,10 @@ SKEW_SECONDS = 5.0
 SEARCH_SECONDS = 10.0
 #: The errors an operation may raise after its reply was lost (its outcome is then unknown).
 CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError)
+#: What no-spurious-errors judges: Redis's errors, and a cluster client's refusals, which redis-py
+#: does not make RedisErrors (a WATCH outside a transaction on a cluster pipeline raises one on
+#: every call: taken for an outcome like a value, the re-run would raise it too and pass it).
+REDIS_ERRORS = (redis.RedisError, RedisClusterException)
 
 
 class OperationsMachine(ScheduledMachine):
@@ -148,7 +158,7 @@ class OperationsMachine(ScheduledMachine):
         self.op_waited.pop(index, None)
         self.pending.pop(index, None)  # no completion: info
         self.conn_of.pop(index, None)
-        conn = take_connection(self.target)
+        conn = async_connection(self.target) if self.asynchronous else take_connection(self.target)
         self.connections.append(conn)
         fresh = self.scheduler.add_client(connection=conn)
         self.conn_of[fresh] = conn
@@ -187,7 +197,7 @@ class OperationsMachine(ScheduledMachine):
         if self.indeterminate(index):
             return  # no completion: info, it may or may not have taken effect
         error = outcome.error
-        if isinstance(error, redis.RedisError) and NO_SPURIOUS_ERRORS in self.claims:
+        if isinstance(error, REDIS_ERRORS) and NO_SPURIOUS_ERRORS in self.claims:
             self.fail(
                 NO_SPURIOUS_ERRORS,
                 f"{client.name} {name}{_args_text(args)} raised {type(error).__name__}: {error}",
@@ -232,8 +242,12 @@ class OperationsMachine(ScheduledMachine):
         key = (self.target.url, self.base)
         spec = type(self).reruns.get(key)
         if spec is None:
+            target = self.target
             spec = type(self).reruns[key] = ReRunSpec(
-                type(self).factory, self.admin, self.base or self.ns.prefix
+                type(self).factory,
+                self.admin,
+                self.base or self.ns.prefix,
+                async_client=(lambda: async_connection(target)) if self.asynchronous else None,
             )
         spec.client = self.admin  # this example's connection (they go back to a pool)
         return spec
@@ -307,5 +321,8 @@ def machine_for(impl: Any) -> type[OperationsMachine]:
             "operations": impl.operations,
             "claims": frozenset(impl.claims),
             "reruns": {},
+            # Code for redis.asyncio: async clients, each operation's coroutine run on its
+            # client's own loop; the re-run specification runs it on a loop of its own.
+            "asynchronous": bool(getattr(impl, "asynchronous", False)),
         },
     )

@@ -16,7 +16,9 @@ tuples as lists), or the name of the exception type it raised.
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -103,9 +105,21 @@ class ReRunSpec:
 
     name = "the implementation run one operation at a time on a fresh namespace"
 
-    def __init__(self, factory: Callable[..., Any], client: redis.Redis, base: str) -> None:
+    def __init__(
+        self,
+        factory: Callable[..., Any],
+        client: redis.Redis,
+        base: str,
+        *,
+        async_client: Callable[[], Any] | None = None,
+    ) -> None:
         self.factory = factory
         self.space = Namespace(client, f"{base}:{SPEC_CHILD}")
+        #: For code for redis.asyncio: makes the client its operations run on, on a loop of the
+        #: specification's own (both made at the first call, closed by `close`).
+        self._async_client = async_client
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._aclient: Any = None
         self._steps: dict[tuple[Any, str, Any], tuple[Outcome, Snapshot]] = {}
         self._holds: Snapshot | None = None  # what the namespace holds now (None: not known)
         #: Operations run for the specification.
@@ -140,9 +154,16 @@ class ReRunSpec:
         return outcomes
 
     def close(self) -> None:
-        """Empty its namespace (what it ran stays remembered)."""
+        """Empty its namespace, and close an async client and its loop (what it ran stays
+        remembered)."""
         self.space.cleanup()
         self._holds = None
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            try:
+                loop.run_until_complete(self._aclient.aclose())
+            finally:
+                loop.close()
 
     def _step(self, before: Snapshot, name: str, args: tuple[Any, ...]) -> tuple[Outcome, Snapshot]:
         self._put(before)
@@ -164,7 +185,22 @@ class ReRunSpec:
         self._holds = snapshot
 
     def _call(self, name: str, args: tuple[Any, ...]) -> Outcome:
+        if self._async_client is not None:
+            return Outcome.of(lambda: self._call_async(name, args))
         return Outcome.of(lambda: getattr(self.factory(self.client, self.space.prefix), name)(*args))
+
+    def _call_async(self, name: str, args: tuple[Any, ...]) -> Any:
+        """The operation of an object made on the async client, run to its end on the loop."""
+        if self._loop is None:
+            assert self._async_client is not None
+            self._loop = asyncio.new_event_loop()
+            self._aclient = self._async_client()
+
+        async def once() -> Any:
+            result = getattr(self.factory(self._aclient, self.space.prefix), name)(*args)
+            return await result if inspect.isawaitable(result) else result
+
+        return self._loop.run_until_complete(once())
 
     def _snapshot(self) -> Snapshot:
         """The namespace's keys, their values (DUMP) and TTLs (ms; -1: none), in key order."""

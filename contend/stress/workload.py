@@ -30,7 +30,7 @@ FAMILY_WORDS = ", ".join(FAMILIES[:-1]) + " and " + FAMILIES[-1]
 STRESS_SCOPE = Scope(
     named=", ".join(family_label(f) for f in FAMILIES[:-1]) + " or " + family_label(FAMILIES[-1]),
     kinds=FAMILIES,
-    other_kind=f"--kind {{label}}: stress runs the {FAMILY_WORDS} families; check a {{label}} with "
+    other_kind=f"--kind {{label}}: stress runs the {FAMILY_WORDS} families; check {{what}} with "
     "`contend check --impl {spec} --kind {label}`",
 )
 

@@ -182,8 +182,16 @@ def _check_model(model: Any, ops: tuple[Operation, ...], spec: str) -> None:
 
 
 def check_operations_callable(obj: Any, ops: OperationList, spec: str) -> None:
-    """Every operation names a method of the object the factory returned (not a coroutine: contend
-    checks synchronous primitives of this kind only)."""
+    """Every operation names a method of the object the factory returned (a coroutine function
+    too: code for redis.asyncio, see `operations_are_async`)."""
+    if inspect.isawaitable(obj):
+        if inspect.iscoroutine(obj):
+            obj.close()  # never awaited: no warning at exit
+        raise ProtocolError(
+            f"--impl {spec}: the factory returned a {type(obj).__name__}, not the object (is it `async "
+            "def`?): it must build the object and return it without awaiting; its operations may be "
+            "`async def`"
+        )
     for op in ops.operations:
         method = getattr(obj, op.name, None)
         if not callable(method):
@@ -192,11 +200,13 @@ def check_operations_callable(obj: Any, ops: OperationList, spec: str) -> None:
                 f"--impl {spec}: operation {op.name!r} names {what} on the {type(obj).__name__} the factory "
                 f"returned, not a method; the object has {', '.join(_public(obj)) or 'no public methods'}"
             )
-        if inspect.iscoroutinefunction(method):
-            raise ProtocolError(
-                f"--impl {spec}: {op.name} is a coroutine; contend checks --kind operations written for "
-                "redis.asyncio not yet (a synchronous primitive only)"
-            )
+
+
+def operations_are_async(obj: Any, ops: OperationList) -> bool:
+    """Is the primitive code for redis.asyncio: is one of its operations a coroutine function?
+    (Its clients are then redis.asyncio ones, each operation run on its client's own loop; an
+    operation that is a plain method of such an object is called as it is.)"""
+    return any(inspect.iscoroutinefunction(getattr(obj, op.name, None)) for op in ops.operations)
 
 
 def _public(obj: Any) -> list[str]:

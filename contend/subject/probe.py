@@ -133,7 +133,7 @@ def detect_async_capabilities(factory: Callable[..., Any], kind: str, url: str, 
             obj = build(lambda: factory(client, *factory_args(kind, key)), kind)
             if kind in NAMESPACE_KINDS:
                 return Capabilities(register_many=callable(getattr(obj, "register_many", None)))
-            if kind == "single_flight":
+            if kind in ("single_flight", "operations"):
                 return Capabilities()
             if kind == "queue":
                 return _queue_capabilities(obj, factory)
@@ -271,10 +271,16 @@ def check_offline(factory: Callable[..., Any], kind: str, spec: str) -> None:
         offline.close()
 
 
-def offline_object_of(factory: Callable[..., Any], kind: str) -> Any:
-    """One object built on a client that is never connected, or None if the factory raised
-    (then it is looked at on the server)."""
-    offline = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.1, socket_timeout=0.1)
+def offline_object_of(factory: Callable[..., Any], kind: str, *, asynchronous: bool = False) -> Any:
+    """One object built on a client that is never connected (a redis.asyncio one with
+    `asynchronous`), or None if the factory raised (then it is looked at on the server)."""
+    import redis.asyncio
+
+    offline: Any = (
+        redis.asyncio.Redis(host="127.0.0.1", port=1)
+        if asynchronous
+        else redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.1, socket_timeout=0.1)
+    )
     try:
         return build_in_time(factory, kind, offline, *factory_args(kind, "contend:offline"))
     except FactoryHangs:
@@ -282,7 +288,8 @@ def offline_object_of(factory: Callable[..., Any], kind: str) -> Any:
     except Exception:
         return None
     finally:
-        offline.close()
+        if not asynchronous:  # an asyncio client never connected holds nothing to close
+            offline.close()
 
 
 def try_once(

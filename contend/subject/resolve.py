@@ -27,7 +27,7 @@ from contend.servers.target import Target
 from contend.subject.claims import DEFAULT_CLAIMS
 from contend.subject.loader import user_factory
 from contend.subject.multi_master import MULTI_MASTER_SIGNATURE, over_masters, takes_one_client
-from contend.subject.operations import check_operations_callable, load_operations
+from contend.subject.operations import check_operations_callable, load_operations, operations_are_async
 from contend.subject.probe import (
     PROBE_SECONDS,
     FactoryRaised,
@@ -56,9 +56,13 @@ def load(spec: SubjectSpec, *, offline_object: bool = False) -> Subject:
     if spec.kind == "operations":
         ops = load_operations(factory, spec.name, spec.operations, spec.model)
         offline = offline_object_of(factory, spec.kind)
+        if offline is None:  # a factory that takes only a redis.asyncio client
+            offline = offline_object_of(factory, spec.kind, asynchronous=True)
+        asynchronous = False
         if offline is not None:
             check_operations_callable(offline, ops, spec.name)
-        return _with_operations(_row(spec, factory, None), ops)
+            asynchronous = operations_are_async(offline, ops)
+        return _with_operations(_row(spec, factory, None, asynchronous=asynchronous), ops)
     if offline_object and not spec.masters:
         check_offline(factory, spec.kind, spec.name)
     return _row(spec, factory, None)
@@ -112,10 +116,13 @@ def on_target(subject: Subject, target: Target) -> Subject:
                 f"--redis-url {spec.masters} times or none (contend then starts the masters)"
             )
         factory = over_masters(factory, target.also)
-    asynchronous = is_async(factory, spec.kind)  # builds probe objects: once
+    # An operations primitive's was found out when its object was built offline (`load`); the
+    # others' probe builds objects: once.
+    asynchronous = subject.asynchronous if subject.operations is not None else is_async(factory, spec.kind)
     client = target.client()
     ns = target.namespace(client=client)
     key = ns.prefix if spec.kind in NAMESPACE_KINDS else ns.key("probe")
+    found_async: list[bool] = []  # operations found to be coroutines on the server
     try:
         if asynchronous:
             found = _named(
@@ -131,6 +138,8 @@ def on_target(subject: Subject, target: Target) -> Subject:
                 check_object(obj, spec.kind, spec.name)
                 if subject.operations is not None:
                     check_operations_callable(obj, subject.operations, spec.name)
+                    if operations_are_async(obj, subject.operations):  # not built offline (`load`)
+                        found_async.append(True)
                 return obj
 
             found = _named(
@@ -143,6 +152,8 @@ def on_target(subject: Subject, target: Target) -> Subject:
     if spec.masters and "'list' object has no attribute" in found.note:
         # A factory that took the list of clients for one client fails on its first command.
         raise ProtocolError(_one_client(spec, f"it used the list as one client ({found.note})"))
+    if not asynchronous and subject.operations is not None:
+        asynchronous = bool(found_async)
     row = _row(spec, factory, found, asynchronous=asynchronous)
     return _with_operations(row, subject.operations) if subject.operations is not None else row
 
@@ -243,13 +254,10 @@ def _row(
 
 
 def _with_operations(row: Subject, operations: Any) -> Subject:
-    """A user's own primitive's row: its operation list, on one server only (the re-run
-    specification snapshots and restores its namespace there; a cluster is not supported yet)."""
-    return replace(
-        row,
-        operations=operations,
-        single_node="--kind operations runs on one server (not yet on a Redis Cluster)",
-    )
+    """A user's own primitive's row: its operation list. It runs on a Redis Cluster too: the
+    re-run specification's snapshot (SCAN, DUMP, PTTL) and RESTORE of its namespace go to every
+    node (the cluster client's), and keys of one command that span slots are cluster-slots."""
+    return replace(row, operations=operations)
 
 
 def _operation_flags(spec: SubjectSpec) -> tuple[str, ...]:

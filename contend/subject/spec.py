@@ -25,7 +25,8 @@ class Scope:
     named: str
     #: The kinds it runs (empty: every kind with a protocol; the loader refuses the others).
     kinds: tuple[str, ...] = ()
-    #: The refusal of a kind it does not run: str.format with spec, kind (as given) and label.
+    #: The refusal of a kind it does not run: str.format with spec, kind (as given), label and
+    #: what ("a queue"; "your own primitive" for operations).
     other_kind: str = ""
     #: The refusal of a kind no protocol has ("": `other_kind` as well).
     unknown_kind: str = ""
@@ -98,7 +99,9 @@ def parse_spec(
     if scope.kinds and family not in scope.kinds:
         spec_text = impl if isinstance(impl, str) else factory_name(impl)
         template = scope.other_kind if family in PROTOCOLS or not scope.unknown_kind else scope.unknown_kind
-        raise ProtocolError(template.format(spec=spec_text, kind=given, label=family.replace("_", "-")))
+        label = family.replace("_", "-")
+        what = "your own primitive" if family == "operations" else f"a {label}"  # not "a operations"
+        raise ProtocolError(template.format(spec=spec_text, kind=given, label=label, what=what))
     if (operations is not None or model is not None) and family != "operations":
         option = "--operations" if operations is not None else "--model"
         raise ProtocolError(

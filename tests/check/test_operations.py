@@ -11,7 +11,7 @@ import pytest
 from contend.cli import main
 from contend.impl.catalog import LINEARIZABLE
 from contend.testing import ContendCheckFailed, check_operations
-from tests.fixtures.operations import PRIMITIVES
+from tests.fixtures.operations import ASYNC_PRIMITIVES, PRIMITIVES
 
 FIXTURES = "tests.fixtures.operations"
 #: Real-time budgets no check here reaches: the evidence read here needs its shrunk replay line.
@@ -42,6 +42,27 @@ def test_a_model_is_used_instead_of_the_re_run(contend_target):
     (row,) = check_operations(make, contend_target, model=StockModel, schedule_examples=40)
     assert row.verdict == "pass"
     assert row.subject.operations.model is StockModel
+
+
+@pytest.mark.parametrize("module", [m for m, bad in ASYNC_PRIMITIVES if not bad])
+def test_a_correct_async_primitive_passes(module, contend_target):
+    """Code for redis.asyncio through contend.testing: async clients, and the re-run async too."""
+    (row,) = check_operations(f"{FIXTURES}.{module}:make", contend_target, schedule_examples=40)
+    assert row.subject.asynchronous
+    assert row.verdict == "pass", row
+    assert [r.check for r in row.results] == ["schedule"]
+
+
+@pytest.mark.parametrize("module", [m for m, bad in ASYNC_PRIMITIVES if bad])
+def test_a_known_bad_async_twin_is_caught_from_the_command_line(module, contend_target, capsys, monkeypatch):
+    monkeypatch.chdir(__import__("pathlib").Path(__file__).resolve().parents[2])
+    impl = f"{FIXTURES}.{module}:make"
+    argv = ["check", "--redis-url", contend_target.url, "--impl", impl, "--kind", "operations"]
+    code = main([*argv, "--seed", "0", "--no-shrink", "--check-seconds", "120"])
+    out = capsys.readouterr().out
+    assert code == 1, out
+    assert "which no order of the operations consistent with real time gives" in out
+    assert f"replay: contend check --impl {impl} --kind operations --replay" in out
 
 
 @pytest.mark.slow

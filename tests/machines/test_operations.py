@@ -237,3 +237,129 @@ class _Draws:
 
     def draw(self, strategy: object, label: str = "") -> object:
         return self.values.pop(0)
+
+
+ASYNC_CORRECT = ["stock_async_watch", "idempotency_async_script"]
+ASYNC_TWINS = ["stock_async_decr_then_refund", "idempotency_async_multi_unwatched"]
+
+
+@pytest.mark.parametrize("module", ASYNC_CORRECT)
+def test_an_async_primitive_is_linearizable_against_its_async_re_run(module, contend_target):
+    made = machine(contend_target, module)
+    assert made.asynchronous
+    _, violation, _ = run_once(made, contend_target, seed=1, max_examples=60, shrink=False)
+    assert violation is None, violation
+
+
+@pytest.mark.parametrize("module", ASYNC_TWINS)
+def test_an_async_known_bad_twin_is_caught(module, contend_target):
+    _, violation, _ = run_once(
+        machine(contend_target, module), contend_target, seed=0, max_examples=400, shrink=False
+    )
+    assert violation is not None, f"{module} was not caught"
+    assert violation.property == LINEARIZABLE, violation
+
+
+@pytest.mark.parametrize(
+    ("module", "caught"), [("stock_async_decr_then_refund", True), ("stock_async_watch", False)]
+)
+def test_an_async_reservation_that_overdraws_is_seen(module, caught, contend_target):
+    """Stock 1; c0 reserves 2 and c1 reserves 1, their round trips taking turns: the twin's c0
+    takes first (the stock reads -1), so c1 is refused and gives back; the WATCH reservation of
+    c0 is refused on its read, c1's granted."""
+    made = _forced(contend_target, module)
+    try:
+        made.call(0, "restock", (1,))
+        _run(made, 0)
+        made.call(0, "reserve", (2,))
+        made.call(1, "reserve", (1,))
+        while made.scheduler.runnable():
+            for index in (0, 1):
+                if index in made.scheduler.runnable():
+                    made.step_client(index)
+        assert made.scheduler.clients[1].outcome.value is (not caught)
+        if caught:
+            with pytest.raises(Exception):  # noqa: B017 (outside a Hypothesis test, its note() raises too)
+                made.check_quiescent()
+            assert made.violation.property == LINEARIZABLE
+            assert "reserve(1) returned False" in made.violation.detail, made.violation.detail
+        else:
+            made.check_quiescent()
+            assert not made.failed
+    finally:
+        made.failed = True
+        made.teardown()
+
+
+def test_a_lost_exec_reply_under_watch_leaves_an_async_outcome_unknown(contend_target):
+    """c0's reserve(2) commits, but the reply to its EXEC is lost: redis-py raises WatchError for
+    it, which the fixture lets out (it may have run). Its outcome is unknown, so stock() = 1
+    afterwards is no violation."""
+    made = _forced(contend_target, "stock_async_watch")
+    try:
+        made.call(0, "restock", (3,))
+        _run(made, 0)
+        made.call(0, "reserve", (2,))
+        made.step_client(0)  # WATCH
+        made.step_client(0)  # GET
+        made.step_client(0, lose=LostReply.CONNECTION)  # MULTI; DECRBY; EXEC
+        _run(made, 0)
+        assert made.indeterminate(0)
+        made.call(1, "stock", ())
+        _run(made, 1)
+        assert made.scheduler.clients[1].outcome.value == 1
+        made.check_quiescent()
+        assert not made.failed
+    finally:
+        made.failed = True
+        made.teardown()
+
+
+def test_the_async_re_run_judges_a_history_as_the_model_does(contend_target, client):
+    """The re-run of async code, on a loop and redis.asyncio client of its own: the same verdicts
+    as the model on restock(3) and two overlapping reserve(2)."""
+    from tests.fixtures.operations.stock_async_watch import StockModel, make
+
+    def history(second: bool) -> list[Record]:
+        return [
+            Record(0, "invoke", "restock", value=(3,), time=1),
+            Record(0, "ok", "restock", value=Outcome(3), time=2),
+            Record(1, "invoke", "reserve", value=(2,), time=3),
+            Record(2, "invoke", "reserve", value=(2,), time=4),
+            Record(1, "ok", "reserve", value=Outcome(True), time=5),
+            Record(2, "ok", "reserve", value=Outcome(second), time=6),
+        ]
+
+    rerun = ReRunSpec(make, client, "contend:test-async-rerun", async_client=contend_target.async_client)
+    try:
+        for spec in (rerun, ModelSpec(StockModel)):
+            assert check_history(history(True), SpecModel(spec)).outcome is Linearizability.NOT_LINEARIZABLE
+            assert check_history(history(False), SpecModel(spec)).outcome is Linearizability.LINEARIZABLE
+        assert rerun.runs > 0
+    finally:
+        rerun.close()
+    assert rerun._loop is None  # closed with its client
+
+
+def test_a_crashed_async_client_is_replaced_by_an_async_one(contend_target):
+    """c0 dies in its WATCH reservation: nothing was taken (stock() reads 3, no false alarm), and
+    the client that takes its place has a redis.asyncio connection of its own."""
+    import redis.asyncio
+
+    made = _forced(contend_target, "stock_async_watch")
+    try:
+        made.call(0, "restock", (3,))
+        _run(made, 0)
+        made.call(0, "reserve", (2,))
+        made.step_client(0)  # WATCH
+        made.crash_client(_Draws([0]), True)
+        fresh = max(made.conn_of)
+        assert isinstance(made.conn_of[fresh], redis.asyncio.Redis)
+        made.call(fresh, "stock", ())
+        _run(made, fresh)
+        assert made.scheduler.clients[fresh].outcome.value == 3
+        made.check_quiescent()
+        assert not made.failed
+    finally:
+        made.failed = True
+        made.teardown()

@@ -34,6 +34,14 @@ def test_a_named_list_and_model_go_into_the_replay_line():
     assert subject.selector[-4:] == ("--operations", f"{STOCK}:OPERATIONS", "--model", f"{STOCK}:StockModel")
 
 
+def test_an_async_primitive_is_found_async_before_any_server():
+    """Operations that are coroutines (code for redis.asyncio) are no refusal: the row says async."""
+    subject = loaded("tests.fixtures.operations.stock_async_watch:make")
+    assert subject.asynchronous
+    assert subject.operations.names == ("restock", "reserve", "stock")
+    assert not loaded(f"{STOCK}:make").asynchronous
+
+
 CASES = [
     ("an empty list", {"operations": f"{BAD}:EMPTY"}, "is empty: name at least one operation"),
     (
@@ -51,6 +59,11 @@ CASES = [
     ("a list that is not there", {"operations": f"{BAD}:NOWHERE"}, "has no attribute 'NOWHERE'"),
     ("a model without a method", {"model": f"{BAD}:HalfModel"}, "HalfModel has no method stock"),
     ("a model that is no class", {"model": f"{BAD}:EMPTY"}, "not a class"),
+    (
+        "an async def factory",
+        {"impl": "awaited_factory"},
+        "the factory returned a coroutine, not the object (is it `async def`?)",
+    ),
 ]
 
 
