@@ -59,8 +59,8 @@ MUTANTS = (
     Case("foreign.wall_deadline_lock", "lock", "schedule", frozenset({"progress"})),
     Case("foreign.double_free_semaphore", "semaphore", "lost-reply", frozenset({"mutual-exclusion"})),
     Case("foreign.rerun_flight", "single_flight", "schedule", frozenset({"runs-once"})),
-    Case("foreign.retry_log", "rate_limiter", "schedule", frozenset({"no-false-refusal"})),
-    Case("foreign.transaction_bucket", "rate_limiter", "schedule", frozenset({"no-false-refusal"})),
+    Case("foreign.retry_log", "rate_limiter", "lost-reply", frozenset({"no-false-refusal"})),
+    Case("foreign.transaction_bucket", "rate_limiter", "lost-reply", frozenset({"no-false-refusal"})),
     Case(
         "foreign.client_clock_log",
         "rate_limiter",

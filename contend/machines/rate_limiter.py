@@ -51,13 +51,6 @@ WAITS = (0.3, 0.6, 1.1)
 SKEWS = (0.5, 1.0)
 #: Rounding a correct limiter may do, in seconds (whole milliseconds; the 1 ms a step costs).
 SLACK = 0.003
-#: Where a lost reply bites in a limiter: the round trip that commits a hit (an EXEC, a script).
-#: The server ran it, so what the code sends in answer (a resend, a transaction's retry) finds
-#: the units it took gone and may refuse, or take them twice. Of this many such round trips (the
-#: first of an advance), two lose their reply (`lose_one_in`).
-LOSE_COMMIT_ONE_IN = 8
-#: The commands whose round trip commits a hit's decision.
-COMMITS = frozenset({"EXEC", "EVAL", "EVALSHA", "FCALL"})
 
 
 class RateLimiterMachine(ScheduledMachine):
@@ -138,14 +131,6 @@ class RateLimiterMachine(ScheduledMachine):
         code has read a wall clock)."""
         self.scheduler.skew(client, (1 if ahead else -1) * share * self.window)
         self.skews += 1
-
-    def lost_reply_odds(self, index: int) -> int:
-        """A hit's committing round trip (LOSE_COMMIT_ONE_IN) is where a lost reply bites; any
-        other as the base machine draws it."""
-        pending = self.scheduler.clients[index].pending
-        if index in self.running and any(str(cmd[0]).upper() in COMMITS for cmd in pending if cmd):
-            return LOSE_COMMIT_ONE_IN
-        return super().lost_reply_odds(index)
 
     def first_choice(self, ready: list[int]) -> int | None:
         """Hits under way take turns, the one whose last round trip is oldest first (two clients
