@@ -115,7 +115,8 @@ def params(rows: list[tuple]) -> list:
 
 
 def check(module: str, kind: str, target, ns, package: str = "foreign"):
-    claim, no_claim = foreign.LIMITER_CLAIMS.get(module, ((), ()))
+    claims = async_foreign.LIMITER_CLAIMS if package == "async_foreign" else foreign.LIMITER_CLAIMS
+    claim, no_claim = claims.get(module, ((), ()))
     subject = user_subject(
         f"tests.fixtures.{package}.{module}:make", kind, target, claim=claim, no_claim=no_claim
     )
@@ -137,6 +138,13 @@ def test_a_correct_implementation_gets_no_false_alarm(module, kind, contend_targ
 @pytest.mark.parametrize("module", async_foreign.CORRECT)
 def test_a_correct_async_lock_gets_no_false_alarm(module, contend_target, ns):
     row = check(module, "lock", contend_target, ns, package="async_foreign")
+    assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module", async_foreign.CORRECT_LIMITERS)
+def test_a_correct_async_limiter_gets_no_false_alarm(module, contend_target, ns):
+    row = check(module, "rate_limiter", contend_target, ns, package="async_foreign")
     assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
 
 

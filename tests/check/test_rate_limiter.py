@@ -134,9 +134,10 @@ def _foreign(module: str, target) -> object:
 @pytest.mark.parametrize("retries", [0, 3])
 def test_the_lost_reply_check_passes_limiters_in_other_styles(contend_target, ns, retries):
     """Each round trip of a hit loses its reply, on a fresh key and with one unit left: correct
-    limiters in four styles (and the catalog's three) pass, with and without redis-py's resends."""
+    limiters in other styles (and the catalog's three) pass, with and without redis-py's resends."""
     target = dataclasses.replace(contend_target, client_retries=retries)
-    subjects = [_foreign(m, target) for m in ("watch_bucket", "hash_window", "list_log")]
+    styles = ("watch_bucket", "hash_window", "list_log", "micros_gcra", "float_bucket", "exact_watch_bucket")
+    subjects = [_foreign(m, target) for m in styles]
     subjects += catalog_subjects(["rate_limiter"], ["fixed_window", "sliding_log", "gcra"])
     for row in run_battery(target, subjects, CheckOptions(shrink=False), ns, only_checks=["lost-reply"]):
         assert row.verdict == "pass", {r.check: r.detail for r in row.results if not r.passed}
