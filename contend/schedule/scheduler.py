@@ -117,6 +117,8 @@ class Scheduler:
         #: Called with the number of seconds just before the clock jumps (not for a step's cost),
         #: while the servers still show the time before the jump.
         self.on_jump: Callable[[float], None] | None = None
+        #: Called just after the clock jumped (the servers show the time after it).
+        self.after_jump: Callable[[], None] | None = None
         install()
         if clock is not None:
             clock.take(self, self.wall_base)
@@ -284,6 +286,8 @@ class Scheduler:
             self.on_jump(seconds)
         self.jumped += max(0.0, seconds)
         self._tick(seconds)
+        if self.after_jump is not None and seconds > 0:
+            self.after_jump()
 
     def _tick(self, seconds: float) -> None:
         """Move the virtual clock, and the servers' with it."""

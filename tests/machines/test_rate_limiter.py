@@ -95,3 +95,24 @@ def test_a_refusal_after_a_quiet_window_is_false(contend_target):
     finally:
         machine.failed = True
         machine.teardown()
+
+
+def test_a_key_a_jump_runs_out_is_expired_at_the_jump_not_when_the_servers_cron_runs(contend_target):
+    """The server's active expiry runs in real time: left to it, a key the virtual clock ran out
+    would be deleted before some client's next command in one run and after it in another (on
+    Redis 6.2 a WATCH then passes on the absent key, or is aborted by the deletion), and the same
+    example would behave differently. The machine expires such keys itself, right after the jump."""
+    machine = forced("fixed_window", contend_target)
+    try:
+        machine.hit(0, 1)
+        machine.step_alone(0, max_steps=20)  # the hit, to its end (the machine notes its keys)
+        key = machine.key
+        admin = machine.admin
+        before = admin.dbsize()
+        assert admin.pttl(key) > 0
+        machine.scheduler.advance(2 * machine.window, note="two windows pass")
+        assert admin.dbsize() == before - 1, "the counter the jump ran out is gone at once"
+        assert any(key in step.note and "expires" in step.note for step in machine.scheduler.trace)
+    finally:
+        machine.failed = True
+        machine.teardown()
