@@ -306,7 +306,7 @@ def _verdict(board: Scoreboard, args: argparse.Namespace) -> tuple[ExitCode, str
             ExitCode.INCONCLUSIVE,
             "findings-not-met",
             f"{len(board.not_met)} recorded finding(s) not met this run: the board did not reach its "
-            f"verdicts (run it again, or without --quick) · {tally}",
+            f"verdicts (run it again{', or without --quick' if args.quick else ''}) · {tally}",
         )
     ran = [r for r in board.results if not r.skipped]
     skipped = len(board.results) - len(ran)

@@ -195,6 +195,7 @@ def test_a_recorded_finding_not_met_fails_the_run_with_its_own_code(capsys, monk
     assert main([*argv, "--schedule-examples", "10"]) == 3
     out = capsys.readouterr().out
     assert "1 recorded finding(s) not met this run" in out
+    assert "(run it again, or without --quick)" in out  # a quick board; a full one says "run it again"
     assert "redis-py-asyncio · safe-release: pass, recorded as a finding that some runs miss" in out
     assert "0 of 1 recorded finding(s) met; 1 not met" in out  # the summary counts them (issue 41)
     document = json.loads(path.read_text())
