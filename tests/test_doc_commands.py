@@ -297,6 +297,11 @@ NOT_RUN: dict[str, str] = {
     f"{C} hunt --only transfer_no_watch --only transfer_watch_some --only audit_separate_reads --runs 20": MEASURE,
     f"{C} redlock --runs 10 --max-examples 1000": MEASURE,
     ".venv/bin/python -m contend.benchmarks.faults --runs 20": MEASURE,
+    ".venv/bin/python -m contend.benchmarks.impl_times --mutants --runs 20": MEASURE,
+    ".venv/bin/python -m contend.benchmarks.impl_times --mutants --runs 20 --only foreign.retry_log --only "
+    "foreign.transaction_bucket --only foreign.client_clock_log": MEASURE,
+    ".venv/bin/python -m contend.benchmarks.faults --runs 20 --only foreign.transaction_bucket --only "
+    "foreign.retry_log": MEASURE,
     ".venv/bin/python -m contend.benchmarks.faults --runs 20 --correct": MEASURE,
     f"{C} check --cluster 3": MEASURE + " (the whole battery on a cluster)",
     f"{C} load --users 16 --hot-keys 1 --processes 1,2,4 --duration 10 --ceiling-duration 2": MEASURE,
