@@ -46,6 +46,11 @@ class Case:
     broken: frozenset[str] = frozenset()
 
     @property
+    def wanted(self) -> str:
+        """The verdict every run must give: "caught" for a mutant, "pass" for a correct one."""
+        return "caught" if self.broken else "pass"
+
+    @property
     def name(self) -> str:
         return self.module.removeprefix("tests.fixtures.")
 
@@ -185,9 +190,8 @@ def line(case: Case, timings: list[Timing], limit: float) -> str:
             continue
         verdicts = sorted(set(timing.verdicts))
         over = sum(1 for s in timing.seconds if s > limit)
-        wanted = "caught" if case.broken else "pass"
         parts.append(
-            f"{'/'.join(verdicts)} {timing.verdicts.count(wanted)}/{len(timing.verdicts)}"
+            f"{'/'.join(verdicts)} {timing.verdicts.count(case.wanted)}/{len(timing.verdicts)}"
             f"  median {timing.median:5.1f} s  worst {timing.worst:5.1f} s  over {limit:g} s: {over}"
         )
     base = timings[0]
@@ -250,12 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[{index + 1}] {shlex.join(command)}")
     for case in cases:
         print(line(case, timings[case], args.limit))
-    wrong = [
-        case.name
-        for case in cases
-        for t in timings[case]
-        if any(v != ("caught" if case.broken else "pass") for v in t.verdicts)
-    ]
+    wrong = [case.name for case in cases for t in timings[case] if any(v != case.wanted for v in t.verdicts)]
     print(
         f"{len(cases)} implementation(s) x {args.runs} run(s) in {time.perf_counter() - started:.0f} s; "
         f"{'runs not caught' if args.mutants else 'false alarms'}: {', '.join(sorted(set(wrong))) or 'none'}"
