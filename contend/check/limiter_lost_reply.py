@@ -32,7 +32,6 @@ from contend.check.framework import Check, CheckContext, CheckFailed
 from contend.check.lost_reply import count_round_trips, lost, resent
 from contend.check.rate_limiter import CHECK_LIMIT, CHECK_WINDOW_MS, check_limits, judge_hit, timed_hit
 from contend.impl.catalog import NO_FALSE_REFUSAL, NO_STUCK_KEY
-from contend.impl.connection import glob_escape
 from contend.models.rate_limiter import Hit, Limits
 
 
@@ -91,14 +90,9 @@ def _lost_hit(
 
 
 def _no_stuck_key(ctx: CheckContext, key: str, what: str) -> None:
-    """CheckFailed(no-stuck-key) if a key of this limiter's (its key, or one named after it) has no
+    """CheckFailed(no-stuck-key) if a key of this limiter's (one whose name holds its key) has no
     expiry."""
-    admin = ctx.client()
-    stuck = [
-        raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
-        for raw in admin.scan_iter(match=glob_escape(key) + "*", count=1000)
-        if admin.pttl(raw) == -1
-    ]
+    stuck = [raw.decode(errors="replace") for _, _, raw in ctx.namespace.without_expiry(containing=key)]
     if stuck:
         raise CheckFailed(f"{what}; then {', '.join(sorted(stuck))} had no expiry", prop=NO_STUCK_KEY)
 

@@ -252,12 +252,10 @@ class RateLimiterMachine(ScheduledMachine):
 
     def check_stuck_keys(self) -> None:
         """no-stuck-key: every key of the limiter's has an expiry."""
-        stuck = []
-        for where, client in self.ns.stores():
-            for key in client.scan_iter(match=self.ns.pattern, count=1000):
-                if self.ns.owns(key) and client.pttl(key) == -1:
-                    kind = client.type(key)
-                    stuck.append(f"{_text(key)} ({_text(kind)}, {where})")
+        stuck = [
+            f"{_text(key)} ({_text(client.type(key))}, {where})"
+            for where, client, key in self.ns.without_expiry()
+        ]
         if stuck:
             crashed = [c.name for c in self.scheduler.clients if c.status is Status.CRASHED]
             lost = [s.index for s in self.scheduler.trace if s.lost]

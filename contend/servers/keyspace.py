@@ -101,6 +101,18 @@ class Namespace:
             at = text.find(self.prefix, at + 1)
         return False
 
+    def without_expiry(self, containing: str = "") -> list[tuple[str, redis.Redis, bytes]]:
+        """(where, its client, key) for every key under the namespace that has no expiry (with
+        `containing`, only the keys whose name holds it): what a crash or a lost reply may leave
+        behind where an expiry was to come next."""
+        part = containing.encode()
+        return [
+            (where, client, key)
+            for where, client in self.stores()
+            for key in client.scan_iter(match=self.pattern, count=1000)
+            if self.owns(key) and part in key and client.pttl(key) == -1
+        ]
+
     def keys(self) -> Iterator[tuple[str, bytes]]:
         """(where, key) for every key under the namespace (where: "db N" or a server's URL)."""
         for where, client in self.stores():
