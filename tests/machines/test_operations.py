@@ -68,6 +68,26 @@ def _run(made, index: int) -> None:
         made.step_client(index)
 
 
+def _take_turns(made, clients=(0, 1)) -> None:
+    """Step `clients` a round trip each in turn until none can run."""
+    while made.scheduler.runnable():
+        for index in clients:
+            if index in made.scheduler.runnable():
+                made.step_client(index)
+
+
+def _judged(made, caught: bool, *evidence: str) -> None:
+    """The example's end: a linearizability violation naming `evidence` if `caught`, else none."""
+    if caught:
+        with pytest.raises(Exception):  # noqa: B017 (outside a Hypothesis test, its note() raises too)
+            made.check_quiescent()
+        assert made.violation.property == LINEARIZABLE
+        assert all(text in made.violation.detail for text in evidence), made.violation.detail
+    else:
+        made.check_quiescent()
+        assert not made.failed
+
+
 @pytest.mark.parametrize(("module", "caught"), [("stock_get_then_decr", True), ("stock_script", False)])
 def test_two_reservations_that_read_before_either_writes(module, caught, contend_target):
     """Stock 3; c0 and c1 each reserve 2, their round trips taking turns: the twin reads 3 twice and
@@ -78,21 +98,10 @@ def test_two_reservations_that_read_before_either_writes(module, caught, contend
         _run(made, 0)
         made.call(0, "reserve", (2,))
         made.call(1, "reserve", (2,))
-        while made.scheduler.runnable():
-            for index in (0, 1):
-                if index in made.scheduler.runnable():
-                    made.step_client(index)
+        _take_turns(made)
         made.call(2, "stock", ())
         _run(made, 2)
-        if caught:
-            with pytest.raises(Exception):  # noqa: B017 (outside a Hypothesis test, its note() raises too)
-                made.check_quiescent()
-            assert made.violation.property == LINEARIZABLE
-            detail = made.violation.detail
-            assert "reserve(2) returned True" in detail and "gives False" in detail, detail
-        else:
-            made.check_quiescent()
-            assert not made.failed
+        _judged(made, caught, "reserve(2) returned True", "gives False")
     finally:
         made.failed = True
         made.teardown()
@@ -263,19 +272,9 @@ def test_an_async_reservation_that_overdraws_is_seen(module, caught, contend_tar
         _run(made, 0)
         made.call(0, "reserve", (2,))
         made.call(1, "reserve", (1,))
-        while made.scheduler.runnable():
-            for index in (0, 1):
-                if index in made.scheduler.runnable():
-                    made.step_client(index)
+        _take_turns(made)
         assert made.scheduler.clients[1].outcome.value is (not caught)
-        if caught:
-            with pytest.raises(Exception):  # noqa: B017 (outside a Hypothesis test, its note() raises too)
-                made.check_quiescent()
-            assert made.violation.property == LINEARIZABLE
-            assert "reserve(1) returned False" in made.violation.detail, made.violation.detail
-        else:
-            made.check_quiescent()
-            assert not made.failed
+        _judged(made, caught, "reserve(1) returned False")
     finally:
         made.failed = True
         made.teardown()
