@@ -101,6 +101,7 @@ class CheckKwargs(TypedDict, total=False):
     schedule_examples: int
     seed: int
     shrink: bool
+    shrink_seconds: float
     check_seconds: float
     run_seconds: float | None
     replay: str | None
@@ -122,6 +123,7 @@ def check(
     schedule_examples: int = USER_SCHEDULE_EXAMPLES,
     seed: int = 0,
     shrink: bool = True,
+    shrink_seconds: float = CheckOptions.shrink_seconds,
     check_seconds: float = USER_CHECK_SECONDS,
     run_seconds: float | None = USER_RUN_SECONDS,
     replay: str | None = None,
@@ -136,7 +138,8 @@ def check(
 
     `target` is the server (the `contend_target` fixture); None starts an embedded one for the
     call. `claim`/`no_claim` add or drop a property (`--claim`/`--no-claim`), `checks` runs only
-    those checks (`--check`), `replay` re-runs one recorded schedule example (`--replay`).
+    those checks (`--check`), `replay` re-runs one recorded schedule example (`--replay`);
+    `shrink_seconds` bounds the shrinking of a schedule failure (`--shrink-seconds`).
     `masters` (odd, 3 to 9) checks a lock over that many independent masters, its factory
     called as factory(clients, key, ttl_ms) (`--masters N`): embedded ones, started for the
     call, or `target` and its `also` servers. `client_retries` gives the clients redis-py's
@@ -151,6 +154,8 @@ def check(
     __tracebackhide__ = True  # pytest shows the caller's line and the evidence, not this function
     kind = _kind(kind)
     _validate(factory, kind, claim, no_claim, checks, replay)
+    if not isinstance(shrink_seconds, (int, float)) or shrink_seconds <= 0:
+        raise ValueError(f"shrink_seconds={shrink_seconds!r}: give the seconds shrinking may take, above 0")
     check_redis_py()
     spec = parse_spec(
         factory,
@@ -169,6 +174,7 @@ def check(
         seed=seed,
         schedule_examples=schedule_examples,
         shrink=shrink,
+        shrink_seconds=shrink_seconds,
         check_seconds=check_seconds,
         run_seconds=run_seconds,
         replay=replay,

@@ -66,6 +66,8 @@ class CheckOptions:
     schedule_examples: int = 60  # state-machine examples for a correct implementation
     hunt_examples: int = 2000  # the most a known-bad one is searched before it counts as missed
     shrink: bool = True  # shrink a schedule failure to its minimal interleaving
+    #: seconds Hypothesis may spend shrinking a schedule failure; then the smallest found so far
+    shrink_seconds: float = 8.0
     check_seconds: float = 60.0  # real-time budget of one check
     run_seconds: float | None = None  # real-time budget of the whole run (None: no limit)
     replay: str | None = None  # a schedule failure to replay (`contend check --replay`)

@@ -34,7 +34,7 @@ from contend.history.access import UnknownCommand
 from contend.impl.catalog import PROGRESS, SERIALIZABLE
 from contend.machines.base import PropertyViolated, ScheduledMachine
 from contend.machines.family import family_machine
-from contend.machines.settings import machine_settings
+from contend.machines.settings import machine_settings, shrink_budget
 from contend.schedule.scheduler import SchedulerError
 from contend.schedule.trace import compress
 from contend.servers.record import RecordBroken
@@ -141,11 +141,13 @@ def schedule_check(ctx: CheckContext) -> str:
     if options.replay:
         factory._hypothesis_internal_use_reproduce_failure = parse_replay(options.replay)  # type: ignore[attr-defined]
     try:
-        run_state_machine_as_test(factory, settings=machine_settings(examples, shrink=options.shrink))  # type: ignore[arg-type]
+        with shrink_budget(options.shrink_seconds):
+            run_state_machine_as_test(factory, settings=machine_settings(examples, shrink=options.shrink))  # type: ignore[arg-type]
     except PropertyViolated as exc:
         text, facts = _evidence(exc, last, subject, options.replay, _cluster_options(ctx))
         if first:
             facts["seconds_to_first"] = round(first[0] - started, 3)
+            text += _shrink_stopped(options, time.monotonic() - first[0])
         raise CheckFailed(text, prop=exc.property, facts=facts) from None
     except _OutOfTime:
         if failure := _unshrunk(found, subject, first, started, _cluster_options(ctx)):
@@ -233,6 +235,17 @@ def _unshrunk(
         f"{text}\n    (not shrunk further: the check's time budget ran out while Hypothesis shrank it)",
         prop=exc.property,
         facts=facts,
+    )
+
+
+def _shrink_stopped(options: Any, since_found: float) -> str:
+    """A note on the evidence when Hypothesis stopped shrinking it at its budget (the trace is the
+    smallest found by then, and may hold steps the failure does not need)."""
+    if options.replay or not options.shrink or since_found < options.shrink_seconds:
+        return ""
+    return (
+        f"\n    (shrinking stopped at its budget of {options.shrink_seconds:g} s, --shrink-seconds: "
+        "the smallest interleaving found by then)"
     )
 
 

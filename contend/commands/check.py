@@ -208,6 +208,14 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         f"(default: none, {USER_RUN_SECONDS:g} for --impl)",
     )
     parser.add_argument(
+        "--shrink-seconds",
+        type=positive_float,
+        default=CheckOptions.shrink_seconds,
+        metavar="S",
+        help="seconds Hypothesis may spend shrinking a schedule failure; it then reports the smallest "
+        "interleaving found by then, with its replay command (default %(default)g)",
+    )
+    parser.add_argument(
         "--no-shrink",
         action="store_true",
         help="report a schedule failure as found, without shrinking it to the minimal interleaving",
@@ -286,6 +294,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         schedule_examples=args.schedule_examples
         or (USER_SCHEDULE_EXAMPLES if args.impl else CheckOptions.schedule_examples),
         shrink=not args.no_shrink,
+        shrink_seconds=args.shrink_seconds,
         check_seconds=args.check_seconds or (USER_CHECK_SECONDS if args.impl else CheckOptions.check_seconds),
         run_seconds=args.run_seconds or (USER_RUN_SECONDS if args.impl else None),
         replay=args.replay,

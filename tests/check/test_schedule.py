@@ -39,6 +39,24 @@ def test_a_failure_still_being_shrunk_when_the_budget_ends_is_reported(contend_t
     assert "not shrunk further: the check's time budget ran out" in text
 
 
+def test_shrinking_stops_at_its_budget_with_the_smallest_failure_and_its_replay(contend_target, ns):
+    """--shrink-seconds: once shrinking has had its seconds, Hypothesis ends it and the check
+    reports the smallest failure found by then, replayable, saying shrinking stopped early."""
+    factory = lambda client, namespace: MiscountingRegistry(client, namespace, registry="miscount")  # noqa: E731
+    subject = Subject(
+        "miscount", "registry", factory, known_bad=True, claims=REGISTRY_PROPERTIES, selector=("--only", "x")
+    )
+    options = CheckOptions(hunt_examples=50, shrink_seconds=0.001)
+    ctx = CheckContext(contend_target, ns, factory, options, subject=subject)
+    with pytest.raises(CheckFailed) as info:
+        SCHEDULE.run(ctx)
+    text = str(info.value)
+    assert info.value.property == "tables-agree", text
+    assert "shrinking stopped at its budget of 0.001 s, --shrink-seconds" in text
+    assert "--replay 6." in text, "a stopped shrink still ends with a replayable example"
+    assert "not shrunk further" not in text
+
+
 @pytest.mark.parametrize(
     ("name", "family"),
     [
