@@ -26,6 +26,7 @@ from typing import Any
 
 from contend.check.faults import FAULT_TTL, key_state
 from contend.check.framework import Check, CheckContext, CheckFailed
+from contend.check.lock_faults import LATE_RELEASE, judged_positions
 from contend.check.scheduled import (
     finish,
     indent,
@@ -61,18 +62,20 @@ def expiry_check(ctx: CheckContext) -> str:
     takes the lock, then the late release goes on: a third client must still be kept out."""
     ttl = ctx.ttl(FAULT_TTL)
     steps = round_trips(ctx, "release", ttl)
-    for k in range(1, steps + 1):
-        vacuous = _expiry_round(ctx, k, steps, ttl)
-        if vacuous:
-            return vacuous
-    return (
-        f"a holder stalled before each of the {steps} round trip(s) of its release left its successor alone"
+    unjudged = {k - 1: why for k in range(1, steps + 1) if (why := _expiry_round(ctx, k, steps, ttl))}
+    return judged_positions(
+        ctx,
+        steps,
+        "release",
+        unjudged,
+        LATE_RELEASE,
+        f"a holder stalled before each of the {steps} round trip(s) of its release left its successor alone",
     )
 
 
 def _expiry_round(ctx: CheckContext, k: int, steps: int, ttl: int) -> str:
     """A stall before round trip `k` of the release: "" when the successor was left alone, or
-    why there was no successor to harm (its lease never expired)."""
+    why there was no successor to harm (its lease never expired): nothing judged there."""
     key = ctx.namespace.key("async-expiry", k)
     where = f"before round trip {k} of its {steps}-round-trip release"
     with scheduled_clients(ctx, 2) as (s, conns):
@@ -95,7 +98,7 @@ def _expiry_round(ctx: CheckContext, k: int, steps: int, ttl: int) -> str:
         wait = ttl * 3 / 1000
         took = run_to_end(s, 1, lambda: successor.acquire(blocking=True, timeout=wait), "acquire()")
         if not granted(took.value):
-            return f"the lease never expired ({key_state(ctx.namespace.client, key)}): no successor to harm"
+            return f"the lease never expired ({key_state(ctx.namespace.client, key)})"
         finish(s, 0)  # the late release goes on; whatever it returns or raises is allowed
         if _outside(ctx, key, LONG_TTL, blocking=False):
             raise CheckFailed(

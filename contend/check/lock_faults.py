@@ -9,8 +9,10 @@ is judged by its effect on the other clients. Async code meets the same faults o
 from __future__ import annotations
 
 import contextlib
+import functools
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -76,118 +78,220 @@ def _stalled_holder(ctx: CheckContext, extra: list[redis.Redis], key: str, after
     return thread, trips
 
 
-def expiry_check(ctx: CheckContext) -> str:
-    """A holder stalls past its TTL before each round trip of its release in turn, and another
-    client takes the lock meanwhile: the late release must leave that lease alone (a third
-    client still cannot get in). Whatever the late release returns or raises is allowed."""
-    with own_clients() as extra:
-        steps = _round_trips_of(ctx, extra, "release")
-        for k in range(steps):
-            where = (
-                "before its release" if k == 0 else f"after round trip {k} of its {steps}-round-trip release"
-            )
-            ctx.note(f"expiry: the holder stalls {where}")
-            key = ctx.namespace.key("expiry", k)
-            b, c, d, e = (
-                ctx.factory(ctx.client(), key, ctx.ttl(LONG_TTL)) for _ in range(4)
-            )  # long: no stall ends them
-            thread, trips = _stalled_holder(ctx, extra, key, k, "release")
-            time.sleep(ctx.ttl(FAULT_TTL) / 1000 + 0.05)  # A's lease runs out while it is stalled
-            try:
-                with expect("B acquires after A's lease expired", prop=PROGRESS):
-                    took = granted(b.acquire(blocking=True, timeout=ctx.ttl(FAULT_TTL) * 3 / 1000))
-                # The premise: B's hold keeps others out before A's late release does anything.
-                # If it does not, what C would show below is not A's doing.
-                with expect("E tries while B holds the lock and A is still stalled", prop=MUTUAL_EXCLUSION):
-                    if took and granted(e.acquire(blocking=False)):
-                        raise CheckFailed(
-                            "B acquired, then E acquired too while B held the lock (before A's late "
-                            f"release ran; {key_state(ctx.namespace.client, key)})",
-                            prop=MUTUAL_EXCLUSION,
-                        )
-            finally:
-                trips.resume()
-                thread.join(10)
-            if not took:
-                # No successor, so no successor's lease to free: safe release holds vacuously.
-                # A lease that never ends is a liveness failure, the crash check's business.
-                return (
-                    f"the lease never expired (B waited {ctx.ttl(FAULT_TTL) * 3} ms in vain; "
-                    f"{key_state(ctx.namespace.client, key)}): no successor to harm"
-                )
-            with expect("C tries while B holds the lock", prop=MUTUAL_EXCLUSION):
-                if granted(c.acquire(blocking=False)):
-                    raise CheckFailed(
-                        f"A stalled {where} until its lease expired; its late release freed B's lease: "
-                        "C acquired while B held the lock"
-                    )
-            with contextlib.suppress(Exception):
-                b.release()  # judged by its effect: D must get in
-            with expect("D acquires after B released", prop=PROGRESS):
-                if not granted(d.acquire(blocking=False)):
-                    raise CheckFailed("after B released, D could not acquire", prop=PROGRESS)
-            with contextlib.suppress(Exception):
-                d.release()
+def where_stalled(k: int, steps: int, what: str) -> str:
+    """Where the holder stalls: before its release (extend), or after round trip k of it."""
+    return f"before its {what}" if k == 0 else f"after round trip {k} of its {steps}-round-trip {what}"
+
+
+def _at_once(calls: dict[int, Callable[[], str]]) -> tuple[dict[int, str], dict[int, BaseException]]:
+    """Run each call in a thread of its own, all at once (each stalls a holder of its own key in
+    real time: together they take about as long as one), and wait for all: what each returned,
+    and what each raised, by its number."""
+    returned: dict[int, str] = {}
+    raised: dict[int, BaseException] = {}
+
+    def run(k: int, call: Callable[[], str]) -> None:
+        try:
+            returned[k] = call()
+        except BaseException as exc:  # raised again in the check's own thread
+            raised[k] = exc
+
+    threads = [
+        threading.Thread(target=run, args=(k, call), name=f"contend-stall-{k}", daemon=True)
+        for k, call in calls.items()
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return returned, raised
+
+
+def _first_raised(raised: dict[int, BaseException]) -> None:
+    """Raise what the lowest-numbered call raised, if any did."""
+    if raised:
+        raise raised[min(raised)]
+
+
+def judged_positions(
+    ctx: CheckContext, steps: int, what: str, unjudged: dict[int, str], situation: str, done: str
+) -> str:
+    """The pass of a check that stalled a holder at each of `steps` positions of its `what`:
+    `unjudged` holds the positions where no successor got the lock (nothing to harm), with why.
+    None judged: the property was not exercised (ctx.not_exercised says which, and in what
+    situation); some: the pass names those that were not."""
+    if not unjudged:
+        return done
+    why = "; ".join(
+        f"stalled {where_stalled(k, steps, what)}: {text}" for k, text in sorted(unjudged.items())
+    )
+    if len(unjudged) == steps:
+        ctx.not_exercised[SAFE_RELEASE] = situation
+        return f"not exercised: no successor took the lock at any of the {steps} stall position(s) ({why})"
     return (
-        f"a holder stalled before each of the {steps} round trip(s) of its release left its successor alone"
+        f"{done} where a successor took the lock ({steps - len(unjudged)} of {steps} position(s); none "
+        f"did when {why})"
     )
 
 
-def stale_extend_check(ctx: CheckContext) -> str:
-    """A holder stalls past its TTL before each round trip of its extend in turn, and another
-    client takes the lock with a short lease meanwhile: the late extend must not prolong it (a
-    third client gets in once that lease has run out)."""
+def expiry_check(ctx: CheckContext) -> str:
+    """A holder stalls past its TTL before each round trip of its release in turn (each position
+    on a key of its own, all at once), and another client takes the lock meanwhile: the late
+    release must leave that lease alone (a third client still cannot get in). Whatever the late
+    release returns or raises is allowed."""
     with own_clients() as extra:
-        control = ctx.namespace.key("stale-extend", "control")
-        b0, c0 = (
-            ctx.factory(ctx.client(), control, ctx.ttl(SUCCESSOR_TTL)),
-            ctx.factory(ctx.client(), control, ctx.ttl(LONG_TTL)),
+        steps = _round_trips_of(ctx, extra, "release")
+        unjudged, raised = _at_once(
+            {k: functools.partial(_expiry_position, ctx, extra, k, steps) for k in range(steps)}
         )
-        with expect("B acquires a free lock", prop=PROGRESS):
-            if not granted(b0.acquire(blocking=False)):
-                raise CheckFailed("B could not acquire a free lock", prop=PROGRESS)
-        time.sleep((ctx.ttl(SUCCESSOR_TTL) + SLACK_MS) / 1000)
-        with expect("C acquires once B's lease ran out", prop=CRASH_LIVENESS):
-            if not granted(c0.acquire(blocking=False)):
-                return (
-                    f"a lease here outlives its {ctx.ttl(SUCCESSOR_TTL)} ms TTL by itself (renewed while its "
-                    "holder lives?): what a stale extend does to it cannot be told apart"
+    _first_raised(raised)
+    return judged_positions(
+        ctx,
+        steps,
+        "release",
+        {k: why for k, why in unjudged.items() if why},
+        LATE_RELEASE,
+        f"a holder stalled before each of the {steps} round trip(s) of its release left its successor alone",
+    )
+
+
+def _expiry_position(ctx: CheckContext, extra: list[redis.Redis], k: int, steps: int) -> str:
+    """The holder stalls at position `k` of its release: "" when the successor was left alone, or
+    why there was no successor to harm."""
+    where = where_stalled(k, steps, "release")
+    ctx.note(f"expiry: the holder stalls {where}")
+    key = ctx.namespace.key("expiry", k)
+    b, c, d, e = (
+        ctx.factory(ctx.client(), key, ctx.ttl(LONG_TTL)) for _ in range(4)
+    )  # long: no stall ends them
+    thread, trips = _stalled_holder(ctx, extra, key, k, "release")
+    time.sleep(ctx.ttl(FAULT_TTL) / 1000 + 0.05)  # A's lease runs out while it is stalled
+    try:
+        with expect("B acquires after A's lease expired", prop=PROGRESS):
+            took = granted(b.acquire(blocking=True, timeout=ctx.ttl(FAULT_TTL) * 3 / 1000))
+        # The premise: B's hold keeps others out before A's late release does anything.
+        # If it does not, what C would show below is not A's doing.
+        with expect("E tries while B holds the lock and A is still stalled", prop=MUTUAL_EXCLUSION):
+            if took and granted(e.acquire(blocking=False)):
+                raise CheckFailed(
+                    "B acquired, then E acquired too while B held the lock (before A's late "
+                    f"release ran; {key_state(ctx.namespace.client, key)})",
+                    prop=MUTUAL_EXCLUSION,
                 )
-        with contextlib.suppress(Exception):
-            c0.release()
-        steps = _round_trips_of(ctx, extra, "extend")
-        for k in range(steps):
-            where = (
-                "before its extend" if k == 0 else f"after round trip {k} of its {steps}-round-trip extend"
+    finally:
+        trips.resume()
+        thread.join(10)
+    if not took:
+        # No successor, so no successor's lease to free: nothing to judge here. A lease that
+        # never ends is a liveness failure, the crash check's business.
+        return (
+            f"the lease never expired (B waited {ctx.ttl(FAULT_TTL) * 3} ms in vain; "
+            f"{key_state(ctx.namespace.client, key)})"
+        )
+    with expect("C tries while B holds the lock", prop=MUTUAL_EXCLUSION):
+        if granted(c.acquire(blocking=False)):
+            raise CheckFailed(
+                f"A stalled {where} until its lease expired; its late release freed B's lease: "
+                "C acquired while B held the lock"
             )
-            ctx.note(f"stale-extend: the holder stalls {where}")
-            key = ctx.namespace.key("stale-extend", k)
-            b = ctx.factory(ctx.client(), key, ctx.ttl(SUCCESSOR_TTL))
-            c = ctx.factory(ctx.client(), key, ctx.ttl(LONG_TTL))
-            thread, trips = _stalled_holder(ctx, extra, key, k, "extend")
-            time.sleep(ctx.ttl(FAULT_TTL) / 1000 + 0.05)  # A's lease runs out while it is stalled
-            try:
-                with expect("B acquires after A's lease expired", prop=PROGRESS):
-                    took = granted(b.acquire(blocking=True, timeout=ctx.ttl(FAULT_TTL) * 3 / 1000))
-                taken_at = time.monotonic()
-            finally:
-                trips.resume()
-                thread.join(10)
-            if not took:
-                return (
-                    f"the lease never expired ({key_state(ctx.namespace.client, key)}): no successor to harm"
-                )
-            time.sleep(max(0.0, taken_at + (ctx.ttl(SUCCESSOR_TTL) + SLACK_MS) / 1000 - time.monotonic()))
-            with expect("C acquires once B's lease ran out", prop=SAFE_RELEASE):
-                if not granted(c.acquire(blocking=False)):
-                    raise CheckFailed(
-                        f"A stalled {where} until its lease expired; its late extend prolonged B's "
-                        f"{ctx.ttl(SUCCESSOR_TTL)} ms lease: {ctx.ttl(SUCCESSOR_TTL) + SLACK_MS} ms after B acquired, C still "
-                        f"could not ({key_state(ctx.namespace.client, key)})"
-                    )
-            with contextlib.suppress(Exception):
-                c.release()
-    return f"a holder stalled before each of the {steps} round trip(s) of its extend left its successor's lease as it was"
+    with contextlib.suppress(Exception):
+        b.release()  # judged by its effect: D must get in
+    with expect("D acquires after B released", prop=PROGRESS):
+        if not granted(d.acquire(blocking=False)):
+            raise CheckFailed("after B released, D could not acquire", prop=PROGRESS)
+    with contextlib.suppress(Exception):
+        d.release()
+    return ""
+
+
+#: The situations the expiry and stale-extend checks judge safe release in.
+LATE_RELEASE = "a successor holding the lock while a holder's release, stalled past its lease, went on"
+_LATE_EXTEND = "a successor holding the lock while a holder's extend, stalled past its lease, went on"
+
+
+def stale_extend_check(ctx: CheckContext) -> str:
+    """A holder stalls past its TTL before each round trip of its extend in turn (each position on
+    a key of its own, all at once), and another client takes the lock with a short lease
+    meanwhile: the late extend must not prolong it (a third client gets in once that lease has
+    run out). Beside them, a control: a lease of the same length, not extended, must run out by
+    itself, or what a late extend does cannot be told apart."""
+    with own_clients() as extra:
+        steps = _round_trips_of(ctx, extra, "extend")
+        calls: dict[int, Callable[[], str]] = {
+            k: functools.partial(_stale_extend_position, ctx, extra, k, steps) for k in range(steps)
+        }
+        calls[-1] = functools.partial(_lease_runs_out, ctx)  # the control
+        returned, raised = _at_once(calls)
+    if -1 in raised:
+        raise raised[-1]
+    if renewed := returned.pop(-1):  # then a late extend's failure would mean nothing
+        ctx.not_exercised[SAFE_RELEASE] = _LATE_EXTEND
+        return f"not exercised: {renewed}"
+    _first_raised(raised)
+    return judged_positions(
+        ctx,
+        steps,
+        "extend",
+        {k: why for k, why in returned.items() if why},
+        _LATE_EXTEND,
+        f"a holder stalled before each of the {steps} round trip(s) of its extend left its successor's "
+        "lease as it was",
+    )
+
+
+def _lease_runs_out(ctx: CheckContext) -> str:
+    """The control: "" when a lease of the successor's length, never extended, runs out by itself;
+    else why a late extend's effect cannot be told apart from the lock's own renewal."""
+    control = ctx.namespace.key("stale-extend", "control")
+    b0, c0 = (
+        ctx.factory(ctx.client(), control, ctx.ttl(SUCCESSOR_TTL)),
+        ctx.factory(ctx.client(), control, ctx.ttl(LONG_TTL)),
+    )
+    with expect("B acquires a free lock", prop=PROGRESS):
+        if not granted(b0.acquire(blocking=False)):
+            raise CheckFailed("B could not acquire a free lock", prop=PROGRESS)
+    time.sleep((ctx.ttl(SUCCESSOR_TTL) + SLACK_MS) / 1000)
+    with expect("C acquires once B's lease ran out", prop=CRASH_LIVENESS):
+        if not granted(c0.acquire(blocking=False)):
+            return (
+                f"a lease here outlives its {ctx.ttl(SUCCESSOR_TTL)} ms TTL by itself (renewed while its "
+                "holder lives?): what a stale extend does to it cannot be told apart"
+            )
+    with contextlib.suppress(Exception):
+        c0.release()
+    return ""
+
+
+def _stale_extend_position(ctx: CheckContext, extra: list[redis.Redis], k: int, steps: int) -> str:
+    """The holder stalls at position `k` of its extend: "" when the successor's lease ran out as
+    it should, or why there was no successor to harm."""
+    where = where_stalled(k, steps, "extend")
+    ctx.note(f"stale-extend: the holder stalls {where}")
+    key = ctx.namespace.key("stale-extend", k)
+    b = ctx.factory(ctx.client(), key, ctx.ttl(SUCCESSOR_TTL))
+    c = ctx.factory(ctx.client(), key, ctx.ttl(LONG_TTL))
+    thread, trips = _stalled_holder(ctx, extra, key, k, "extend")
+    time.sleep(ctx.ttl(FAULT_TTL) / 1000 + 0.05)  # A's lease runs out while it is stalled
+    try:
+        with expect("B acquires after A's lease expired", prop=PROGRESS):
+            took = granted(b.acquire(blocking=True, timeout=ctx.ttl(FAULT_TTL) * 3 / 1000))
+        taken_at = time.monotonic()
+    finally:
+        trips.resume()
+        thread.join(10)
+    if not took:
+        return f"the lease never expired ({key_state(ctx.namespace.client, key)})"
+    time.sleep(max(0.0, taken_at + (ctx.ttl(SUCCESSOR_TTL) + SLACK_MS) / 1000 - time.monotonic()))
+    with expect("C acquires once B's lease ran out", prop=SAFE_RELEASE):
+        if not granted(c.acquire(blocking=False)):
+            raise CheckFailed(
+                f"A stalled {where} until its lease expired; its late extend prolonged B's "
+                f"{ctx.ttl(SUCCESSOR_TTL)} ms lease: {ctx.ttl(SUCCESSOR_TTL) + SLACK_MS} ms after B acquired, C still "
+                f"could not ({key_state(ctx.namespace.client, key)})"
+            )
+    with contextlib.suppress(Exception):
+        c.release()
+    return ""
 
 
 # --- a holder that crashes --------------------------------------------------------------------------
