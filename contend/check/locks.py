@@ -170,14 +170,19 @@ def seed002_check(ctx: CheckContext) -> str:
         lock = ctx.factory(client, lock_key, ctx.ttl(LONG_TTL))
         for i in range(m):
             if not lock.acquire(blocking=True, timeout=20):
-                raise CheckFailed(f"increment {i}: acquire(timeout=20) gave up")
+                raise CheckFailed(f"increment {i}: acquire(timeout=20) gave up", prop=PROGRESS)
             ham = int(client.get(counter) or 0)
             client.set(counter, ham + 1)
             lock.release()
 
     outcomes = burst([functools.partial(increments, c) for c in clients], timeout=120)
     if failed := errors_summary(outcomes):
-        raise CheckFailed(f"{k} clients × {m} locked increments: {failed}")
+        # Acquires that only gave up starved (progress); anything else the code raised is judged
+        # as the check's property, as before.
+        props = {getattr(o.error, "property", None) for o in outcomes if o.error is not None}
+        raise CheckFailed(
+            f"{k} clients × {m} locked increments: {failed}", prop=PROGRESS if props == {PROGRESS} else None
+        )
     total = int(clients[0].get(counter) or 0)
     if total != k * m:
         raise CheckFailed(f"{k} clients × {m} locked increments left the counter at {total}, not {k * m}")
