@@ -298,8 +298,9 @@ def _stale_extend_position(ctx: CheckContext, extra: list[redis.Redis], k: int, 
 
 
 def crash_check(ctx: CheckContext) -> str:
-    """The holder dies after each round trip of its acquire, and a waiter dies in the queue; another
-    client must get the lock within a few TTLs each time."""
+    """The holder dies after each round trip of its acquire, and a waiter dies in the queue (each
+    case on a key of its own, all at once); another client must get the lock within a few TTLs
+    each time."""
     bound = ctx.ttl(FAULT_TTL) * 3 / 1000 + 0.5
     with own_clients() as extra:
         probe_client, probe_trips = tapped_client(ctx, extra)
@@ -309,36 +310,49 @@ def crash_check(ctx: CheckContext) -> str:
             with expect("an uncontended acquire"):
                 probe.acquire(blocking=False)
         steps = max(1, probe_trips.sent)
-        for k in range(1, steps + 1):
-            key = ctx.namespace.key("crash", k)
-            client, trips = tapped_client(ctx, extra)
-            holder = ctx.factory(client, key, ctx.ttl(FAULT_TTL))
-            trips.crash_after(k)
-            with contextlib.suppress(SimulatedCrash):
-                holder.acquire(blocking=False)
-            trips.crash_after(0)
-            when = (
-                f"after round trip {k} of its {steps}-round-trip acquire"
-                if k < steps
-                else "holding the lock (acquire done)"
-            )
-            _waiter_must_acquire(ctx, key, bound, f"the holder crashed {when}")
-
-        # A waiter that dies while queued behind a holder must not block those after it.
-        key = ctx.namespace.key("crash-waiter")
-        holder = ctx.factory(ctx.client(), key, ctx.ttl(FAULT_TTL))
-        with expect("the holder's acquire"):
-            holder.acquire(blocking=False)
-        client, trips = tapped_client(ctx, extra)
-        waiter = ctx.factory(client, key, ctx.ttl(FAULT_TTL))
-        trips.crash_after(2)
-        dead = threading.Thread(target=_swallow_crash, args=(waiter,), daemon=True)
-        dead.start()
-        dead.join(bound)
-        with contextlib.suppress(Exception):
-            holder.release()
-        _waiter_must_acquire(ctx, key, bound, "a waiter crashed while queued and the holder released")
+        cases: dict[int, Callable[[], str]] = {
+            k: functools.partial(_holder_crashes, ctx, extra, k, steps, bound) for k in range(1, steps + 1)
+        }
+        cases[steps + 1] = functools.partial(_waiter_crashes, ctx, extra, bound)
+        _, raised = _at_once(cases)
+    _first_raised(raised)
     return f"crashed after each of {steps} acquire round trip(s), and while queued: others acquired within {bound:.1f} s"
+
+
+def _holder_crashes(ctx: CheckContext, extra: list[redis.Redis], k: int, steps: int, bound: float) -> str:
+    """The holder dies after round trip `k` of its acquire (after the last: holding the lock)."""
+    key = ctx.namespace.key("crash", k)
+    client, trips = tapped_client(ctx, extra)
+    holder = ctx.factory(client, key, ctx.ttl(FAULT_TTL))
+    trips.crash_after(k)
+    with contextlib.suppress(SimulatedCrash):
+        holder.acquire(blocking=False)
+    trips.crash_after(0)
+    when = (
+        f"after round trip {k} of its {steps}-round-trip acquire"
+        if k < steps
+        else "holding the lock (acquire done)"
+    )
+    _waiter_must_acquire(ctx, key, bound, f"the holder crashed {when}")
+    return ""
+
+
+def _waiter_crashes(ctx: CheckContext, extra: list[redis.Redis], bound: float) -> str:
+    """A waiter that dies while queued behind a holder must not block those after it."""
+    key = ctx.namespace.key("crash-waiter")
+    holder = ctx.factory(ctx.client(), key, ctx.ttl(FAULT_TTL))
+    with expect("the holder's acquire"):
+        holder.acquire(blocking=False)
+    client, trips = tapped_client(ctx, extra)
+    waiter = ctx.factory(client, key, ctx.ttl(FAULT_TTL))
+    trips.crash_after(2)
+    dead = threading.Thread(target=_swallow_crash, args=(waiter,), daemon=True)
+    dead.start()
+    dead.join(bound)
+    with contextlib.suppress(Exception):
+        holder.release()
+    _waiter_must_acquire(ctx, key, bound, "a waiter crashed while queued and the holder released")
+    return ""
 
 
 def _swallow_crash(lock: Any) -> None:
