@@ -9,8 +9,10 @@ clock is skewed through the factory's `clock` argument.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import redis
 
@@ -18,10 +20,42 @@ from contend.check.framework import CheckContext, CheckInconclusive
 from contend.impl.connection import glob_escape
 from contend.servers.tap import RoundTrips, tap
 
+T = TypeVar("T")
+
 #: Lease lengths (ms). Short, so expiry is a real event that costs little time.
 MODEL_TTL = 250
 FAULT_TTL = 200
 LONG_TTL = 5_000
+
+
+def at_once(calls: dict[int, Callable[[], T]]) -> tuple[dict[int, T], dict[int, BaseException]]:
+    """Run each call in a thread of its own, all at once (each a fault case on a key of its own,
+    waiting in real time for leases to run out: together they take about as long as one), and
+    wait for all: what each returned, and what each raised, by its number."""
+    returned: dict[int, T] = {}
+    raised: dict[int, BaseException] = {}
+
+    def run(k: int, call: Callable[[], T]) -> None:
+        try:
+            returned[k] = call()
+        except BaseException as exc:  # raised again in the check's own thread
+            raised[k] = exc
+
+    threads = [
+        threading.Thread(target=run, args=(k, call), name=f"contend-fault-{k}", daemon=True)
+        for k, call in calls.items()
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return returned, raised
+
+
+def first_raised(raised: dict[int, BaseException]) -> None:
+    """Raise what the lowest-numbered call raised, if any did."""
+    if raised:
+        raise raised[min(raised)]
 
 
 def pause_all(taps: list[RoundTrips], seconds: float) -> None:

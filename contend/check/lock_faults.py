@@ -17,7 +17,15 @@ from typing import Any
 
 import redis
 
-from contend.check.faults import FAULT_TTL, LONG_TTL, key_state, own_clients, tapped_client
+from contend.check.faults import (
+    FAULT_TTL,
+    LONG_TTL,
+    at_once,
+    first_raised,
+    key_state,
+    own_clients,
+    tapped_client,
+)
 from contend.check.framework import CheckContext, CheckFailed, expect
 from contend.impl.catalog import CRASH_LIVENESS, MUTUAL_EXCLUSION, PROGRESS, SAFE_RELEASE
 from contend.servers.tap import SimulatedCrash
@@ -83,36 +91,6 @@ def where_stalled(k: int, steps: int, what: str) -> str:
     return f"before its {what}" if k == 0 else f"after round trip {k} of its {steps}-round-trip {what}"
 
 
-def _at_once(calls: dict[int, Callable[[], str]]) -> tuple[dict[int, str], dict[int, BaseException]]:
-    """Run each call in a thread of its own, all at once (each stalls a holder of its own key in
-    real time: together they take about as long as one), and wait for all: what each returned,
-    and what each raised, by its number."""
-    returned: dict[int, str] = {}
-    raised: dict[int, BaseException] = {}
-
-    def run(k: int, call: Callable[[], str]) -> None:
-        try:
-            returned[k] = call()
-        except BaseException as exc:  # raised again in the check's own thread
-            raised[k] = exc
-
-    threads = [
-        threading.Thread(target=run, args=(k, call), name=f"contend-stall-{k}", daemon=True)
-        for k, call in calls.items()
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return returned, raised
-
-
-def _first_raised(raised: dict[int, BaseException]) -> None:
-    """Raise what the lowest-numbered call raised, if any did."""
-    if raised:
-        raise raised[min(raised)]
-
-
 def judged_positions(
     ctx: CheckContext, steps: int, what: str, unjudged: dict[int, str], situation: str, done: str
 ) -> str:
@@ -141,10 +119,10 @@ def expiry_check(ctx: CheckContext) -> str:
     release returns or raises is allowed."""
     with own_clients() as extra:
         steps = _round_trips_of(ctx, extra, "release")
-        unjudged, raised = _at_once(
+        unjudged, raised = at_once(
             {k: functools.partial(_expiry_position, ctx, extra, k, steps) for k in range(steps)}
         )
-    _first_raised(raised)
+    first_raised(raised)
     return judged_positions(
         ctx,
         steps,
@@ -221,13 +199,13 @@ def stale_extend_check(ctx: CheckContext) -> str:
             k: functools.partial(_stale_extend_position, ctx, extra, k, steps) for k in range(steps)
         }
         calls[-1] = functools.partial(_lease_runs_out, ctx)  # the control
-        returned, raised = _at_once(calls)
+        returned, raised = at_once(calls)
     if -1 in raised:
         raise raised[-1]
     if renewed := returned.pop(-1):  # then a late extend's failure would mean nothing
         ctx.not_exercised[SAFE_RELEASE] = _LATE_EXTEND
         return f"not exercised: {renewed}"
-    _first_raised(raised)
+    first_raised(raised)
     return judged_positions(
         ctx,
         steps,
@@ -314,8 +292,8 @@ def crash_check(ctx: CheckContext) -> str:
             k: functools.partial(_holder_crashes, ctx, extra, k, steps, bound) for k in range(1, steps + 1)
         }
         cases[steps + 1] = functools.partial(_waiter_crashes, ctx, extra, bound)
-        _, raised = _at_once(cases)
-    _first_raised(raised)
+        _, raised = at_once(cases)
+    first_raised(raised)
     return f"crashed after each of {steps} acquire round trip(s), and while queued: others acquired within {bound:.1f} s"
 
 

@@ -32,6 +32,7 @@ scheduler instead (contend.check.async_lost_reply).
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import threading
 import time
@@ -40,7 +41,7 @@ from typing import Any
 
 import redis
 
-from contend.check.faults import FAULT_TTL, key_state, own_clients, tapped_client
+from contend.check.faults import FAULT_TTL, at_once, first_raised, key_state, own_clients, tapped_client
 from contend.check.framework import Check, CheckContext, CheckFailed, expect
 from contend.check.transactions import ACCOUNTS, OPENING
 from contend.impl.catalog import (
@@ -186,15 +187,24 @@ def lock_check(ctx: CheckContext) -> str:
 
         releasing = count_round_trips(ctx, extra, lambda lock: lock.release(), held)
         extending = count_round_trips(ctx, extra, lambda lock: lock.extend(ttl), held) if extendable else 0
-        tried = 0
+        cases: list[Callable[[], int]] = []  # each on a key of its own: all run at once
         for k in range(1, acquiring + 1):
-            tried += _acquire_free(ctx, extra, key("free"), k, acquiring, ttl, bound)
-            tried += _acquire_full(ctx, extra, key("full"), k, acquiring, ttl, bound, limit)
+            cases.append(functools.partial(_acquire_free, ctx, extra, key("free"), k, acquiring, ttl, bound))
+            cases.append(
+                functools.partial(_acquire_full, ctx, extra, key("full"), k, acquiring, ttl, bound, limit)
+            )
         for k in range(1, releasing + 1):
-            tried += _release(ctx, extra, key("release"), k, releasing, ttl, bound)
-            tried += _release_while_waited(ctx, extra, key("waited"), k, releasing, ctx.ttl(WAITED_TTL))
+            cases.append(functools.partial(_release, ctx, extra, key("release"), k, releasing, ttl, bound))
+            cases.append(
+                functools.partial(
+                    _release_while_waited, ctx, extra, key("waited"), k, releasing, ctx.ttl(WAITED_TTL)
+                )
+            )
         for k in range(1, extending + 1):
-            tried += _extend(ctx, extra, key("extend"), k, extending, ttl, bound)
+            cases.append(functools.partial(_extend, ctx, extra, key("extend"), k, extending, ttl, bound))
+        returned, raised = at_once(dict(enumerate(cases)))
+    first_raised(raised)  # the first case in the order above that failed
+    tried = sum(returned.values())
     parts = f"acquire {acquiring}, release {releasing}" + (f", extend {extending}" if extendable else "")
     return f"{tried} lost replies ({parts} round trip(s)): every grant true, the lock free again within a few TTLs"
 
