@@ -298,8 +298,15 @@ NOT_RUN: dict[str, str] = {
     f"{C} redlock --runs 10 --max-examples 1000": MEASURE,
     ".venv/bin/python -m contend.benchmarks.faults --runs 20": MEASURE,
     ".venv/bin/python -m contend.benchmarks.impl_times --mutants --runs 20": MEASURE,
-    ".venv/bin/python -m contend.benchmarks.impl_times --mutants --runs 20 --only foreign.retry_log --only "
-    "foreign.transaction_bucket --only foreign.client_clock_log": MEASURE,
+    ".venv/bin/python -m contend.benchmarks.impl_times --mutants --runs 20 --only foreign.retry_incr_registry "
+    "--only foreign.hopeful_lock --only foreign.patient_lock --only foreign.lease_sleeper_lock --only "
+    "foreign.del_fallback_lock --only foreign.reclaim_extend_lock --only masters.half_quorum_lock --only "
+    "masters.blind_release_redlock --only masters.any_extend_redlock": MEASURE,
+    ".venv/bin/python -m contend.benchmarks.impl_times --mutants --runs 5 --only foreign.touch_lock --only "
+    "foreign.fence_after_lock --only foreign.early_release_flight --only foreign.self_serving_flight --only "
+    "foreign.wall_deadline_lock --only foreign.double_free_semaphore --only foreign.rerun_flight --only "
+    "foreign.retry_log --only foreign.transaction_bucket --only foreign.client_clock_log --only "
+    "masters.ageless_redlock": MEASURE,
     ".venv/bin/python -m contend.benchmarks.faults --runs 20 --only foreign.transaction_bucket --only "
     "foreign.retry_log": MEASURE,
     ".venv/bin/python -m contend.benchmarks.faults --runs 20 --correct": MEASURE,

@@ -113,8 +113,8 @@ def judged_positions(
 
 
 def expiry_check(ctx: CheckContext) -> str:
-    """A holder stalls past its TTL before each round trip of its release in turn (each position
-    on a key of its own, all at once), and another client takes the lock meanwhile: the late
+    """A holder stalls past its TTL before each round trip of its release (each position on a key
+    of its own, all at once), and another client takes the lock meanwhile: the late
     release must leave that lease alone (a third client still cannot get in). Whatever the late
     release returns or raises is allowed."""
     with own_clients() as extra:
@@ -188,8 +188,8 @@ _LATE_EXTEND = "a successor holding the lock while a holder's extend, stalled pa
 
 
 def stale_extend_check(ctx: CheckContext) -> str:
-    """A holder stalls past its TTL before each round trip of its extend in turn (each position on
-    a key of its own, all at once), and another client takes the lock with a short lease
+    """A holder stalls past its TTL before each round trip of its extend (each position on a key
+    of its own, all at once), and another client takes the lock with a short lease
     meanwhile: the late extend must not prolong it (a third client gets in once that lease has
     run out). Beside them, a control: a lease of the same length, not extended, must run out by
     itself, or what a late extend does cannot be told apart."""
