@@ -3,6 +3,7 @@
 Piped (stdout or stderr not a terminal, and no $COLUMNS), text wraps at LOG_WIDTH, but a table,
 or a group of tables, is printed at its natural width however wide that is: a name is never cut
 to "setnx_ge…" and a column never wraps over three lines, so a log or a grep sees whole records.
+Neither turns `:name:` into an emoji: evidence quotes keys such as `sem:seat:1` as they are.
 """
 
 from __future__ import annotations
@@ -42,5 +43,5 @@ class PipeConsole(Console):
 def make_console(stream: TextIO, **kwargs: Any) -> Console:
     """A terminal's console at its own width (or $COLUMNS); a pipe's at LOG_WIDTH, tables whole."""
     if not stream.isatty() and "COLUMNS" not in os.environ:
-        return PipeConsole(highlight=False, width=LOG_WIDTH, **kwargs)
-    return Console(highlight=False, **kwargs)
+        return PipeConsole(highlight=False, emoji=False, width=LOG_WIDTH, **kwargs)
+    return Console(highlight=False, emoji=False, **kwargs)

@@ -34,3 +34,15 @@ def test_a_piped_table_is_printed_whole_one_record_per_line(monkeypatch):
     assert len(rows) == 2 and all("NOT CAUGHT" in row and row.count("caught: safety") == 14 for row in rows)
     assert "…" not in sink.getvalue()
     assert max(len(line) for line in lines if "a sentence" in line) <= LOG_WIDTH
+
+
+def test_a_key_with_colons_is_printed_as_it_is_not_as_an_emoji(monkeypatch):
+    """rich would turn `:seat:` in `sem:seat:1` into 💺: evidence quotes keys as they are, piped or not."""
+    for columns in (None, "120"):  # a pipe's console, and a terminal's width
+        if columns is None:
+            monkeypatch.delenv("COLUMNS", raising=False)
+        else:
+            monkeypatch.setenv("COLUMNS", columns)
+        sink = io.StringIO()
+        make_console(sink, file=sink).print("HGET contend:x:sem:seat:1 :smile:")
+        assert sink.getvalue().strip() == "HGET contend:x:sem:seat:1 :smile:"
