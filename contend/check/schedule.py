@@ -280,6 +280,9 @@ def _evidence(
     }
     if command:
         facts["replay"] = command
+    if not round_trips:  # it broke before any client sent anything: only notes, if any
+        notes = f":\n{lines}" if lines else ""
+        return f"{exc.detail} — before any round trip{notes}{again}", facts
     return f"{exc.detail} — {clients} client(s), {round_trips} round trip(s):\n{lines}{again}", facts
 
 

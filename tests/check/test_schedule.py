@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 
 from contend.check.framework import CheckContext, CheckFailed, CheckOptions
-from contend.check.schedule import SCHEDULE
+from contend.check.schedule import SCHEDULE, _evidence
 from contend.impl.catalog import REGISTRY_PROPERTIES, by_name
 from contend.impl.registry import LuaRegistry
+from contend.machines.base import PropertyViolated
 from contend.machines.family import family_machine
 from contend.subject.subject import Subject
 
@@ -94,3 +95,10 @@ def test_a_semaphore_is_not_said_to_miss_what_it_is_not_judged_for():
     ).situations_judged()
     assert "mutual-exclusion" in situations
     assert "safe-release" not in situations and "stale-grant" not in situations
+
+
+def test_a_failure_before_any_round_trip_says_so_rather_than_counting_zeros():
+    subject = Subject("x", "registry", lambda c, n: None, selector=("--only", "x"))
+    text, facts = _evidence(PropertyViolated("progress", "register('a') raised"), [], subject, None)
+    assert text == "register('a') raised — before any round trip"
+    assert facts["round_trips"] == 0 and "0 client(s)" not in text
