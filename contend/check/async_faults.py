@@ -62,12 +62,12 @@ def expiry_check(ctx: CheckContext) -> str:
     takes the lock, then the late release goes on: a third client must still be kept out."""
     ttl = ctx.ttl(FAULT_TTL)
     steps = round_trips(ctx, "release", ttl)
-    unjudged = {k - 1: why for k in range(1, steps + 1) if (why := _expiry_round(ctx, k, steps, ttl))}
+    returned = {k - 1: _expiry_round(ctx, k, steps, ttl) for k in range(1, steps + 1)}
     return judged_positions(
         ctx,
         steps,
         "release",
-        unjudged,
+        returned,
         LATE_RELEASE,
         f"a holder stalled before each of the {steps} round trip(s) of its release left its successor alone",
     )

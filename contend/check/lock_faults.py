@@ -92,12 +92,13 @@ def where_stalled(k: int, steps: int, what: str) -> str:
 
 
 def judged_positions(
-    ctx: CheckContext, steps: int, what: str, unjudged: dict[int, str], situation: str, done: str
+    ctx: CheckContext, steps: int, what: str, returned: dict[int, str], situation: str, done: str
 ) -> str:
     """The pass of a check that stalled a holder at each of `steps` positions of its `what`:
-    `unjudged` holds the positions where no successor got the lock (nothing to harm), with why.
-    None judged: the property was not exercised (ctx.not_exercised says which, and in what
-    situation); some: the pass names those that were not."""
+    `returned` holds what each position returned, "" or why no successor got the lock there
+    (nothing to harm). None judged: the property was not exercised (ctx.not_exercised says which,
+    and in what situation); some: the pass names those that were not."""
+    unjudged = {k: why for k, why in returned.items() if why}
     if not unjudged:
         return done
     why = "; ".join(
@@ -119,7 +120,7 @@ def expiry_check(ctx: CheckContext) -> str:
     release returns or raises is allowed."""
     with own_clients() as extra:
         steps = _round_trips_of(ctx, extra, "release")
-        unjudged, raised = at_once(
+        returned, raised = at_once(
             {k: functools.partial(_expiry_position, ctx, extra, k, steps) for k in range(steps)}
         )
     first_raised(raised)
@@ -127,7 +128,7 @@ def expiry_check(ctx: CheckContext) -> str:
         ctx,
         steps,
         "release",
-        {k: why for k, why in unjudged.items() if why},
+        returned,
         LATE_RELEASE,
         f"a holder stalled before each of the {steps} round trip(s) of its release left its successor alone",
     )
@@ -210,7 +211,7 @@ def stale_extend_check(ctx: CheckContext) -> str:
         ctx,
         steps,
         "extend",
-        {k: why for k, why in returned.items() if why},
+        returned,
         _LATE_EXTEND,
         f"a holder stalled before each of the {steps} round trip(s) of its extend left its successor's "
         "lease as it was",
