@@ -294,6 +294,13 @@ NOT_RUN: dict[str, str] = {
     ".venv/bin/contend": PLACEHOLDER.format(what="second checkout (../before) to compare with"),
     ".venv/bin/python -m contend.benchmarks.impl_times --runs 3 --contend ../before39/.venv/bin/contend --contend "
     ".venv/bin/contend": PLACEHOLDER.format(what="second checkout (../before39) to compare with"),
+    ".venv/bin/python -m contend.benchmarks.impl_times --runs 2 --contend ../before/.venv/bin/contend --contend "
+    ".venv/bin/contend --only foreign.raising_lock --only foreign.returning_lock --only foreign.threadlocal_lock "
+    "--only foreign.redispy_lock --only foreign.attr_fenced_lock --only foreign.return_fenced_lock --only "
+    "foreign.held_set_lock --only foreign.zset_semaphore --only foreign.time_slot_semaphore --only "
+    "masters.fanout_redlock --only masters.vote_lock": PLACEHOLDER.format(
+        what="second checkout (../before) to compare with"
+    ),
     f"{C} hunt --only transfer_no_watch --only transfer_watch_some --only audit_separate_reads --runs 20": MEASURE,
     f"{C} redlock --runs 10 --max-examples 1000": MEASURE,
     ".venv/bin/python -m contend.benchmarks.faults --runs 20": MEASURE,
