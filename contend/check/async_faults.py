@@ -26,7 +26,7 @@ from typing import Any
 
 from contend.check.faults import FAULT_TTL, key_state
 from contend.check.framework import Check, CheckContext, CheckFailed
-from contend.check.lock_faults import LATE_RELEASE, judged_positions
+from contend.check.lock_faults import expiry_verdict
 from contend.check.scheduled import (
     finish,
     indent,
@@ -62,15 +62,7 @@ def expiry_check(ctx: CheckContext) -> str:
     takes the lock, then the late release goes on: a third client must still be kept out."""
     ttl = ctx.ttl(FAULT_TTL)
     steps = round_trips(ctx, "release", ttl)
-    returned = {k - 1: _expiry_round(ctx, k, steps, ttl) for k in range(1, steps + 1)}
-    return judged_positions(
-        ctx,
-        steps,
-        "release",
-        returned,
-        LATE_RELEASE,
-        f"a holder stalled before each of the {steps} round trip(s) of its release left its successor alone",
-    )
+    return expiry_verdict(ctx, steps, {k - 1: _expiry_round(ctx, k, steps, ttl) for k in range(1, steps + 1)})
 
 
 def _expiry_round(ctx: CheckContext, k: int, steps: int, ttl: int) -> str:

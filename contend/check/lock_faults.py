@@ -124,6 +124,12 @@ def expiry_check(ctx: CheckContext) -> str:
             {k: functools.partial(_expiry_position, ctx, extra, k, steps) for k in range(steps)}
         )
     first_raised(raised)
+    return expiry_verdict(ctx, steps, returned)
+
+
+def expiry_verdict(ctx: CheckContext, steps: int, returned: dict[int, str]) -> str:
+    """The pass of an expiry check (this one, and async code's) from what each stall position of
+    the release returned."""
     return judged_positions(
         ctx,
         steps,
