@@ -290,6 +290,7 @@ NOT_RUN: dict[str, str] = {
     f"{C} scoreboard --quick --out my-scoreboard": "installs 16 libraries, each in an environment of its own "
     "(minutes); one library's row is run",
     ".venv/bin/python -m contend.benchmarks.faults --every-correct --runs 20 --max-examples 50 --hogs 2": MEASURE,
+    ".venv/bin/python -m contend.benchmarks.faults --every-correct --runs 20 --max-examples 50 --hogs 1": MEASURE,
     ".venv/bin/python -m contend.benchmarks.impl_times --runs 5 --contend ../before/.venv/bin/contend --contend "
     ".venv/bin/contend": PLACEHOLDER.format(what="second checkout (../before) to compare with"),
     ".venv/bin/python -m contend.benchmarks.impl_times --runs 3 --contend ../before39/.venv/bin/contend --contend "
