@@ -107,18 +107,20 @@ class Namespace:
         behind where an expiry was to come next."""
         part = containing.encode()
         return [
-            (where, client, key)
-            for where, client in self.stores()
-            for key in client.scan_iter(match=self.pattern, count=1000)
-            if self.owns(key) and part in key and client.pttl(key) == -1
+            (w, client, key) for w, client, key in self._owned() if part in key and client.pttl(key) == -1
         ]
 
     def keys(self) -> Iterator[tuple[str, bytes]]:
         """(where, key) for every key under the namespace (where: "db N" or a server's URL)."""
+        for where, _, key in self._owned():
+            yield where, key
+
+    def _owned(self) -> Iterator[tuple[str, redis.Redis, bytes]]:
+        """(where, its client, key) for every key under the namespace: the one scan of its stores."""
         for where, client in self.stores():
             for key in client.scan_iter(match=self.pattern, count=1000):
                 if self.owns(key):
-                    yield where, key
+                    yield where, client, key
 
     def count(self) -> int:
         return sum(1 for _ in self.keys())
