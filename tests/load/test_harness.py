@@ -177,7 +177,7 @@ def test_a_users_lock_protects_counter_and_transfer_in_worker_processes(contend_
     summary = tmp_path / "summary.json"
     done = locust(
         "-f", "loadtests/counter.py,loadtests/transfer.py", "--headless", "-u", "4", "-r", "4", "-t", "2s",
-        "--processes", "2", "--redis-url", contend_target.url, "--namespace", ns.prefix,
+        "--processes", "2", *own_master_port(), "--redis-url", contend_target.url, "--namespace", ns.prefix,
         "--impl", LOCK, "--kind", "lock", "--contend-json", str(summary),
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
@@ -256,7 +256,7 @@ def test_a_stop_that_overtakes_the_spawn_still_gets_every_final_tally(contend_ta
     summary = tmp_path / "summary.json"
     started = time.monotonic()
     done = locust(
-        "-f", "tests/fixtures/late_spawn_locustfile.py", "--headless", "--processes", "2",
+        "-f", "tests/fixtures/late_spawn_locustfile.py", "--headless", "--processes", "2", *own_master_port(),
         "-u", "2", "-r", "2", "-t", "1s", "--redis-url", contend_target.url, "--namespace", ns.prefix,
         "--strategy", "incr", "--contend-json", str(summary), timeout=55,
         env={"LATE_SPAWN_MARKER": str(tmp_path / "stopping")},
@@ -321,6 +321,13 @@ def master_args(port: int, summary: Path, users: int = 4, seconds: int = 2) -> l
 
 def worker_args(port: int) -> list[str]:
     return ["-f", "loadtests/counter.py", "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)]  # fmt: skip
+
+
+def own_master_port() -> tuple[str, ...]:
+    """--processes forks workers that dial --master-port (default 5557) while the master binds
+    --master-bind-port: both on one free port, so two such tests on two xdist workers never meet."""
+    port = str(free_port())
+    return ("--master-bind-port", port, "--master-port", port)
 
 
 def stop_all(*processes: subprocess.Popen[str]) -> None:
