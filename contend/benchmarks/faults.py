@@ -47,6 +47,7 @@ class Case:
 MUTANTS = (
     Case("foreign.retry_incr_registry", "registry", "lost-reply", frozenset({"gap-free", "tables-agree"})),
     Case("foreign.hopeful_lock", "lock", "lost-reply", frozenset({"mutual-exclusion"})),
+    Case("foreign.sticky_reentrant_lock", "lock", "reacquire", frozenset({"mutual-exclusion"})),
     Case("foreign.touch_lock", "lock", "schedule", frozenset({"stale-grant", "mutual-exclusion"})),
     Case("foreign.fence_after_lock", "lock", "schedule", frozenset({"stale-grant", "mutual-exclusion"})),
     Case("foreign.patient_lock", "lock", "schedule", frozenset({"progress"})),

@@ -37,6 +37,7 @@ from contend.check.locks import ASYNC_BURST, LOCK_CHECKS
 from contend.check.lost_reply import (
     FLIGHT_LOST_REPLY,
     LOCK_LOST_REPLY,
+    LOCK_REACQUIRE,
     REGISTRY_LOST_REPLY,
     TRANSACTION_LOST_REPLY,
 )
@@ -56,7 +57,7 @@ from contend.subject.subject import Subject
 
 BATTERIES: dict[str, list[Check]] = {
     "registry": [*REGISTRY_CHECKS, REGISTRY_LOST_REPLY, SCHEDULE],
-    "lock": [*LOCK_CHECKS, LOCK_LOST_REPLY, SCHEDULE],
+    "lock": [*LOCK_CHECKS, LOCK_LOST_REPLY, LOCK_REACQUIRE, SCHEDULE],
     "semaphore": [*SEMAPHORE_CHECKS, LOCK_LOST_REPLY, SCHEDULE],
     "single_flight": [*SINGLE_FLIGHT_CHECKS, FLIGHT_LOST_REPLY, SCHEDULE],
     "transaction": [*TRANSACTION_CHECKS, TRANSACTION_LOST_REPLY, SCHEDULE],

@@ -13,6 +13,9 @@ of an uncontended operation:
   the server freed in that moment, and whatever the code then does about the lost reply (a
   resend, a fallback DEL) must leave the waiter's lease as it was (safe release; for a
   semaphore, mutual exclusion), the evidence naming what the code sent next.
+* lock, the `reacquire` check: once a release that lost a reply has freed the lock and another
+  client taken it, the releasing client's next acquire (same object) must be refused: a lock
+  that still believes it holds grants a second holder.
 * registry: register(name) loses that round trip's reply; then another client registers the
   same name and a second one. The name keeps one id, and the ids are 1..n with tables that
   agree: a resend that ran the registration twice (the client's retry settings, or the code's
@@ -364,6 +367,90 @@ def _release_while_waited(
     return 1
 
 
+def reacquire_check(ctx: CheckContext) -> str:
+    """Each round trip of a release loses its reply; another client takes the lock if the server
+    freed it; the releasing client then acquires again (see _reacquire_after_lost_release)."""
+    ttl = ctx.ttl(WAITED_TTL)
+    with own_clients() as extra:
+        counter = itertools.count()
+
+        def held(c: redis.Redis) -> Any:
+            lock = _lock(ctx, c, ctx.namespace.key("again", "n", next(counter)), ttl)
+            lock.acquire(blocking=False)
+            return lock
+
+        releasing = count_round_trips(ctx, extra, lambda lock: lock.release(), held)
+        cases: dict[int, Callable[[], int]] = {
+            k: functools.partial(
+                _reacquire_after_lost_release, ctx, extra, ctx.namespace.key("again", k), k, releasing, ttl
+            )
+            for k in range(1, releasing + 1)
+        }
+        returned, raised = at_once(cases)
+    first_raised(raised)
+    judged = sum(returned.values())
+    if not judged:
+        return f"nothing to judge: none of {releasing} lost release replies left the lock free for another client"
+    return (
+        f"{judged} of {releasing} lost release replies freed the lock for another client; after each, "
+        "the releasing client's next acquire was refused"
+    )
+
+
+def _reacquire_after_lost_release(
+    ctx: CheckContext, extra: list[redis.Redis], key: str, k: int, steps: int, ttl: int
+) -> int:
+    """A release loses round trip `k`'s reply; another client then takes the lock (the server
+    freed it); then the releasing client acquires again with the same object. Its lease is gone
+    and the other's runs, so that acquire must be refused (mutual exclusion): a lock that
+    remembers locally that it holds (a re-entrant count a failed release left set) and grants
+    without asking the server makes two holders. Judged only when the other client got in."""
+    claims: frozenset[str] = getattr(ctx.subject, "claims", frozenset())
+    if _limit(ctx) != 1 or MUTUAL_EXCLUSION not in claims:
+        return 0
+    client, trips = tapped_client(ctx, extra)
+    lock = _lock(ctx, client, key, ttl)
+    with expect("an uncontended acquire", prop=PROGRESS):
+        if not granted(lock.acquire(blocking=False)):
+            raise CheckFailed("a free lock could not be acquired", prop=PROGRESS)
+    trips.lose_after(k - 1, lost(k, steps))
+    ctx.note(f"lost reply: round trip {k} of {steps} of a release, then the same client acquires again")
+    raised = ""
+    try:
+        lock.release()
+    except Exception as exc:
+        raised = f" (the release raised {type(exc).__name__})"
+    if not trips.lost:
+        return 0
+    other = _lock(ctx, ctx.client(), key, ttl)
+    try:
+        took = granted(other.acquire(blocking=False))
+    except Exception:
+        took = False
+    since = time.monotonic()
+    if not took:
+        return 0  # the release did not free the lock on the server: nothing to judge here
+    try:
+        again = granted(lock.acquire(blocking=False))
+    except Exception:
+        again = False
+    surely_valid = time.monotonic() - since < 0.8 * ttl / 1000
+    if again:
+        with contextlib.suppress(Exception):
+            lock.release()
+    with contextlib.suppress(Exception):
+        other.release()
+    if again and surely_valid:
+        raise CheckFailed(
+            f"the reply to round trip {k} of {steps} of a release was lost{raised}{resent(trips)}; another "
+            "client then acquired the lock the server had freed; the releasing client's next acquire, on "
+            "the same lock object, was granted too while the other's lease ran: two holders "
+            f"(left behind: {key_state(ctx.namespace.client, key)})",
+            prop=MUTUAL_EXCLUSION,
+        )
+    return 1
+
+
 def _extend(
     ctx: CheckContext, extra: list[redis.Redis], key: str, k: int, steps: int, ttl: int, bound: float
 ) -> int:
@@ -540,6 +627,12 @@ LOCK_LOST_REPLY = Check(
     "lost-reply",
     "each round trip's reply lost after the server ran it: grants true, the lock free again",
     lock_check,
+    MUTUAL_EXCLUSION,
+)
+LOCK_REACQUIRE = Check(
+    "reacquire",
+    "a release's reply lost, another client takes the lock: the releasing client's next acquire is refused",
+    reacquire_check,
     MUTUAL_EXCLUSION,
 )
 REGISTRY_LOST_REPLY = Check(

@@ -76,6 +76,7 @@ def test_a_user_lock_gets_the_lock_battery(contend_target):
         "crash",
         "bad-input",
         "lost-reply",
+        "reacquire",
         "schedule",
     ]
 

@@ -43,11 +43,17 @@ MUTANTS = [
     # A lost release reply while another client waits: the waiter takes the freed place at once.
     ("del_fallback_lock", "lock", "lost-reply", {SAFE_RELEASE}),
     ("double_free_semaphore", "semaphore", "lost-reply", {MUTUAL_EXCLUSION}),
+    # A lost release reply leaves a re-entrant count set: the next acquire grants without asking.
+    ("sticky_reentrant_lock", "lock", "reacquire", {MUTUAL_EXCLUSION}),
 ]
 
 CORRECT = [
     ("raising_lock", "lock", "lost-reply"),
     ("returning_lock", "lock", "lost-reply"),
+    ("raising_lock", "lock", "reacquire"),
+    ("threadlocal_lock", "lock", "reacquire"),
+    ("redispy_lock", "lock", "reacquire"),
+    ("held_set_lock", "lock", "reacquire"),
     ("zset_semaphore", "semaphore", "lost-reply"),
     ("lua_registry", "registry", "lost-reply"),
     ("watch_registry", "registry", "lost-reply"),
