@@ -17,7 +17,7 @@ from contend.check.noise import Noise, quieted
 from contend.check.schedule import parse_replay
 from contend.ci.document import document
 from contend.ci.summary import append_summary
-from contend.commands.arguments import HelpFormatter, positive_float, positive_int
+from contend.commands.arguments import HelpFormatter, non_negative_int, positive_float, positive_int
 from contend.commands.names import COMMANDS
 from contend.commands.outputs import add_ci_options, report_console, resolve_outputs, write_document
 from contend.commands.progress import Reporter
@@ -25,6 +25,7 @@ from contend.errors import ContendError
 from contend.exitcodes import ExitCode
 from contend.schedule.gate import check_redis_py
 from contend.scoreboard import render
+from contend.scoreboard.confirm import CONFIRM_ATTEMPTS, FULL_EXAMPLES, QUICK_EXAMPLES
 from contend.scoreboard.environments import Environment, cache_root
 from contend.scoreboard.isolated import DEFAULT_JOBS, Runner
 from contend.scoreboard.libraries import LIBRARIES, by_key
@@ -32,9 +33,6 @@ from contend.scoreboard.library import Library
 from contend.scoreboard.run import LibraryResult, Scoreboard, run_scoreboard
 from contend.servers.target import open_target
 
-#: Interleavings per row: a full run, and --quick (the test suite's).
-FULL_EXAMPLES = 200
-QUICK_EXAMPLES = 25
 #: Real-time budget of one check: library code may hang.
 CHECK_SECONDS = 30.0
 DEFAULT_OUT = Path("reports/scoreboard")
@@ -53,8 +51,9 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         "its cache folder ($CONTEND_CACHE_DIR, else ~/.cache/contend): nothing is installed into "
         "yours, and libraries that install the same import name never meet. Exit 0 when every "
         "verdict matches the expectations recorded in contend/scoreboard/expected.py, 1 when one "
-        "does not, 3 when every verdict does but a recorded finding was not met this run (its "
-        "search is bounded), 2 on bad input; 130/143 when interrupted (the rows so far are printed).",
+        "does not, 3 when every verdict does but a recorded finding was not met this run, even by "
+        "its checks run again (--confirm), 2 on bad input; 130/143 when interrupted (the rows so "
+        "far are printed).",
         formatter_class=HelpFormatter,
         epilog=exitcodes.epilog(),
     )
@@ -120,6 +119,16 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> argparse.ArgumentPa
         help="real-time budget of one check; past it the check is inconclusive (default %(default)g)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random checks (default 0)")
+    parser.add_argument(
+        "--confirm",
+        type=non_negative_int,
+        default=CONFIRM_ATTEMPTS,
+        metavar="N",
+        help="attempts at a recorded finding a row's run did not meet (one whose check depends on "
+        "real time or on a larger search than --quick's): its checks again, at the full board's "
+        "sizes, with seeds --seed+1, +2, ... until one meets it; their results join the row as "
+        "'CHECK · again, seed S' (default %(default)s; 0: none, and such a finding is not met)",
+    )
     add_ci_options(parser, "every row's verdicts", junit=False)
     return parser
 
@@ -198,6 +207,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                         on_library=lambda lib: progress.status(f"{lib.key}: running", every=0),
                         on_install=installing,
                         on_done=lambda res: progress.finished(f"{res.library.key}: done"),
+                        confirm_attempts=args.confirm,
                     )
                     try:
                         runner.run_all(libraries, board, interrupt.STOP)
@@ -215,6 +225,7 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
                             stop=interrupt.STOP,
                             board=board,
                             namespace=args.namespace,
+                            confirm_attempts=args.confirm,
                         )
             except interrupt.Interrupted as exc:
                 interrupted = exc
@@ -306,7 +317,7 @@ def _verdict(board: Scoreboard, args: argparse.Namespace) -> tuple[ExitCode, str
             ExitCode.INCONCLUSIVE,
             "findings-not-met",
             f"{len(board.not_met)} recorded finding(s) not met this run: the board did not reach its "
-            f"verdicts (run it again{', or without --quick' if args.quick else ''}) · {tally}",
+            f"verdicts (run it again, or with a larger --confirm) · {tally}",
         )
     ran = [r for r in board.results if not r.skipped]
     skipped = len(board.results) - len(ran)

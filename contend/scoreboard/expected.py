@@ -63,6 +63,9 @@ class Finding:
     tracker: str = NOT_IN_TRACKER
     #: Why a run may not meet it (what it depends on that no seed fixes), or "" when every run must.
     sometimes: str = ""
+    #: The checks that meet it (required with `sometimes`): a run that did not meet it runs them
+    #: again, with other seeds, until one does (contend.scoreboard.confirm).
+    met_by: tuple[str, ...] = ()
     #: Whose promise it breaks, quoted or named, with where (required: tests/scoreboard checks it).
     promise: Promise | None = None
     #: The tracker's issues and pull requests it cites (URLs), related or the same.
@@ -117,14 +120,12 @@ FINDINGS: tuple[Finding, ...] = (
         SAFE_RELEASE,
         "sherlock/lock.py: `RedisLock._acquire_script` (see its mutual-exclusion finding)",
         "The same cause as its mutual-exclusion finding: the acquire script deletes the key it has "
-        "just set, so every holder holds nothing and any client acquires at any time. The state "
-        "machine (with its lost replies and stalls) reads a third client's grant after a release "
-        "as that release having freed its successor's lease.",
+        "just set, so every holder holds nothing and any client acquires at any time. The "
+        "lost-reply check, in every run, reads a third client's grant after a release whose reply "
+        "was lost as that release having freed the waiter's lease (so may the state machine).",
         documented=False,
         reproduction="tests/scoreboard/reproductions/sherlock_no_expiry.py",
         tracker=f"{NOT_IN_TRACKER} (see its mutual-exclusion finding)",
-        sometimes="the state machine's search is bounded in real time and meets this shape of the "
-        "defect after the mutual-exclusion one only in some runs",
         promise=Promise(
             LIBRARY,
             "Distributed inter-process locks with a choice of backend ... never expire locks (expire=None)",
@@ -272,6 +273,7 @@ FINDINGS: tuple[Finding, ...] = (
         "giving a stale token back)",
         sometimes="whether a stalled holder counts as stale depends on the microseconds of the server's "
         "clock (`current_time` reads 5123 µs as 0.5123 s), so the model check meets it in some runs",
+        met_by=("model", "model-n"),
         promise=Promise(
             LIBRARY,
             "A distributed semaphore and mutex built on Redis.",
@@ -327,6 +329,7 @@ FINDINGS: tuple[Finding, ...] = (
         tracker=f"{NOT_IN_TRACKER} (bluele/redis-semaphore: nothing on `current_time`)",
         sometimes="the model check meets it when a holder's grab and a later acquire fall on either "
         "side of a second's first tenth on the real clock, which no seed fixes",
+        met_by=("model-n", "model"),
         promise=Promise(
             CONTEND,
             "progress: an acquire of a free permit is granted (the model check's rule; the "
@@ -352,6 +355,7 @@ FINDINGS: tuple[Finding, ...] = (
         "growing wait; neither discusses a lease that expires",
         sometimes="the state machine meets it when it draws an expiry while a waiter's wait has grown; "
         "its search is bounded in real time, so not every run gets there",
+        met_by=("schedule",),
         promise=Promise(
             CONTEND,
             "crash liveness: a lease whose holder died is taken within a few TTLs (the README documents the growing wait, `delay_interval`, not how late an expired lease is noticed)",
@@ -375,6 +379,7 @@ FINDINGS: tuple[Finding, ...] = (
         tracker=f"{NOT_IN_TRACKER} (Bogdanp/dramatiq)",
         sometimes="the many-permit model check meets it in the full board's 150 operations, seldom in "
         "--quick's 100",
+        met_by=("model-n",),
         promise=Promise(
             LIBRARY,
             "A rate limiter that ensures that only `limit` concurrent operations may happen at the same time. ... You can use a concurrent rate limiter of size 1 to get a distributed mutex.",
@@ -462,13 +467,12 @@ FINDINGS: tuple[Finding, ...] = (
         "thread's next `acquire_write_lock` returns True at once, re-entrant, without asking Redis, "
         "even after its lease ran out and another client took the lock: two writers. Clearing the "
         "local state whatever the release did (or re-acquiring on the server when re-entering) "
-        "would keep the thread out.",
+        "would keep the thread out. The reacquire check meets it in every run: a release loses "
+        "its reply after the server ran its DEL, another client takes the lock, and the releasing "
+        "thread's next acquire is granted too.",
         documented=False,
         reproduction="tests/scoreboard/reproductions/beaker_reentrant_after_failed_release.py",
         tracker=f"{NOT_IN_TRACKER} (bbangert/beaker)",
-        sometimes="the schedule check meets it when it draws a lost reply in a release and a stall "
-        "past the lease before the same client acquires again: in the full board's 200 "
-        "interleavings, seldom in --quick's 25",
         promise=Promise(
             LIBRARY,
             "This Synchronizer only supports 1 reader or 1 writer at time, not concurrent readers.",
@@ -496,6 +500,7 @@ FINDINGS: tuple[Finding, ...] = (
         sometimes="the burst check meets it when its threads' clock reads and scripts interleave in "
         "real time, which no seed fixes; the synchronous state machine seldom orders a later-stamped "
         "hit's script first",
+        met_by=("burst", "schedule"),
         promise=Promise(
             LIBRARY,
             "RedisBucket stores one sorted-set member per consumed unit for exact sliding-window checks.",
@@ -523,6 +528,7 @@ FINDINGS: tuple[Finding, ...] = (
         "finding)",
         sometimes="the state machine meets it in the full board's 200 interleavings (every seed tried), "
         "seldom in --quick's 25: it needs a request that read its clock to be passed by two later ones",
+        met_by=("schedule",),
         promise=Promise(
             LIBRARY,
             "FastAPI-Limiter is a rate limiting tool for fastapi routes, powered by pyrate-limiter. ... "

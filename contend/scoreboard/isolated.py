@@ -23,6 +23,7 @@ from typing import Any
 
 from contend.check.battery import ResultRow
 from contend.check.framework import CheckOptions, CheckResult
+from contend.scoreboard.confirm import CONFIRM_ATTEMPTS
 from contend.scoreboard.environments import Environment, EnvironmentFailed, worker_environ
 from contend.scoreboard.library import Library
 from contend.scoreboard.run import LibraryResult, Scoreboard, started_here, subject_for
@@ -69,8 +70,10 @@ class Runner:
         on_library: Callable[[Library], None] = lambda lib: None,
         on_install: Callable[[Library, Environment], None] = lambda lib, env: None,
         on_done: Callable[[LibraryResult], None] = lambda result: None,
+        confirm_attempts: int = CONFIRM_ATTEMPTS,
     ) -> None:
         self.target, self.options, self.root, self.jobs = target, options, root, jobs
+        self.confirm_attempts = confirm_attempts
         self.latest, self.redis_server, self.namespace = latest, redis_server, namespace
         self.on_result, self.on_library, self.on_install = on_result, on_library, on_install
         self.on_done = on_done
@@ -114,6 +117,7 @@ class Runner:
             "url": self.target.url,
             "options": dataclasses.asdict(self.options),
             "redis_server": self.redis_server,
+            "confirm_attempts": self.confirm_attempts,
             "namespace": f"{self.namespace}:{library.key}" if self.namespace else None,
             # A row over several masters starts its own when contend started the board's server,
             # and so does every row: its own server and virtual clock, whatever runs beside it.

@@ -157,6 +157,16 @@ def counts_line(board: Scoreboard) -> str:
     )
 
 
+def met_words(result: LibraryResult, prop: str) -> str:
+    """Whether the run met the finding on `prop`: by its own checks, by an attempt after them
+    (contend.scoreboard.confirm, named), or not (and why some runs do not)."""
+    finding = result.finding(prop)
+    if finding is not None and result.unmet(prop):
+        return f"not met this run ({finding.sometimes})"
+    again = result.confirmed_by(prop)
+    return f"met by {again.check} ({finding.sometimes})" if again and finding else "met"
+
+
 def findings_summary(board: Scoreboard) -> list[Block]:
     """One line per finding: row, property, whether the tracker knows it."""
     found = [
@@ -173,7 +183,7 @@ def findings_summary(board: Scoreboard) -> list[Block]:
             prop,
             f.kind if f else "not examined",
             whose(f) if f else "",
-            f"not met this run ({f.sometimes})" if f and r.unmet(prop) else "met",
+            met_words(r, prop),
             f.tracker if f else "",
         )
         for r, prop, f in found
@@ -318,6 +328,8 @@ def finding_json(result: LibraryResult, prop: str) -> dict[str, Any]:
         "tracker": {"status": finding.tracker_status, "refs": list(finding.refs), "note": finding.tracker},
         "reproduction": finding.reproduction,
         "sometimes": finding.sometimes or None,
+        "met_by": list(finding.met_by),
+        "confirmed_by": again.check if (again := result.confirmed_by(prop)) else None,
         "anchor": finding.anchor,
     }
 

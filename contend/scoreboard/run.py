@@ -22,6 +22,7 @@ from contend.check.battery import ASYNC_BATTERIES, BATTERIES, ResultRow, run_bat
 from contend.check.framework import FAIL, INCONCLUSIVE, CheckOptions, CheckResult
 from contend.check.schedule import SCHEDULE
 from contend.impl.catalog import BAD_INPUT, PROGRESS
+from contend.scoreboard.confirm import CONFIRM_ATTEMPTS, confirm, is_again
 from contend.scoreboard.expected import Finding, expected_failures
 from contend.scoreboard.ids import CHECK_PROPS, run_id_checks
 from contend.scoreboard.library import ID_FAMILY, Library, LibraryMissing
@@ -93,6 +94,20 @@ class LibraryResult:
         finding = self.finding(prop)
         return finding is not None and bool(finding.sometimes) and self.verdict(prop) == PASS_V
 
+    def unconfirmed(self) -> list[tuple[str, tuple[str, ...]]]:
+        """The findings this run did not meet that can be attempted again (contend.scoreboard.confirm):
+        each property, with the checks that meet it."""
+        return [
+            (prop, finding.met_by)
+            for prop in self.properties
+            if (finding := self.finding(prop)) is not None and finding.met_by and self.unmet(prop)
+        ]
+
+    def confirmed_by(self, prop: str) -> CheckResult | None:
+        """The attempt after the run that met the finding on `prop`, if one did."""
+        results = self.row.results if self.row else []
+        return next((r for r in results if is_again(r) and r.status == FAIL and r.prop == prop), None)
+
     def not_met(self) -> list[str]:
         """Every recorded finding this run did not meet (one whose search may miss it, and did), in
         words: a failure of the run of its own (contend.commands.scoreboard, exit 3)."""
@@ -101,6 +116,11 @@ class LibraryResult:
         return [
             f"{self.library.key} · {prop}: pass, recorded as a finding that some runs miss "
             f"({finding.sometimes})"
+            + (
+                f"; not met either by its checks again ({', '.join(finding.met_by)})"
+                if finding.met_by
+                else ""
+            )
             for prop in self.properties
             if (finding := self.finding(prop)) is not None and self.unmet(prop)
         ]
@@ -207,11 +227,13 @@ def run_library(
     result: LibraryResult | None = None,
     namespace: str | None = None,
     own_masters: bool | None = None,
+    confirm_attempts: int = CONFIRM_ATTEMPTS,
 ) -> LibraryResult:
     """One row: the library's version, then its battery, filled into `result` as it runs (so an
     interrupted row keeps its checks so far). A row whose library is missing is skipped, with
     the reason. A row spanning several masters gets its own (`own_masters`, by default when
-    contend started `target`: see `started_here`)."""
+    contend started `target`: see `started_here`). A recorded finding the battery did not meet
+    is attempted again, up to `confirm_attempts` times (contend.scoreboard.confirm)."""
     if own_masters is None:
         own_masters = started_here(target)
     result = result or LibraryResult(library)
@@ -254,6 +276,25 @@ def run_library(
                         stop=stop,
                         rows=rows,
                     )
+                    if rows and not options.replay and confirm_attempts:
+                        result.row = rows[0]
+
+                        def run_again(checks: Sequence[str], sized: CheckOptions) -> list[CheckResult]:
+                            again: list[ResultRow] = []
+                            run_battery(
+                                spanning, [subject], sized, run_ns, only_checks=checks, stop=stop, rows=again
+                            )
+                            return again[0].results if again else []
+
+                        confirm(
+                            result.unconfirmed,
+                            run_again,
+                            options,
+                            rows[0].results,
+                            on_result=lambda r: on_result(subject, r),
+                            attempts=confirm_attempts,
+                            stop=stop,
+                        )
             finally:
                 run_ns.cleanup()
                 client.close()
@@ -305,6 +346,7 @@ def run_scoreboard(
     stop: threading.Event | None = None,
     board: Scoreboard | None = None,
     namespace: str | None = None,
+    confirm_attempts: int = CONFIRM_ATTEMPTS,
 ) -> Scoreboard:
     """Every row in turn, appended to `board` as it starts (an interrupted run keeps the rows
     so far)."""
@@ -326,6 +368,7 @@ def run_scoreboard(
                 stop=stop,
                 result=result,
                 namespace=namespace,
+                confirm_attempts=confirm_attempts,
             )
     finally:
         board.seconds = time.perf_counter() - started

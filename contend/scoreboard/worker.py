@@ -23,6 +23,7 @@ from contend import interrupt
 from contend.check.framework import CheckOptions, CheckResult
 from contend.check.noise import quieted
 from contend.errors import ContendError
+from contend.scoreboard.confirm import CONFIRM_ATTEMPTS
 from contend.scoreboard.libraries import by_key
 from contend.scoreboard.run import LibraryResult, run_library
 from contend.servers.clock import ServerClock
@@ -92,6 +93,7 @@ def serve(request: dict[str, Any], events: IO[str]) -> None:
                         result=result,
                         namespace=request.get("namespace"),
                         own_masters=request.get("own_masters", False),
+                        confirm_attempts=request.get("confirm_attempts", CONFIRM_ATTEMPTS),
                     )
                 result.noise = noise.summary()
             except ContendError as exc:
