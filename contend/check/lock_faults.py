@@ -295,7 +295,7 @@ def crash_check(ctx: CheckContext) -> str:
             with expect("an uncontended acquire"):
                 probe.acquire(blocking=False)
         steps = max(1, probe_trips.sent)
-        cases: dict[int, Callable[[], str]] = {
+        cases: dict[int, Callable[[], None]] = {
             k: functools.partial(_holder_crashes, ctx, extra, k, steps, bound) for k in range(1, steps + 1)
         }
         cases[steps + 1] = functools.partial(_waiter_crashes, ctx, extra, bound)
@@ -304,7 +304,7 @@ def crash_check(ctx: CheckContext) -> str:
     return f"crashed after each of {steps} acquire round trip(s), and while queued: others acquired within {bound:.1f} s"
 
 
-def _holder_crashes(ctx: CheckContext, extra: list[redis.Redis], k: int, steps: int, bound: float) -> str:
+def _holder_crashes(ctx: CheckContext, extra: list[redis.Redis], k: int, steps: int, bound: float) -> None:
     """The holder dies after round trip `k` of its acquire (after the last: holding the lock)."""
     key = ctx.namespace.key("crash", k)
     client, trips = tapped_client(ctx, extra)
@@ -319,10 +319,9 @@ def _holder_crashes(ctx: CheckContext, extra: list[redis.Redis], k: int, steps: 
         else "holding the lock (acquire done)"
     )
     _waiter_must_acquire(ctx, key, bound, f"the holder crashed {when}")
-    return ""
 
 
-def _waiter_crashes(ctx: CheckContext, extra: list[redis.Redis], bound: float) -> str:
+def _waiter_crashes(ctx: CheckContext, extra: list[redis.Redis], bound: float) -> None:
     """A waiter that dies while queued behind a holder must not block those after it."""
     key = ctx.namespace.key("crash-waiter")
     holder = ctx.factory(ctx.client(), key, ctx.ttl(FAULT_TTL))
@@ -337,7 +336,6 @@ def _waiter_crashes(ctx: CheckContext, extra: list[redis.Redis], bound: float) -
     with contextlib.suppress(Exception):
         holder.release()
     _waiter_must_acquire(ctx, key, bound, "a waiter crashed while queued and the holder released")
-    return ""
 
 
 def _swallow_crash(lock: Any) -> None:

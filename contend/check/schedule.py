@@ -28,6 +28,7 @@ from contend.check.framework import (
     CheckContext,
     CheckFailed,
     CheckInconclusive,
+    CheckOptions,
     InputRefused,
 )
 from contend.history.access import UnknownCommand
@@ -238,7 +239,7 @@ def _unshrunk(
     )
 
 
-def _shrink_stopped(options: Any, since_found: float) -> str:
+def _shrink_stopped(options: CheckOptions, since_found: float) -> str:
     """A note on the evidence when Hypothesis stopped shrinking it at its budget (the trace is the
     smallest found by then, and may hold steps the failure does not need)."""
     if options.replay or not options.shrink or since_found < options.shrink_seconds:
