@@ -104,8 +104,10 @@ class LibraryResult:
         ]
 
     def confirmed_by(self, prop: str) -> CheckResult | None:
-        """The attempt after the run that met the finding on `prop`, if one did."""
+        """The attempt after the run that met the finding on `prop`, if the run's own checks did not."""
         results = self.row.results if self.row else []
+        if any(not is_again(r) and r.status == FAIL and r.prop == prop for r in results):
+            return None
         return next((r for r in results if is_again(r) and r.status == FAIL and r.prop == prop), None)
 
     def not_met(self) -> list[str]:

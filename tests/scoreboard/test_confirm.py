@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from contend.check.battery import ResultRow
 from contend.check.framework import FAIL, PASS, CheckOptions, CheckResult
 from contend.scoreboard.confirm import FULL_EXAMPLES, again_name, confirm, full_sized, is_again
 from contend.scoreboard.expected import FINDINGS
 from contend.scoreboard.libraries import by_key
-from contend.scoreboard.run import checks_for
+from contend.scoreboard.run import LibraryResult, checks_for, subject_for
 
 
 class Board:
@@ -86,3 +87,22 @@ def test_a_finding_some_runs_miss_names_checks_of_its_row_that_meet_it():
             assert set(finding.met_by) <= set(checks_for(library, None)), finding.anchor
         else:
             assert not finding.met_by, f"{finding.anchor}: every run meets it, nothing to attempt again"
+
+
+def test_a_finding_the_run_met_is_not_said_to_be_met_by_an_attempt_after_it():
+    """redis-semaphore's crash liveness is met by its own burst; an attempt for another finding
+    that breaks it too does not make it "met by" that attempt."""
+    (library,) = by_key(["redis-semaphore"])
+    row = ResultRow(subject_for(library, lambda *a: None))
+    result = LibraryResult(library, row=row)
+    row.results += [
+        CheckResult("burst", FAIL, "none acquired it", 0.1, "crash-liveness"),
+        CheckResult("model", PASS, "agreed", 0.1),
+        CheckResult("schedule", PASS, "200 interleavings", 0.1),  # judges every property
+        CheckResult(again_name("model", 1), FAIL, "refused", 0.1, "crash-liveness"),
+        CheckResult(again_name("model", 2), FAIL, "two holders", 0.1, "safe-release"),
+    ]
+    assert result.confirmed_by("crash-liveness") is None
+    confirmed = result.confirmed_by("safe-release")
+    assert confirmed is not None and confirmed.check == "model · again, seed 2"
+    assert ("progress", ("model-n", "model")) in result.unconfirmed()
