@@ -287,8 +287,12 @@ NOT_RUN: dict[str, str] = {
     ".venv/bin/locust -f loadtests/ --headless --master --expect-workers 2 --redis-url redis://HOST:6379/0 -u 50 "
     "-r 50 -t 30s": PLACEHOLDER.format(what="hosts (a master and workers on several machines)"),
     ".venv/bin/locust -f loadtests/ --worker --master-host MASTERHOST": PLACEHOLDER.format(what="hosts"),
-    f"{C} scoreboard --quick --out my-scoreboard": "installs 16 libraries, each in an environment of its own "
-    "(minutes); one library's row is run",
+    f"{C} scoreboard --quick --out my-scoreboard": "installs the board's libraries, each in an environment of "
+    "its own (minutes); one library's row is run",
+    "( while :; do :; done ) &": MEASURE + " (the CPU-bound process beside the boards)",
+    f"{C} scoreboard --out /tmp/full1 -q --json /tmp/full1.json": MEASURE,
+    f"{C} scoreboard --quick --out /tmp/quick1 -q --json /tmp/quick1.json": MEASURE,
+    "kill %1": MEASURE + " (its CPU-bound process ends)",
     ".venv/bin/python -m contend.benchmarks.faults --every-correct --runs 20 --max-examples 50 --hogs 2": MEASURE,
     ".venv/bin/python -m contend.benchmarks.faults --every-correct --runs 20 --max-examples 50 --hogs 1": MEASURE,
     ".venv/bin/python -m contend.benchmarks.impl_times --runs 5 --contend ../before/.venv/bin/contend --contend "
