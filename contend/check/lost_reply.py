@@ -283,14 +283,20 @@ def _acquire_full(
     return 1
 
 
-def _release(
-    ctx: CheckContext, extra: list[redis.Redis], key: str, k: int, steps: int, ttl: int, bound: float
-) -> int:
+def _tapped_holder(ctx: CheckContext, extra: list[redis.Redis], key: str, ttl: int) -> tuple[Any, RoundTrips]:
+    """A lock on a tapped client of its own, acquired (free, so it must be: else progress)."""
     client, trips = tapped_client(ctx, extra)
     lock = _lock(ctx, client, key, ttl)
     with expect("an uncontended acquire", prop=PROGRESS):
         if not granted(lock.acquire(blocking=False)):
             raise CheckFailed("a free lock could not be acquired", prop=PROGRESS)
+    return lock, trips
+
+
+def _release(
+    ctx: CheckContext, extra: list[redis.Redis], key: str, k: int, steps: int, ttl: int, bound: float
+) -> int:
+    lock, trips = _tapped_holder(ctx, extra, key, ttl)
     trips.lose_after(k - 1, lost(k, steps))
     ctx.note(f"lost reply: round trip {k} of {steps} of a release")
     with contextlib.suppress(Exception):
@@ -408,11 +414,7 @@ def _reacquire_after_lost_release(
     claims: frozenset[str] = getattr(ctx.subject, "claims", frozenset())
     if _limit(ctx) != 1 or MUTUAL_EXCLUSION not in claims:
         return 0
-    client, trips = tapped_client(ctx, extra)
-    lock = _lock(ctx, client, key, ttl)
-    with expect("an uncontended acquire", prop=PROGRESS):
-        if not granted(lock.acquire(blocking=False)):
-            raise CheckFailed("a free lock could not be acquired", prop=PROGRESS)
+    lock, trips = _tapped_holder(ctx, extra, key, ttl)
     trips.lose_after(k - 1, lost(k, steps))
     ctx.note(f"lost reply: round trip {k} of {steps} of a release, then the same client acquires again")
     raised = ""
@@ -454,11 +456,7 @@ def _reacquire_after_lost_release(
 def _extend(
     ctx: CheckContext, extra: list[redis.Redis], key: str, k: int, steps: int, ttl: int, bound: float
 ) -> int:
-    client, trips = tapped_client(ctx, extra)
-    lock = _lock(ctx, client, key, ttl)
-    with expect("an uncontended acquire", prop=PROGRESS):
-        if not granted(lock.acquire(blocking=False)):
-            raise CheckFailed("a free lock could not be acquired", prop=PROGRESS)
+    lock, trips = _tapped_holder(ctx, extra, key, ttl)
     trips.lose_after(k - 1, lost(k, steps))
     ctx.note(f"lost reply: round trip {k} of {steps} of an extend")
     with contextlib.suppress(Exception):
