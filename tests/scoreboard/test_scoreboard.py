@@ -178,7 +178,9 @@ def test_a_verdict_that_changes_fails_the_run(capsys, monkeypatch):
     assert "sherlock-no-expiry · mutual-exclusion: fail, expected pass" in out
 
 
-def test_a_recorded_finding_not_met_fails_the_run_with_its_own_code(capsys, monkeypatch, tmp_path, piped_stdout):
+def test_a_recorded_finding_not_met_fails_the_run_with_its_own_code(
+    capsys, monkeypatch, tmp_path, piped_stdout
+):
     """redis-py's asyncio lock passes; were a finding recorded for it (one some runs miss), a run
     that did not meet it exits 3 and says which, in its output and its JSON."""
     ghost = expected.Finding(
