@@ -34,7 +34,9 @@ class LockFigures:
     one_client: Rate
     raw_alongside: Rate  # PING measured in the slices between the lock's
     ratio: float  # median over the slices of lock cycles / PINGs
-    contended: Rate
+    contended: Rate | None  # None when the implementation raised under contention
+    #: What it raised under contention ("ExcType: message"), or "": a known-bad one may (its defect).
+    contended_error: str = ""
 
 
 @dataclass(frozen=True)
@@ -89,10 +91,15 @@ def _bench_one(
 
         key = ns.key("hot")
         locks = [impl.factory(c, key, TTL_MS) for c in conns]
-        contended = measure_concurrent([functools.partial(_blocking_cycle, lk) for lk in locks], seconds)
-        ns.cleanup()
+        try:
+            contended = measure_concurrent([functools.partial(_blocking_cycle, lk) for lk in locks], seconds)
+        except Exception as exc:  # setnx_getset's SETNX retries run out under a hot loop: its livelock
+            return LockFigures(
+                impl.name, impl.known_bad, round_trips, one, raw, ratio, None, f"{type(exc).__name__}: {exc}"
+            )
         return LockFigures(impl.name, impl.known_bad, round_trips, one, raw, ratio, contended)
     finally:
+        ns.cleanup()
         for c in conns:
             c.close()
 

@@ -116,17 +116,23 @@ def run(args: argparse.Namespace, out: Console, err: Console) -> int:
         figures = {**asdict(result), "ratios": result.ratios()}
         write_document(args.json, document("bench", ExitCode.OK, "measured", family=args.family, **figures))
         return ExitCode.OK
+    code = ExitCode.OK
     if isinstance(result, LockBench):
         out.print(locks_table(result))
         for line in lock_targets(result):
             out.print(line)
+        for line in contention_errors(result):
+            out.print(escape(line), soft_wrap=True)
+        if any(row.contended_error and not row.known_bad for row in result.rows):
+            code = ExitCode.FAILED
         append_summary(f"## contend bench lock\n\n{rich_table(locks_table(result))}")
     else:
         out.print(registry_table(result))
         append_summary(f"## contend bench registry\n\n{rich_table(registry_table(result))}")
     figures = asdict(result)
-    write_document(args.json, document("bench", ExitCode.OK, "measured", family=args.family, **figures))
-    return ExitCode.OK
+    verdict = "measured" if code == ExitCode.OK else "raised"
+    write_document(args.json, document("bench", code, verdict, family=args.family, **figures))
+    return code
 
 
 def gate_table(result: GateBench) -> Table:
@@ -203,15 +209,16 @@ def locks_table(result: LockBench) -> Table:
     table.add_column(f"{result.clients} clients, 1 key /s", justify="right")
     table.add_column("× PING 1 client", justify="right")
     for row in result.rows:
-        one, many = row.one_client.per_second, row.contended.per_second
+        one = row.one_client.per_second
+        many = row.contended.per_second if row.contended is not None else None
         table.add_row(
             row.name + (" [dim](known-bad)[/]" if row.known_bad else ""),
             str(row.round_trips),
             f"{one:,.0f}",
             f"{row.raw_alongside.per_second:,.0f}",
             f"{row.ratio:.2f}",
-            f"{many:,.0f}",
-            f"{many / raw1:.2f}",
+            f"{many:,.0f}" if many is not None else "raised",
+            f"{many / raw1:.2f}" if many is not None else "—",
         )
     table.caption = (
         "× PING, same slices: the median, over slices taken in turn with one client's PING loop, of "
@@ -219,6 +226,17 @@ def locks_table(result: LockBench) -> Table:
         "title's rate); × PING 1 client: the contended rate over the title's 1-client rate"
     )
     return table
+
+
+def contention_errors(result: LockBench) -> list[str]:
+    """A line per lock that raised under contention: a known-bad one's defect, or a correct
+    one's failure (which fails the run)."""
+    return [
+        f"{row.name}{' (known-bad)' if row.known_bad else ''} raised under contention, so it has no "
+        f"contended rate: {row.contended_error}" + (" (its defect)" if row.known_bad else "")
+        for row in result.rows
+        if row.contended_error
+    ]
 
 
 def lock_targets(result: LockBench) -> list[str]:

@@ -7,9 +7,11 @@ import sys
 
 import pytest
 
+import contend.benchmarks.locks as locks
 from contend import cli
 from contend.cli import main
 from contend.commands.console import make_console
+from contend.impl.catalog import MUTUAL_EXCLUSION, Implementation
 
 
 @pytest.fixture(autouse=True)
@@ -60,3 +62,48 @@ def test_bench_gate_prints_both_gates_as_ratios_in_one_run(capsys, tmp_path):
         "async gated / async raw",
         "async gate overhead / sync gate overhead",
     }
+
+
+class GivesUpWhenWaiting:
+    """A lock whose try works and whose blocking acquire raises: what setnx_getset does when its
+    SETNX retries run out under the bench's hot loop (SetnxError), forced here on every wait."""
+
+    def __init__(self, client, key: str, ttl_ms: int) -> None:
+        self.client, self.key, self.ttl_ms = client, key, ttl_ms
+
+    def acquire(self, blocking: bool = True, timeout: float | None = None) -> bool:
+        if blocking:
+            raise RuntimeError("gave up waiting")
+        return bool(self.client.set(self.key, "1", nx=True, px=self.ttl_ms))
+
+    def release(self) -> None:
+        self.client.delete(self.key)
+
+
+def _giving_up(name: str, violates: frozenset[str]) -> Implementation:
+    return Implementation(
+        name, "lock", GivesUpWhenWaiting, "mutex", "gives up when waiting", violates=violates
+    )
+
+
+def test_a_lock_that_raises_under_contention_is_reported_not_a_traceback(capsys, monkeypatch, tmp_path):
+    """The contended rate of a lock that raised is "raised", with what it raised: a known-bad one's
+    defect leaves the run's exit code alone (0), a correct one's fails it (1); nothing is lost."""
+    bad = _giving_up("gives_up_known_bad", frozenset({MUTUAL_EXCLUSION}))
+    monkeypatch.setattr(locks, "lock_implementations", lambda: [bad])
+    path = tmp_path / "bench.json"
+    argv = ["bench", "lock", "--duration", "0.1", "--clients", "2", "--json", str(path)]
+    assert main(argv) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "gives_up_known_bad (known-bad) raised under contention, so it has no contended rate: " in out
+    assert "RuntimeError: gave up waiting (its defect)" in out
+    (row,) = json.loads(path.read_text())["rows"]
+    assert row["contended"] is None and row["contended_error"] == "RuntimeError: gave up waiting"
+
+    correct = _giving_up("gives_up_correct", frozenset())
+    monkeypatch.setattr(locks, "lock_implementations", lambda: [correct])
+    assert main(argv) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "gives_up_correct raised under contention, so it has no contended rate: RuntimeError" in out
+    document = json.loads(path.read_text())
+    assert document["verdict"] == "raised" and document["exit_code"] == 1
