@@ -116,6 +116,17 @@ def _lock(ctx: CheckContext, client: redis.Redis, key: str, ttl: int) -> Any:
     return ctx.factory(client, key, ttl, limit=limit) if limit > 1 else ctx.factory(client, key, ttl)
 
 
+def _holding(ctx: CheckContext, key: Callable[[], str], ttl: int) -> Callable[[redis.Redis], Any]:
+    """What count_round_trips makes a release or extend on: a lock on a fresh key (`key()`), held."""
+
+    def held(client: redis.Redis) -> Any:
+        lock = _lock(ctx, client, key(), ttl)
+        lock.acquire(blocking=False)
+        return lock
+
+    return held
+
+
 def _free_within(ctx: CheckContext, key: str, ttl: int, bound: float, what: str) -> None:
     """crash liveness: another client gets the lock within `bound` seconds (judged only for a lock
     that claims it: one without a lease may stay held by a client that died)."""
@@ -182,12 +193,7 @@ def lock_check(ctx: CheckContext) -> str:
         acquiring = count_round_trips(
             ctx, extra, lambda lock: lock.acquire(blocking=False), lambda c: _lock(ctx, c, key("n"), ttl)
         )
-
-        def held(c: redis.Redis) -> Any:
-            lock = _lock(ctx, c, key("n"), ttl)
-            lock.acquire(blocking=False)
-            return lock
-
+        held = _holding(ctx, lambda: key("n"), ttl)
         releasing = count_round_trips(ctx, extra, lambda lock: lock.release(), held)
         extending = count_round_trips(ctx, extra, lambda lock: lock.extend(ttl), held) if extendable else 0
         cases: list[Callable[[], int]] = []  # each on a key of its own: all run at once
@@ -379,12 +385,7 @@ def reacquire_check(ctx: CheckContext) -> str:
     ttl = ctx.ttl(WAITED_TTL)
     with own_clients() as extra:
         counter = itertools.count()
-
-        def held(c: redis.Redis) -> Any:
-            lock = _lock(ctx, c, ctx.namespace.key("again", "n", next(counter)), ttl)
-            lock.acquire(blocking=False)
-            return lock
-
+        held = _holding(ctx, lambda: ctx.namespace.key("again", "n", next(counter)), ttl)
         releasing = count_round_trips(ctx, extra, lambda lock: lock.release(), held)
         cases: dict[int, Callable[[], int]] = {
             k: functools.partial(
