@@ -412,9 +412,6 @@ def _reacquire_after_lost_release(
     and the other's runs, so that acquire must be refused (mutual exclusion): a lock that
     remembers locally that it holds (a re-entrant count a failed release left set) and grants
     without asking the server makes two holders. Judged only when the other client got in."""
-    claims: frozenset[str] = getattr(ctx.subject, "claims", frozenset())
-    if _limit(ctx) != 1 or MUTUAL_EXCLUSION not in claims:
-        return 0
     lock, trips = _tapped_holder(ctx, extra, key, ttl)
     trips.lose_after(k - 1, lost(k, steps))
     ctx.note(f"lost reply: round trip {k} of {steps} of a release, then the same client acquires again")
@@ -633,6 +630,7 @@ LOCK_REACQUIRE = Check(
     "a release's reply lost, another client takes the lock: the releasing client's next acquire is refused",
     reacquire_check,
     MUTUAL_EXCLUSION,
+    needs=MUTUAL_EXCLUSION,  # judged only for a lock that claims it (the battery is the lock family's)
 )
 REGISTRY_LOST_REPLY = Check(
     "lost-reply",
